@@ -1,0 +1,129 @@
+"""Cluster: EKS control plane (pulumi-eks), a managed node group in the private subnets, and the
+Kubernetes provider every in-cluster object is created with.
+
+Choices, each for a reason:
+- authentication mode API with access entries (the aws-auth ConfigMap is deprecated); the
+  deployer gets cluster-admin as the cluster creator, `clusterAdminArns` adds more.
+- no default node group and no pulumi-eks default security groups: managed nodes use the
+  security group EKS creates, which pulumi-eks then reports as `node_security_group_id`
+  (the EFS mount targets admit NFS from exactly that group).
+- Kubernetes secrets envelope-encrypted with a customer-managed KMS key (rotation on).
+- the API endpoint: private access on, public access only from `apiAllowedCidrs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from infra import iam, versions
+from infra.config import Settings
+from infra.naming import aws_tags, component_type
+
+CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
+
+
+@dataclass
+class ClusterArgs:
+    settings: Settings
+    vpc_id: pulumi.Input[str]
+    public_subnet_ids: list[pulumi.Input[str]]
+    private_subnet_ids: list[pulumi.Input[str]]
+
+
+class Cluster(pulumi.ComponentResource):
+    eks_cluster_name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    node_security_group_id: pulumi.Output[str]
+    node_group: eks.ManagedNodeGroup
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(component_type("Cluster"), name, None, opts)
+        settings = args.settings
+        child = pulumi.ResourceOptions(parent=self)
+
+        secrets_key = aws.kms.Key(f"{name}-secrets-key", description=f"{settings.project}/{settings.stack}: EKS secrets encryption",
+                                  enable_key_rotation=True, deletion_window_in_days=7, tags=aws_tags(settings), opts=child)
+
+        service_role = aws.iam.Role(f"{name}-service-role", assume_role_policy=iam.service_trust_policy("eks.amazonaws.com"),
+                                    tags=aws_tags(settings), opts=child)
+        service_policy = aws.iam.RolePolicyAttachment(f"{name}-service-eks-policy", role=service_role.name,
+                                                      policy_arn=f"{iam.AWS_MANAGED}/AmazonEKSClusterPolicy", opts=child)
+        service_kms = aws.iam.RolePolicy(f"{name}-service-kms", role=service_role.id,
+                                         policy=secrets_key.arn.apply(iam.kms_use_policy), opts=child)
+
+        node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=iam.service_trust_policy("ec2.amazonaws.com"),
+                                 tags=aws_tags(settings), opts=child)
+        node_policies = [
+            aws.iam.RolePolicyAttachment(f"{name}-node-{policy}", role=node_role.name,
+                                         policy_arn=f"{iam.AWS_MANAGED}/{policy}", opts=child)
+            for policy in NODE_POLICIES
+        ]
+
+        admins = {
+            f"admin-{index}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                access_policies={"cluster-admin": eks.AccessPolicyAssociationArgs(
+                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
+            for index, arn in enumerate(settings.cluster_admin_arns)
+        }
+
+        cluster = eks.Cluster(
+            f"{name}-eks",
+            vpc_id=args.vpc_id,
+            public_subnet_ids=args.public_subnet_ids,
+            private_subnet_ids=args.private_subnet_ids,
+            node_associate_public_ip_address=False,
+            version=settings.kubernetes_version,
+            service_role=service_role,
+            create_oidc_provider=True,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=admins or None,
+            skip_default_node_group=True,
+            skip_default_security_groups=True,
+            endpoint_private_access=True,
+            endpoint_public_access=True,
+            public_access_cidrs=list(settings.api_allowed_cidrs),
+            encryption_config_key_arn=secrets_key.arn,
+            enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES,
+            tags=aws_tags(settings),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms]),
+        )
+
+        self.node_group = eks.ManagedNodeGroup(
+            f"{name}-nodes",
+            cluster=cluster,
+            node_role_arn=node_role.arn,
+            subnet_ids=args.private_subnet_ids,
+            instance_types=[settings.node_instance_type],
+            ami_type=versions.NODE_AMI_TYPE,
+            disk_size=settings.node_disk_gib,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                desired_size=settings.node_count, min_size=settings.node_min_count, max_size=settings.node_max_count),
+            labels={"elastic-training/role": "worker"},
+            tags=aws_tags(settings),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=node_policies),
+        )
+
+        # deleteUnreachable: if the cluster is already gone, `pulumi destroy` drops the in-cluster
+        # objects from state instead of failing on them.
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=cluster.kubeconfig_json, delete_unreachable=True,
+                                     opts=child)
+
+        self.eks_cluster_name = cluster.eks_cluster.name
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        self.oidc_provider_arn = cluster.oidc_provider_arn
+        self.oidc_issuer = cluster.oidc_issuer
+        self.node_security_group_id = cluster.node_security_group_id
+        self.register_outputs({"clusterName": self.eks_cluster_name, "oidcProviderArn": self.oidc_provider_arn,
+                               "nodeSecurityGroupId": self.node_security_group_id})

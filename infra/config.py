@@ -1,0 +1,330 @@
+"""Stack configuration: every key, its type, default, description and rule, validated once.
+
+`load_settings()` turns the raw stack config (what `pulumi config` holds) into a frozen
+`Settings` before any resource is registered. A bad value raises `ConfigError`, whose text is
+one line naming the key, the value and what is allowed; the program and `synth` print that
+line and stop, with no traceback.
+
+`CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and the
+README's table are checked against it by the tests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from infra import versions
+
+PROJECT = "elastic-training"
+
+DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Kubernetes quantities as users write them for CPU and memory ("15", "500m", "24Gi", "1.5").
+QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
+# family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge
+INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z-]*)\.(?P<size>[0-9]*[a-z]+)$")
+AWS_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
+IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
+ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
+MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
+
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
+
+
+class ConfigError(ValueError):
+    """A stack config value that breaks its rule. `str()` is the one line a user sees."""
+
+    def __init__(self, key: str, value: Any, rule: str):
+        self.key, self.value, self.rule = key, value, rule
+        super().__init__(f"config {key}={_show(value)} is invalid: {rule}")
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else repr(value)
+
+
+# --- parsing raw config strings into typed values -------------------------------------------
+
+def _parse_int(raw: str) -> int:
+    if not re.fullmatch(r"-?[0-9]+", raw.strip()):
+        raise ValueError("must be a whole number")
+    return int(raw)
+
+
+def _parse_float(raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError("must be a number") from None
+
+
+def _parse_bool(raw: str) -> bool:
+    if raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise ValueError("must be true or false")
+
+
+def _parse_string_list(raw: str) -> list[str]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ValueError('must be a JSON list of strings, e.g. ["203.0.113.0/24"]') from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError('must be a JSON list of strings, e.g. ["203.0.113.0/24"]')
+    return value
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "integer": _parse_int,
+    "number": _parse_float,
+    "boolean": _parse_bool,
+    "string": str,
+    "array": _parse_string_list,
+}
+
+
+# --- rules on single values -----------------------------------------------------------------
+# Each rule returns None when the value is fine, else the text of what is allowed.
+
+def _between(low: float, high: float) -> Callable[[Any], str | None]:
+    return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _dns_label(max_len: int = 63) -> Callable[[str], str | None]:
+    def rule(v: str) -> str | None:
+        if len(v) <= max_len and DNS_1123_LABEL.match(v):
+            return None
+        return (f"must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending "
+                f"with a letter or digit, at most {max_len} characters")
+    return rule
+
+
+def _instance_type(v: str) -> str | None:
+    match = INSTANCE_TYPE.match(v)
+    if not match:
+        return "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"
+    # Graviton types carry a 'g' attribute after the generation (c6g, m7gd, c6gn); the
+    # TorchElastic controller image is built for amd64 only.
+    if "g" in match["attributes"]:
+        return "must be an x86-64 instance type: the TorchElastic controller image is amd64-only (Graviton 'g' types are not)"
+    return None
+
+
+def _cidrs(v: list[str]) -> str | None:
+    if not v:
+        return "must list at least one CIDR block (e.g. your office range, or 0.0.0.0/0)"
+    for cidr in v:
+        try:
+            network = ipaddress.ip_network(cidr, strict=True)
+        except ValueError:
+            return f"{cidr!r} is not a CIDR block with its host bits zero, e.g. 203.0.113.0/24"
+        if network.version != 4:
+            return f"{cidr!r} is IPv6; EKS public access CIDRs must be IPv4"
+    return None
+
+
+def _principal_arns(v: list[str]) -> str | None:
+    bad = [arn for arn in v if not IAM_PRINCIPAL_ARN.match(arn)]
+    return None if not bad else f"{bad[0]!r} is not an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)"
+
+
+def _quantity(v: str) -> str | None:
+    return None if QUANTITY.match(v) else "must be a Kubernetes quantity such as 15, 500m, 24Gi or 512Mi"
+
+
+def _image_uri(v: str) -> str | None:
+    if v == "" or ECR_OR_OCI_IMAGE.match(v):
+        return None
+    return "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
+
+
+def _data_source(v: str) -> str | None:
+    if v.startswith(("https://", "http://", "s3://")):
+        return None
+    if re.fullmatch(r"synthetic(:[1-9][0-9]{0,5})?", v):
+        return None
+    return "must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>'"
+
+
+def _md5(v: str) -> str | None:
+    return None if v == "" or MD5_HEX.match(v) else "must be empty or 32 lowercase hex digits"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str           # key in the project namespace, as in `pulumi config set <name>`
+    field: str          # attribute on Settings
+    type: str           # Pulumi.yaml schema type: integer, number, boolean, string, array
+    default: Any
+    description: str
+    rule: Callable[[Any], str | None] | None = None
+
+
+CONFIG_KEYS: tuple[ConfigKey, ...] = (
+    # network + cluster
+    ConfigKey("availabilityZoneCount", "availability_zone_count", "integer", 2,
+              "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).", _between(2, 4)),
+    ConfigKey("kubernetesVersion", "kubernetes_version", "string", versions.DEFAULT_KUBERNETES_VERSION,
+              "EKS Kubernetes version.", _one_of(versions.SUPPORTED_KUBERNETES_VERSIONS)),
+    ConfigKey("nodeInstanceType", "node_instance_type", "string", "c5.4xlarge",
+              "EC2 instance type of the managed nodes (x86-64).", _instance_type),
+    ConfigKey("nodeCount", "node_count", "integer", 2, "Desired number of nodes.", _between(1, 100)),
+    ConfigKey("nodeMinCount", "node_min_count", "integer", 1, "Minimum nodes of the node group.", _between(0, 100)),
+    ConfigKey("nodeMaxCount", "node_max_count", "integer", 4, "Maximum nodes of the node group.", _between(1, 100)),
+    ConfigKey("nodeDiskGiB", "node_disk_gib", "integer", 100, "Root volume size of each node in GiB.", _between(20, 16384)),
+    ConfigKey("apiAllowedCidrs", "api_allowed_cidrs", "array", ["0.0.0.0/0"],
+              "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on).", _cidrs),
+    ConfigKey("clusterAdminArns", "cluster_admin_arns", "array", [],
+              "Extra IAM role/user ARNs given cluster-admin through EKS access entries (the deployer always is).",
+              _principal_arns),
+    # storage + names others refer to
+    ConfigKey("namespace", "namespace", "string", "training",
+              "Namespace of the training workloads, the PVC and etcd.", _dns_label()),
+    ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc", "StorageClass of the EFS volume.", _dns_label(253)),
+    ConfigKey("persistentVolumeName", "persistent_volume_name", "string", "efs-pv", "PersistentVolume of the EFS file system.", _dns_label(253)),
+    ConfigKey("pvcName", "pvc_name", "string", "efs-pvc", "ReadWriteMany PersistentVolumeClaim the jobs mount.", _dns_label(253)),
+    ConfigKey("retainData", "retain_data", "boolean", False,
+              "Keep the EFS file system and the ECR repository (with their data) when the stack is destroyed.", None),
+    # workloads
+    ConfigKey("imageUri", "image_uri", "string", "",
+              "Prebuilt training image to use; empty builds images/ and pushes it to the stack's ECR repository.", _image_uri),
+    ConfigKey("dataSource", "data_source", "string", CIFAR10_URL,
+              "Where data-prep gets CIFAR-10: https:// or s3:// tarball URL, or 'synthetic[:N]' for generated data.", _data_source),
+    ConfigKey("dataMd5", "data_md5", "string", CIFAR10_MD5,
+              "Expected MD5 of the dataSource tarball; empty skips the check (the official tarball's is the default).", _md5),
+    ConfigKey("runId", "run_id", "string", "run-1",
+              "Training run id: part of the Job/ElasticJob names and of the run directory on EFS. A new id is a new run.",
+              _dns_label(40)),
+    ConfigKey("workers", "workers", "integer", 2, "Training workers (pods, one per node) to start.", _between(1, 100)),
+    ConfigKey("minWorkers", "min_workers", "integer", 1, "Fewest workers the elastic job keeps training with.", _between(1, 100)),
+    ConfigKey("maxWorkers", "max_workers", "integer", 2, "Most workers the elastic job admits.", _between(1, 100)),
+    ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
+    ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),
+    ConfigKey("minAccuracy", "min_accuracy", "number", 0.7,
+              "Test accuracy (0-1) below which the test Job, and so `pulumi up`, fails.", _between(0.0, 1.0)),
+    ConfigKey("workerCpu", "worker_cpu", "string", "15", "CPU request and limit of each training worker.", _quantity),
+    ConfigKey("workerMemory", "worker_memory", "string", "24Gi", "Memory request and limit of each training worker.", _quantity),
+    ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
+              "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
+)
+
+KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated, typed stack settings: what components receive instead of raw config."""
+
+    project: str
+    stack: str
+    region: str
+    availability_zone_count: int
+    kubernetes_version: str
+    node_instance_type: str
+    node_count: int
+    node_min_count: int
+    node_max_count: int
+    node_disk_gib: int
+    api_allowed_cidrs: tuple[str, ...]
+    cluster_admin_arns: tuple[str, ...]
+    namespace: str
+    storage_class_name: str
+    persistent_volume_name: str
+    pvc_name: str
+    retain_data: bool
+    image_uri: str
+    data_source: str
+    data_md5: str
+    run_id: str
+    workers: int
+    min_workers: int
+    max_workers: int
+    epochs: int
+    batch_size: int
+    min_accuracy: float
+    worker_cpu: str
+    worker_memory: str
+    job_timeout_minutes: int
+    warnings: tuple[str, ...] = ()
+
+
+def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
+    """Validate `raw` (full keys such as "elastic-training:nodeCount" -> string) into Settings.
+
+    Raises ConfigError on the first problem, in CONFIG_KEYS order, then relations.
+    """
+    _reject_unknown_keys(raw)
+    values: dict[str, Any] = {}
+    for key in CONFIG_KEYS:
+        full = f"{PROJECT}:{key.name}"
+        if full not in raw:
+            values[key.field] = key.default
+            continue
+        text = raw[full]
+        try:
+            value = PARSERS[key.type](text)
+        except ValueError as err:
+            raise ConfigError(full, text, str(err)) from None
+        problem = key.rule(value) if key.rule else None
+        if problem:
+            raise ConfigError(full, value, problem)
+        values[key.field] = value
+
+    region = raw.get("aws:region", "")
+    if not AWS_REGION.match(region):
+        raise ConfigError("aws:region", region, "must be set to an AWS region such as us-west-2 (pulumi config set aws:region us-west-2)")
+
+    _check_relations(values)
+    warnings = []
+    if "0.0.0.0/0" in values["api_allowed_cidrs"]:
+        warnings.append(
+            f"config {PROJECT}:apiAllowedCidrs includes 0.0.0.0/0: the Kubernetes API endpoint is reachable "
+            "from the whole internet (still authenticated by IAM); list your own ranges to close it")
+    for field in ("api_allowed_cidrs", "cluster_admin_arns"):
+        values[field] = tuple(values[field])
+    return Settings(project=PROJECT, stack=stack, region=region, warnings=tuple(warnings), **values)
+
+
+def _reject_unknown_keys(raw: Mapping[str, str]) -> None:
+    prefix = f"{PROJECT}:"
+    for full in sorted(raw):
+        if full.startswith(prefix) and full[len(prefix):] not in KEYS_BY_NAME:
+            name = full[len(prefix):]
+            close = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(KEYS_BY_NAME)}"
+            raise ConfigError(full, raw[full], f"unknown key ({hint})")
+
+
+def _check_relations(v: dict[str, Any]) -> None:
+    """Rules that tie keys together; the message names the key whose value breaks them."""
+    p = PROJECT
+    if not v["node_min_count"] <= v["node_count"]:
+        raise ConfigError(f"{p}:nodeMinCount", v["node_min_count"], f"must be <= nodeCount ({v['node_count']})")
+    if not v["node_count"] <= v["node_max_count"]:
+        raise ConfigError(f"{p}:nodeCount", v["node_count"], f"must be <= nodeMaxCount ({v['node_max_count']})")
+    if not v["min_workers"] <= v["workers"]:
+        raise ConfigError(f"{p}:minWorkers", v["min_workers"], f"must be <= workers ({v['workers']})")
+    if not v["workers"] <= v["max_workers"]:
+        raise ConfigError(f"{p}:workers", v["workers"], f"must be <= maxWorkers ({v['max_workers']})")
+    # One worker per node and no cluster autoscaler: more workers than nodes would never schedule.
+    if not v["workers"] <= v["node_count"]:
+        raise ConfigError(f"{p}:workers", v["workers"], f"must be <= nodeCount ({v['node_count']}): each worker takes a whole node")
+    if not v["max_workers"] <= v["node_max_count"]:
+        raise ConfigError(f"{p}:maxWorkers", v["max_workers"], f"must be <= nodeMaxCount ({v['node_max_count']}): each worker takes a whole node")
+    if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
+        raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
+
+
+def data_md5_for(settings: Settings) -> str:
+    """The checksum data-prep verifies: generated data has none; a mirror of the official
+    tarball (https or s3) has the official one, which is the default."""
+    return "" if settings.data_source.startswith("synthetic") else settings.data_md5

@@ -1,0 +1,49 @@
+"""Elastic: the TorchElastic controller on current Kubernetes (our v1 CRD, RBAC, Deployment),
+the workloads' namespace, and the etcd service torchrun rendezvous through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from infra.config import Settings
+from infra.k8s_object import KubernetesObject
+from infra.naming import component_type
+from infra.specs import elastic as specs
+
+
+@dataclass
+class ElasticArgs:
+    settings: Settings
+    provider: pulumi.ProviderResource
+
+
+class Elastic(pulumi.ComponentResource):
+    crd: KubernetesObject
+    controller: KubernetesObject
+    etcd: KubernetesObject
+    workload_namespace: KubernetesObject
+
+    def __init__(self, name: str, args: ElasticArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(component_type("Elastic"), name, None, opts)
+        settings = args.settings
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
+
+        self.crd = KubernetesObject(f"{name}-crd", specs.elasticjob_crd(), in_cluster)
+        controller_ns = KubernetesObject(f"{name}-controller-ns",
+                                         specs.namespace(specs.CONTROLLER_NAMESPACE, "elastic-controller"), in_cluster)
+        objects: list[KubernetesObject] = []
+        for obj in specs.controller_objects():
+            objects.append(KubernetesObject(
+                f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[controller_ns, self.crd, *objects])))
+        self.controller = objects[-1]
+
+        self.workload_namespace = KubernetesObject(f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads"),
+                                                   in_cluster)
+        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.workload_namespace])
+        etcd_service, self.etcd = [KubernetesObject(f"{name}-etcd-{obj['kind'].lower()}", obj, after_ns)
+                                   for obj in specs.etcd_objects(settings.namespace)]
+
+        self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})

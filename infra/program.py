@@ -1,0 +1,66 @@
+"""The whole stack, composed in dependency order. `__main__` runs it under `pulumi up`;
+`synth` runs the same function under mocks."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.addons import Addons, AddonsArgs
+from infra.cluster import Cluster, ClusterArgs
+from infra.config import Settings
+from infra.elastic import Elastic, ElasticArgs
+from infra.network import Network, NetworkArgs
+from infra.registry import Registry, RegistryArgs
+from infra.specs import workloads as workload_specs
+from infra.storage import Storage, StorageArgs
+from infra.workloads import Workloads, WorkloadsArgs
+
+
+def availability_zones(count: int) -> list[str]:
+    zones = sorted(aws.get_availability_zones(state="available").names)
+    if len(zones) < count:
+        raise pulumi.RunError(f"config elastic-training:availabilityZoneCount={count} is invalid: "
+                              f"the region has only {len(zones)} available zones")
+    return zones[:count]
+
+
+def build(settings: Settings) -> dict[str, pulumi.Input]:
+    """Register every resource; return the stack outputs."""
+    network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
+    cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider))
+    storage = Storage("storage", StorageArgs(
+        settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
+        cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.node_group))
+    addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.node_group))
+    registry = Registry("registry", RegistryArgs(settings))
+    workloads = Workloads("workloads", WorkloadsArgs(
+        settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
+        prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
+                       addons.metrics_server]))
+
+    names = workload_specs.names(settings.run_id)
+    ns = settings.namespace
+    return {
+        "clusterName": cluster.eks_cluster_name,
+        "kubeconfig": cluster.kubeconfig,
+        "imageRef": registry.image_ref,
+        "repositoryUrl": registry.repository_url,
+        "efsFileSystemId": storage.file_system_id,
+        "pvcName": settings.pvc_name,
+        "namespace": ns,
+        "runId": settings.run_id,
+        "runDirectory": workload_specs.run_dir(settings.run_id),
+        "trainingResult": workloads.training_complete.result,
+        "commands": {
+            "kubeconfig": pulumi.Output.concat("aws eks update-kubeconfig --region ", settings.region,
+                                               " --name ", cluster.eks_cluster_name),
+            "watchPods": f"kubectl get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
+            "workerLogs": f"kubectl logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "
+                          f"--prefix --max-log-requests={settings.max_workers + 1}",
+            "dataPrepLogs": f"kubectl logs -f -n {ns} job/{names.data_prep}",
+            "testLogs": f"kubectl logs -n {ns} job/{names.test}",
+            "topNodes": "kubectl top nodes",
+        },
+    }

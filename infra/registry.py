@@ -1,0 +1,93 @@
+"""Registry: the ECR repository of the training image, and the image itself, built from images/
+and pushed during `pulumi up`.
+
+Workloads get the digest-pinned reference (`repo@sha256:...`), so a change to jobs/ or images/
+gives a new digest and replaces the workloads, and nothing else. Tags are immutable and derived
+from the build inputs, so a tag always names one image. `imageUri` skips the build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_docker_build as docker_build
+
+from infra import versions
+from infra.config import Settings
+from infra.naming import aws_tags, component_type
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# What the image is built from; the tag is a hash of exactly these files.
+IMAGE_INPUTS = ("images", "jobs", ".dockerignore")
+
+LIFECYCLE_POLICY = json.dumps({"rules": [
+    {"rulePriority": 1, "description": "Expire untagged images after 7 days",
+     "selection": {"tagStatus": "untagged", "countType": "sinceImagePushed", "countUnit": "days", "countNumber": 7},
+     "action": {"type": "expire"}},
+    {"rulePriority": 2, "description": "Keep the 20 most recent images",
+     "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": 20},
+     "action": {"type": "expire"}},
+]})
+
+
+def source_digest(root: Path = REPO_ROOT) -> str:
+    """A short hash of the image's build inputs (paths and contents, caches ignored)."""
+    digest = hashlib.sha256()
+    for entry in IMAGE_INPUTS:
+        path = root / entry
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.exists() else []
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix == ".pyc":
+                continue
+            digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@dataclass
+class RegistryArgs:
+    settings: Settings
+
+
+class Registry(pulumi.ComponentResource):
+    repository_url: pulumi.Output[str]
+    image_ref: pulumi.Output[str]
+
+    def __init__(self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(component_type("Registry"), name, None, opts)
+        settings = args.settings
+        child = pulumi.ResourceOptions(parent=self)
+
+        repository = aws.ecr.Repository(
+            f"{name}-trainer",
+            image_tag_mutability="IMMUTABLE",
+            image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
+            encryption_configurations=[aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS")],
+            # Without retainData, `pulumi destroy` deletes the repository with its images in it.
+            force_delete=not settings.retain_data,
+            tags=aws_tags(settings),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=settings.retain_data))
+        aws.ecr.LifecyclePolicy(f"{name}-trainer-lifecycle", repository=repository.name, policy=LIFECYCLE_POLICY, opts=child)
+        self.repository_url = repository.repository_url
+
+        if settings.image_uri:
+            self.image_ref = pulumi.Output.from_input(settings.image_uri)
+        else:
+            auth = aws.ecr.get_authorization_token_output(registry_id=repository.registry_id)
+            image = docker_build.Image(
+                f"{name}-trainer-image",
+                context=docker_build.BuildContextArgs(location=str(REPO_ROOT)),
+                dockerfile=docker_build.DockerfileArgs(location=str(REPO_ROOT / "images" / "Dockerfile")),
+                platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
+                tags=[pulumi.Output.concat(repository.repository_url, ":", source_digest())],
+                push=True,
+                registries=[docker_build.RegistryArgs(address=repository.repository_url,
+                                                      username=auth.user_name, password=auth.password)],
+                opts=child)
+            self.image_ref = pulumi.Output.concat(repository.repository_url, "@", image.digest)
+
+        self.register_outputs({"repositoryUrl": self.repository_url, "imageRef": self.image_ref})

@@ -1,0 +1,181 @@
+"""The TorchElastic controller (CRD, RBAC, Deployment) and the etcd it and torchrun rendezvous on."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra import versions
+from infra.specs.security import PSA_RESTRICTED_LABELS, container_security_context, pod_security_context, resources
+from infra.specs.suppressions import annotate
+
+CONTROLLER_NAMESPACE = "elastic-job"
+CONTROLLER_NAME = "elastic-job-k8s-controller"
+# Distroless "nonroot" user of the controller image and of etcd's distroless base.
+NONROOT_UID = 65532
+ETCD_SERVICE = "etcd-service"
+ETCD_CLIENT_PORT = 2379
+CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
+VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+
+
+def _labels(component: str, name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": component,
+            "app.kubernetes.io/part-of": "elastic-training", "app.kubernetes.io/managed-by": "pulumi"}
+
+
+def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": _labels(component, name)}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+@cache
+def _crd_document() -> dict[str, Any]:
+    return yaml.safe_load(CRD_FILE.read_text())
+
+
+def elasticjob_crd() -> dict[str, Any]:
+    crd = yaml.safe_load(yaml.safe_dump(_crd_document()))  # a copy callers may change
+    crd["metadata"]["labels"] = _labels("elastic-controller", "elasticjobs")
+    return crd
+
+
+def elasticjob_schema() -> dict[str, Any]:
+    """The openAPIV3Schema of our ElasticJob version, for validating rendered ElasticJobs."""
+    return _crd_document()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def namespace(name: str, component: str) -> dict[str, Any]:
+    meta = _meta(name, component)
+    meta["labels"].update(PSA_RESTRICTED_LABELS)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def controller_objects() -> list[dict[str, Any]]:
+    """ServiceAccount, RBAC and Deployment of the controller, in apply order."""
+    component = "elastic-controller"
+    ns = CONTROLLER_NAMESPACE
+    subject = [{"kind": "ServiceAccount", "name": CONTROLLER_NAME, "namespace": ns}]
+    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(CONTROLLER_NAME, component, ns),
+                       "automountServiceAccountToken": True}
+    cluster_role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": _meta(f"{CONTROLLER_NAME}-role", component),
+        "rules": [
+            {"apiGroups": [""], "resources": ["events", "pods", "services"], "verbs": VERBS},
+            {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs"], "verbs": VERBS},
+            {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/status"], "verbs": ["get", "patch", "update"]},
+        ],
+    }
+    cluster_binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": _meta(f"{CONTROLLER_NAME}-rolebinding", component),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{CONTROLLER_NAME}-role"},
+        "subjects": subject,
+    }
+    # controller-runtime 0.3 elects its leader with a ConfigMap lock in its own namespace.
+    election_role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": _meta("leader-election-role", component, ns),
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["configmaps/status"], "verbs": ["get", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        ],
+    }
+    election_binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": _meta("leader-election-rolebinding", component, ns),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leader-election-role"},
+        "subjects": subject,
+    }
+    selector = {"app.kubernetes.io/name": CONTROLLER_NAME}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": _meta(CONTROLLER_NAME, component, ns),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": _labels(component, CONTROLLER_NAME)},
+                "spec": {
+                    "serviceAccountName": CONTROLLER_NAME,
+                    "securityContext": pod_security_context(NONROOT_UID, NONROOT_UID),
+                    "terminationGracePeriodSeconds": 10,
+                    # The image is built for amd64 only.
+                    "nodeSelector": {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"},
+                    "containers": [{
+                        "name": "manager",
+                        "image": versions.ELASTIC_CONTROLLER_IMAGE,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["/manager"],
+                        "args": ["--enable-leader-election"],
+                        # Upstream's 30Mi limit is too tight once it watches pods in every namespace.
+                        "resources": resources("100m", "128Mi"),
+                        "securityContext": container_security_context(),
+                    }],
+                },
+            },
+        },
+    }
+    return [annotate(obj) for obj in (service_account, cluster_role, cluster_binding, election_role, election_binding, deployment)]
+
+
+def etcd_objects(namespace_name: str) -> list[dict[str, Any]]:
+    """etcd 3.5 with the v2 API, one replica, state in memory: a rendezvous store whose loss only
+    makes the running job re-rendezvous, as upstream's sample and the workshop run it."""
+    component = "rendezvous"
+    selector = {"app.kubernetes.io/name": "etcd"}
+    service = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": _meta(ETCD_SERVICE, component, namespace_name),
+        "spec": {"selector": selector,
+                 "ports": [{"name": "etcd-client-port", "port": ETCD_CLIENT_PORT, "targetPort": ETCD_CLIENT_PORT, "protocol": "TCP"}]},
+    }
+    health = {"httpGet": {"path": "/health", "port": ETCD_CLIENT_PORT}}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": _meta("etcd", component, namespace_name),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": _labels(component, "etcd")},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": pod_security_context(NONROOT_UID, NONROOT_UID),
+                    "containers": [{
+                        "name": "etcd",
+                        "image": versions.ETCD_IMAGE,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["/usr/local/bin/etcd"],
+                        "args": [
+                            "--data-dir=/var/lib/etcd",
+                            "--enable-v2=true",
+                            f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
+                            f"--advertise-client-urls=http://{ETCD_SERVICE}:{ETCD_CLIENT_PORT}",
+                            "--initial-cluster-state=new",
+                        ],
+                        "ports": [{"name": "client", "containerPort": ETCD_CLIENT_PORT, "protocol": "TCP"}],
+                        "readinessProbe": {**health, "periodSeconds": 5},
+                        "livenessProbe": {**health, "initialDelaySeconds": 10, "periodSeconds": 10, "failureThreshold": 6},
+                        "resources": resources("250m", "256Mi"),
+                        "securityContext": container_security_context(),
+                        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/etcd"}],
+                    }],
+                    "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}],
+                },
+            },
+        },
+    }
+    return [annotate(service), annotate(deployment)]
+
+
+def rendezvous_endpoint() -> str:
+    return f"{ETCD_SERVICE}:{ETCD_CLIENT_PORT}"

@@ -1,0 +1,216 @@
+"""The pipeline's three workloads: data-prep Job -> training ElasticJob -> test Job.
+
+Every name carries the run id, and so does the run directory on EFS: a new `runId` is a new run
+next to the old ones, the same `runId` renders identical objects (no change on `pulumi up`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from infra.config import Settings, data_md5_for
+from infra.specs.elastic import rendezvous_endpoint
+from infra.specs.security import container_security_context, pod_security_context, resources
+from infra.specs.suppressions import annotate
+
+MOUNT_PATH = "/efs-shared"
+DATA_ROOT = f"{MOUNT_PATH}/data"
+DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
+WORKER_CONTAINER = "elasticjob-worker"  # the controller reads exit codes from this container name only
+RUN_LABEL = "elastic-training/run"
+JOB_LABEL = "elastic-training/job"
+# A worker restarted by torchrun resumes from the checkpoint; after this many restarts the
+# container exits non-zero and the controller's ExitCode policy takes over.
+MAX_RESTARTS = 3
+# Small jobs beside the training: the image's Python, the data on EFS.
+SIDE_JOB_CPU = "1"
+SIDE_JOB_MEMORY = "4Gi"
+
+
+@dataclass(frozen=True)
+class WorkloadNames:
+    data_prep: str
+    training: str
+    test: str
+
+
+def names(run_id: str) -> WorkloadNames:
+    return WorkloadNames(data_prep=f"prep-{run_id}", training=f"train-{run_id}", test=f"eval-{run_id}")
+
+
+def run_dir(run_id: str) -> str:
+    return f"{MOUNT_PATH}/runs/{run_id}"
+
+
+def rendezvous_id(settings: Settings, image: str) -> str:
+    """torchrun's rendezvous id: the run id plus a hash of everything that shapes the training pods.
+
+    etcd keeps a finished rendezvous closed for hours, so a re-created ElasticJob (new image, new
+    sizes) must not reuse its predecessor's id; an unchanged spec keeps its id, so the same run
+    renders the same object."""
+    shape = {"image": image, "workers": [settings.min_workers, settings.workers, settings.max_workers],
+             "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
+             "memory": settings.worker_memory, "deadline": settings.job_timeout_minutes}
+    digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{settings.run_id}-{digest}"
+
+
+def _labels(component: str, job: str, run_id: str) -> dict[str, str]:
+    return {"app.kubernetes.io/component": component, "app.kubernetes.io/part-of": "elastic-training",
+            "app.kubernetes.io/managed-by": "pulumi", RUN_LABEL: run_id, JOB_LABEL: job}
+
+
+def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, mounts): the shared EFS claim, and in-memory /tmp (the root filesystem is read-only)."""
+    volumes = [{"name": "shared", "persistentVolumeClaim": {"claimName": settings.pvc_name}},
+               {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
+    mounts = [{"name": "shared", "mountPath": MOUNT_PATH}, {"name": "tmp", "mountPath": "/tmp"}]
+    if shm:
+        # DataLoader workers and gloo share memory through /dev/shm; the runtime's default is 64Mi.
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}})
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    return volumes, mounts
+
+
+def _container(name: str, image: Any, command: list[str], args: list[Any], cpu: str, memory: str,
+               mounts: list[dict[str, Any]], env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": command,
+        "args": args,
+        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}, *(env or [])],
+        "resources": resources(cpu, memory),
+        "securityContext": container_security_context(),
+        "volumeMounts": mounts,
+    }
+
+
+def _pod_spec(containers: list[dict[str, Any]], volumes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "restartPolicy": "Never",
+        # None of the workloads talks to the Kubernetes API.
+        "automountServiceAccountToken": False,
+        "securityContext": pod_security_context(),
+        "containers": containers,
+        "volumes": volumes,
+        **extra,
+    }
+
+
+def _job(name: str, component: str, settings: Settings, container: dict[str, Any], volumes: list[dict[str, Any]],
+         backoff_limit: int) -> dict[str, Any]:
+    labels = _labels(component, name, settings.run_id)
+    return annotate({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels,
+            # A Job that failed is replaced by the next `pulumi up` instead of being re-awaited.
+            "annotations": {"pulumi.com/replaceUnready": "true"},
+        },
+        "spec": {
+            "backoffLimit": backoff_limit,
+            "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
+            "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], volumes)},
+        },
+    })
+
+
+def data_prep_args(settings: Settings) -> list[str]:
+    args = ["--dest", DATA_ROOT]
+    if settings.data_source.startswith("synthetic"):
+        per_class = settings.data_source.partition(":")[2] or "1000"
+        return [*args, "--synthetic", per_class]
+    args += ["--source", settings.data_source]
+    md5 = data_md5_for(settings)
+    return [*args, "--md5", md5] if md5 else args
+
+
+def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
+    volumes, mounts = _volumes(settings)
+    container = _container("prepare", image, ["python", "-m", "jobs.prepare"], data_prep_args(settings),
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts)
+    return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2)
+
+
+def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
+    """torchrun's arguments after the controller's prepended --rdzv_backend/--rdzv_endpoint/
+    --rdzv_id/--nnodes. Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
+    return [
+        "--nproc_per_node=1",
+        f"--max_restarts={MAX_RESTARTS}",
+        # Advertise the pod IP: peers reach it directly, without resolving the pod's hostname.
+        "--local_addr=$(POD_IP)",
+        rdzv_id_arg,
+        "-m", "jobs.train",
+        "--data", DATA_DIR,
+        "--run-dir", run_dir(settings.run_id),
+        "--epochs", str(settings.epochs),
+        "--batch-size", str(settings.batch_size),
+    ]
+
+
+def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, Any]:
+    """`rdzv_id_arg` is the whole "--rdzv_id=..." argument (a string, or an Output of one)."""
+    name = names(settings.run_id).training
+    labels = _labels("training", name, settings.run_id)
+    volumes, mounts = _volumes(settings, shm=True)
+    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    worker = _container(WORKER_CONTAINER, image, ["torchrun"], training_args(settings, rdzv_id_arg),
+                        settings.worker_cpu, settings.worker_memory, mounts, env)
+    one_per_node = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {JOB_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    pod = _pod_spec([worker], volumes, affinity=one_per_node,
+                    nodeSelector={"node.kubernetes.io/instance-type": settings.node_instance_type},
+                    terminationGracePeriodSeconds=30)
+    return annotate({
+        "apiVersion": "elastic.pytorch.org/v1alpha1",
+        "kind": "ElasticJob",
+        "metadata": {"name": name, "namespace": settings.namespace, "labels": labels,
+                     # Completion is awaited by the ElasticJobCompletion resource, which can tell a
+                     # failed worker from a deadline; the provider's generic await cannot.
+                     "annotations": {"pulumi.com/skipAwait": "true"}},
+        "spec": {
+            "rdzvEndpoint": rendezvous_endpoint(),
+            "minReplicas": settings.min_workers,
+            "maxReplicas": settings.max_workers,
+            "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
+            # Keep finished pods so `kubectl logs` works after the run.
+            "cleanPodPolicy": "None",
+            "replicaSpecs": {"Worker": {
+                "replicas": settings.workers,
+                "restartPolicy": "ExitCode",
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            }},
+        },
+    })
+
+
+def test_job(settings: Settings, image: Any) -> dict[str, Any]:
+    volumes, mounts = _volumes(settings)
+    directory = run_dir(settings.run_id)
+    args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
+            "--min-accuracy", str(settings.min_accuracy)]
+    container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts)
+    # No retries: a model below the accuracy gate stays below it.
+    return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
+
+
+def controller_injected_args(elasticjob: dict[str, Any]) -> list[str]:
+    """What the TorchElastic controller prepends to the worker's args (pod.go SetClusterSpecForPod)."""
+    spec = elasticjob["spec"]
+    return ["--rdzv_backend=etcd", f"--rdzv_endpoint={spec['rdzvEndpoint']}", f"--rdzv_id={elasticjob['metadata']['name']}",
+            f"--nnodes={spec['minReplicas']}:{spec['maxReplicas']}"]
+
+
+def worker_command_line(elasticjob: dict[str, Any]) -> list[str]:
+    """The worker container's full command line as it runs in the pod."""
+    container = elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    return [*container["command"], *controller_injected_args(elasticjob), *container["args"]]

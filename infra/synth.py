@@ -1,0 +1,197 @@
+"""Offline render of a stack, like `cdk synth` or `helm template`.
+
+    python -m infra.synth STACK --out DIR [-c KEY=VALUE ...]
+
+Runs the real program for stacks/Pulumi.<STACK>.yaml under Pulumi's mocks (no credentials, no
+network, no Pulumi CLI) and writes:
+  DIR/manifests/*.yaml   every Kubernetes object the stack applies, in wire form, one per file
+  DIR/resources.json     every resource: type, name, parent, provider, dependsOn, inputs
+  DIR/graph.mmd          the component/resource graph as a Mermaid flowchart
+  DIR/outputs.json       the stack outputs (secrets masked)
+Invalid config: one line on stderr, exit status 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.config import PROJECT, ConfigError, Settings, load_settings
+from infra.mocks import RecordingMocks, Registration
+from infra.stack_config import StackConfigError, apply_overrides, read_stack_file
+
+SECRET_INPUTS = {"kubeconfig", "password"}
+NOT_MANIFESTS = ("pulumi:providers:kubernetes",)
+MANIFEST_KEY_ORDER = ("apiVersion", "kind", "metadata")
+
+
+class SynthError(Exception):
+    """A problem the user can fix; its text is the one line shown."""
+
+
+def integral_floats_to_ints(value: Any) -> Any:
+    """Numbers cross the mock boundary as floats (replicas: 2.0); Kubernetes wants integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral_floats_to_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral_floats_to_ints(v) for v in value]
+    return value
+
+
+def _mask(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {k: ("[secret]" if k in SECRET_INPUTS else v) for k, v in inputs.items() if not k.startswith("__")}
+
+
+def is_manifest(registration: Registration) -> bool:
+    return (registration.custom and registration.type.startswith("kubernetes:")
+            and registration.type not in NOT_MANIFESTS)
+
+
+def sorted_keys(value: Any) -> Any:
+    """Map order across the mock boundary is random; sorted keys keep rendered files stable."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value
+
+
+def manifest(registration: Registration) -> dict[str, Any]:
+    """The object in wire form: apiVersion, kind, metadata first (as people write them), then the rest."""
+    inputs = sorted_keys(integral_floats_to_ints(registration.inputs))
+    ordered = {key: inputs[key] for key in MANIFEST_KEY_ORDER if key in inputs}
+    ordered.update({key: inputs[key] for key in inputs if key not in MANIFEST_KEY_ORDER})
+    return ordered
+
+
+def manifest_filename(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    parts = [obj["kind"].lower(), meta.get("namespace", ""), meta["name"]]
+    return "_".join(p for p in parts if p) + ".yaml"
+
+
+def resource_inventory(registrations: list[Registration]) -> list[dict[str, Any]]:
+    return [{"type": r.type, "name": r.name, "urn": r.urn, "parent": r.parent, "provider": r.provider.split("::")[-2] if r.provider else "",
+             "providerUrn": r.provider.rsplit("::", 1)[0] if r.provider else "",
+             "dependsOn": r.depends_on, "inputs": integral_floats_to_ints(_mask(r.inputs))}
+            for r in registrations]
+
+
+def mermaid_graph(registrations: list[Registration]) -> str:
+    """Components as subgraphs holding their children; an arrow from each dependency to its dependent."""
+    ids = {r.urn: f"r{index}" for index, r in enumerate(registrations)}
+    children: dict[str, list[Registration]] = {}
+    for r in registrations:
+        children.setdefault(r.parent, []).append(r)
+
+    def label(r: Registration) -> str:
+        return re.sub(r'["<>]', "", f"{r.name} · {r.type}")
+
+    lines = ["flowchart LR"]
+
+    def emit(r: Registration, indent: str) -> None:
+        if not r.custom and children.get(r.urn):
+            lines.append(f'{indent}subgraph {ids[r.urn]}["{label(r)}"]')
+            for child in children[r.urn]:
+                emit(child, indent + "  ")
+            lines.append(f"{indent}end")
+        else:
+            lines.append(f'{indent}{ids[r.urn]}["{label(r)}"]')
+
+    roots = [r for r in registrations if r.parent not in ids]
+    for r in roots:
+        emit(r, "  ")
+    for r in registrations:
+        for dependency in r.depends_on:
+            if dependency in ids:
+                lines.append(f"  {ids[dependency]} --> {ids[r.urn]}")
+    return "\n".join(lines) + "\n"
+
+
+def run_program(settings: Settings) -> tuple[list[Registration], dict[str, Any]]:
+    """Register the whole stack under mocks; return the registrations and resolved outputs."""
+    import pulumi
+
+    mocks = RecordingMocks(PROJECT, settings.stack, settings.region)
+    mocks.install()
+    from infra.program import build  # after the mocks are installed, as Pulumi requires
+
+    outputs: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def register():
+        exported = build(settings)
+        secret_keys = {"kubeconfig"}
+
+        def keep(values: dict[str, Any]) -> None:
+            outputs.update({k: ("[secret]" if k in secret_keys else v) for k, v in values.items()})
+        return pulumi.Output.all(**exported).apply(keep)
+
+    register()
+    registrations = sorted(mocks.registrations, key=lambda r: r.urn)
+    return registrations, outputs
+
+
+def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any]) -> None:
+    """Write everything into a fresh temporary directory first, then move it into place."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        manifests_dir = staging / "manifests"
+        manifests_dir.mkdir()
+        for registration in registrations:
+            if is_manifest(registration):
+                obj = manifest(registration)
+                (manifests_dir / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
+        (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n")
+        (staging / "graph.mmd").write_text(mermaid_graph(registrations))
+        (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def synth(stack: str, out: Path, overrides: list[str]) -> Settings:
+    try:
+        raw = apply_overrides(read_stack_file(stack), overrides)
+        settings = load_settings(raw, stack)
+    except (ConfigError, StackConfigError) as error:
+        raise SynthError(str(error)) from None
+    registrations, outputs = run_program(settings)
+    write_synth(out, registrations, outputs)
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.synth", description=__doc__.split("\n\n")[0])
+    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("--out", required=True, type=Path, help="directory to write (replaced if it exists)")
+    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        settings = synth(args.stack, args.out, args.config)
+    except SynthError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for warning in settings.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"synth: stack {args.stack} written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
