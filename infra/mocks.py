@@ -102,10 +102,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return resource_id, outputs
 
     def _urn(self, args, request) -> str:
-        parent_type = ""
-        if request is not None and request.parent:
-            parent_type = request.parent.split("::")[-2] + "$"
-        return f"urn:pulumi:{self.stack}::{self.project}::{parent_type}{args.typ}::{args.name}"
+        """The URN the mock monitor gives this registration (dependencies refer to it)."""
+        return self.monitor.make_urn(request.parent if request is not None else "", args.typ, args.name)
 
     # -- invented outputs ------------------------------------------------------------------------
     def _arn(self, service: str, resource: str, region: bool = True) -> str:
