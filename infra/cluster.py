@@ -9,6 +9,7 @@ Choices, each for a reason:
   (the EFS mount targets admit NFS from exactly that group).
 - Kubernetes secrets envelope-encrypted with a customer-managed KMS key (rotation on).
 - the API endpoint: private access on, public access only from `apiAllowedCidrs`.
+- the VPC CNI's network policy agent on, so the stack's NetworkPolicies are enforced.
 """
 
 from __future__ import annotations
@@ -96,6 +97,10 @@ class Cluster(pulumi.ComponentResource):
             public_access_cidrs=list(settings.api_allowed_cidrs),
             encryption_config_key_arn=secrets_key.arn,
             enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES,
+            # The VPC CNI as an EKS add-on with its network policy agent on: without the agent the
+            # NetworkPolicies in infra/specs/elastic.py are accepted by the API and enforced by nothing.
+            use_default_vpc_cni=False,
+            vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
             tags=aws_tags(settings),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms]),
         )

@@ -31,6 +31,7 @@ AWS_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
 MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
+DATA_URL = re.compile(r"^(https|s3)://[^/\s]+/\S+$")
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
@@ -112,10 +113,10 @@ def _instance_type(v: str) -> str | None:
     match = INSTANCE_TYPE.match(v)
     if not match:
         return "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"
-    # Graviton types carry a 'g' attribute after the generation (c6g, m7gd, c6gn); the
-    # TorchElastic controller image is built for amd64 only.
-    if "g" in match["attributes"]:
-        return "must be an x86-64 instance type: the TorchElastic controller image is amd64-only (Graviton 'g' types are not)"
+    # Graviton types carry a 'g' attribute after the generation (c6g, m7gd, c6gn), except the
+    # first generation, family 'a' (a1.large); the TorchElastic controller image is amd64-only.
+    if "g" in match["attributes"] or match["family"] == "a":
+        return "must be an x86-64 instance type: the TorchElastic controller image is amd64-only (Graviton 'g' types and a1 are not)"
     return None
 
 
@@ -138,7 +139,11 @@ def _principal_arns(v: list[str]) -> str | None:
 
 
 def _quantity(v: str) -> str | None:
-    return None if QUANTITY.match(v) else "must be a Kubernetes quantity such as 15, 500m, 24Gi or 512Mi"
+    match = QUANTITY.match(v)
+    # A zero request and limit would leave the worker no CPU or memory at all.
+    if match and float(match[1]) > 0:
+        return None
+    return "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"
 
 
 def _image_uri(v: str) -> str | None:
@@ -148,7 +153,9 @@ def _image_uri(v: str) -> str | None:
 
 
 def _data_source(v: str) -> str | None:
-    if v.startswith(("https://", "http://", "s3://")):
+    # A host and a path after the scheme; plain http:// is refused, since with an empty dataMd5
+    # nothing else would notice a tampered download.
+    if DATA_URL.match(v):
         return None
     if re.fullmatch(r"synthetic(:[1-9][0-9]{0,5})?", v):
         return None

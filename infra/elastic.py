@@ -1,5 +1,6 @@
 """Elastic: the TorchElastic controller on current Kubernetes (our v1 CRD, RBAC, Deployment),
-the workloads' namespace, and the etcd service torchrun rendezvous through."""
+the workloads' namespace, the etcd service torchrun rendezvous through, and the NetworkPolicies
+that limit who reaches the controller, etcd and the training pods."""
 
 from __future__ import annotations
 
@@ -33,17 +34,29 @@ class Elastic(pulumi.ComponentResource):
         self.crd = KubernetesObject(f"{name}-crd", specs.elasticjob_crd(), in_cluster)
         controller_ns = KubernetesObject(f"{name}-controller-ns",
                                          specs.namespace(specs.CONTROLLER_NAMESPACE, "elastic-controller"), in_cluster)
+        # NetworkPolicies before the pods they guard, so no pod starts unguarded.
+        controller_policies = self._network_policies(name, specs.controller_network_policies(), args.provider, controller_ns)
         objects: list[KubernetesObject] = []
         for obj in specs.controller_objects():
             objects.append(KubernetesObject(
                 f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[controller_ns, self.crd, *objects])))
+                pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                       depends_on=[controller_ns, self.crd, *controller_policies, *objects])))
         self.controller = objects[-1]
 
         self.workload_namespace = KubernetesObject(f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads"),
                                                    in_cluster)
-        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.workload_namespace])
+        workload_policies = self._network_policies(name, specs.workload_network_policies(settings.namespace), args.provider,
+                                                   self.workload_namespace)
+        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                          depends_on=[self.workload_namespace, *workload_policies])
         etcd_service, self.etcd = [KubernetesObject(f"{name}-etcd-{obj['kind'].lower()}", obj, after_ns)
                                    for obj in specs.etcd_objects(settings.namespace)]
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})
+
+    def _network_policies(self, name: str, policies: list[dict], provider: pulumi.ProviderResource,
+                          namespace: KubernetesObject) -> list[KubernetesObject]:
+        after_ns = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
+        return [KubernetesObject(f"{name}-networkpolicy-{obj['metadata']['namespace']}-{obj['metadata']['name']}", obj, after_ns)
+                for obj in policies]

@@ -37,6 +37,9 @@ class Registration:
     provider: str = ""
     parent: str = ""
     depends_on: list[str] = field(default_factory=list)
+    # Resource options that decide what `pulumi destroy` does (retainData sets them).
+    retain_on_delete: bool = False
+    protect: bool = False
 
 
 def _refs_to_urns(struct) -> None:
@@ -84,7 +87,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     # -- recording ---------------------------------------------------------------------------
     def note_request(self, request) -> None:
-        """Keep what only the raw request carries: parent and dependencies."""
+        """Keep what only the raw request carries: parent, dependencies, retainOnDelete, protect."""
         with self._lock:
             self._requests[(request.type, request.name)] = request
 
@@ -95,7 +98,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
             type=args.typ, name=args.name, urn=self._urn(args, request), custom=args.custom,
             inputs=dict(args.inputs), provider=args.provider or "",
             parent=request.parent if request is not None else "",
-            depends_on=sorted(set(request.dependencies)) if request is not None else [])
+            depends_on=sorted(set(request.dependencies)) if request is not None else [],
+            retain_on_delete=bool(request.retainOnDelete) if request is not None else False,
+            protect=bool(request.protect) if request is not None else False)
         with self._lock:
             self.registrations.append(registration)
         resource_id, outputs = self.outputs_for(args)

@@ -23,7 +23,11 @@ class StackConfigError(ValueError):
 
 
 def current_config() -> dict[str, str]:
-    return dict(pulumi.runtime.config.get_config_env())
+    """Every config key the engine gave the program. The SDK has no public call that lists them;
+    this reads the same two places `pulumi.Config().get` looks in, in its order of precedence."""
+    raw = dict(pulumi.runtime.config.get_config_env())
+    raw.update(pulumi.runtime.config.CONFIG.get())
+    return {key: str(value) for key, value in raw.items()}
 
 
 def full_key(key: str) -> str:

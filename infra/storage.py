@@ -2,8 +2,8 @@
 
 NFS (TCP 2049) is admitted only from the nodes' security group; there is one mount target per
 private subnet, so a pod in any zone mounts from its own zone. Pods enter through an access
-point owned by uid/gid 1000 (the image's user), and the file system policy refuses any client
-that does not use TLS. The driver is the EKS add-on, with an IRSA role limited to its own
+point that makes every request uid/gid 1000 (the owner of its root directory) whatever uid the
+pod runs as, and the file system policy refuses any client that does not use TLS. The driver is the EKS add-on, with an IRSA role limited to its own
 service accounts.
 """
 
@@ -20,7 +20,7 @@ from infra.config import Settings
 from infra.k8s_object import KubernetesObject
 from infra.naming import aws_tags, component_type
 from infra.specs import storage as specs
-from infra.specs.security import APP_GID, APP_UID
+from infra.specs.security import EFS_GID, EFS_UID
 
 EFS_ROOT_DIRECTORY = "/elastic-training"
 
@@ -87,11 +87,11 @@ class Storage(pulumi.ComponentResource):
         ]
         access_point = aws.efs.AccessPoint(
             f"{name}-ap", file_system_id=file_system.id,
-            posix_user=aws.efs.AccessPointPosixUserArgs(uid=APP_UID, gid=APP_GID),
+            posix_user=aws.efs.AccessPointPosixUserArgs(uid=EFS_UID, gid=EFS_GID),
             root_directory=aws.efs.AccessPointRootDirectoryArgs(
                 path=EFS_ROOT_DIRECTORY,
                 creation_info=aws.efs.AccessPointRootDirectoryCreationInfoArgs(
-                    owner_uid=APP_UID, owner_gid=APP_GID, permissions="0750")),
+                    owner_uid=EFS_UID, owner_gid=EFS_GID, permissions="0750")),
             tags=aws_tags(settings, Name=f"{name}-ap"), opts=keep)
 
         driver_role = aws.iam.Role(

@@ -5,7 +5,8 @@
 Runs the real program for stacks/Pulumi.<STACK>.yaml under Pulumi's mocks (no credentials, no
 network, no Pulumi CLI) and writes:
   DIR/manifests/*.yaml   every Kubernetes object the stack applies, in wire form, one per file
-  DIR/resources.json     every resource: type, name, parent, provider, dependsOn, inputs
+  DIR/resources.json     every resource: type, name, parent, provider, dependsOn, retainOnDelete,
+                         protect, inputs
   DIR/graph.mmd          the component/resource graph as a Mermaid flowchart
   DIR/outputs.json       the stack outputs (secrets masked)
 Invalid config: one line on stderr, exit status 2, nothing written.
@@ -83,7 +84,8 @@ def manifest_filename(obj: dict[str, Any]) -> str:
 def resource_inventory(registrations: list[Registration]) -> list[dict[str, Any]]:
     return [{"type": r.type, "name": r.name, "urn": r.urn, "parent": r.parent, "provider": r.provider.split("::")[-2] if r.provider else "",
              "providerUrn": r.provider.rsplit("::", 1)[0] if r.provider else "",
-             "dependsOn": r.depends_on, "inputs": integral_floats_to_ints(_mask(r.inputs))}
+             "dependsOn": r.depends_on, "retainOnDelete": r.retain_on_delete, "protect": r.protect,
+             "inputs": integral_floats_to_ints(_mask(r.inputs))}
             for r in registrations]
 
 

@@ -316,16 +316,14 @@ def test_no_cancel_in_progress_where_pulumi_runs():
 
 
 def test_documentation_names_every_variable_and_secret():
-    docs = [p for p in (ROOT / "docs" / "ci.md", ROOT / "README.md") if p.is_file()]
-    assert docs, "neither docs/ci.md nor README.md exists"
-    text = "\n".join(p.read_text(encoding="utf-8") for p in docs)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
     used = set()
     for path in workflow_files():
         used |= {f"{kind}:{name}" for kind, name in re.findall(r"\b(vars|secrets)\.([A-Za-z0-9_]+)", path.read_text())}
     used.discard("secrets:GITHUB_TOKEN")
     assert used, "the workflows use no variables or secrets?"
     missing = sorted(item for item in used if item.split(":", 1)[1] not in text)
-    assert not missing, f"not documented in docs/ci.md or README.md: {missing}"
+    assert not missing, f"not documented in README.md: {missing}"
 
 
 def test_pulumi_cli_version_matches_the_sdk_pin():
@@ -461,7 +459,7 @@ def test_preview_uses_oidc_credentials_before_pulumi():
     assert re.fullmatch(r"\$\{\{\s*secrets\.PULUMI_CONFIG_PASSPHRASE\s*\}\}", str(env.get("PULUMI_CONFIG_PASSPHRASE")))
     assert env.get("PIP_EXTRA_INDEX_URL") == PIP_CPU_INDEX
     # With an environment the OIDC subject would no longer be `repo:<owner>/<repo>:pull_request`,
-    # the subject docs/ci.md's preview role trusts.
+    # the subject the README's preview role trusts.
     assert "environment" not in job
 
 

@@ -20,11 +20,19 @@ ETCD_SERVICE = "etcd-service"
 ETCD_CLIENT_PORT = 2379
 CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+PART_OF = "elastic-training"
+ETCD_SELECTOR = {"app.kubernetes.io/name": "etcd"}
+# Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
+# onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
+TRAINING_COMPONENT = "training"
+JOB_LABEL = "elastic-training/job"
+TRAINING_PODS = {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT},
+                 "matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]}
 
 
 def _labels(component: str, name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": component,
-            "app.kubernetes.io/part-of": "elastic-training", "app.kubernetes.io/managed-by": "pulumi"}
+            "app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"}
 
 
 def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, Any]:
@@ -130,7 +138,7 @@ def etcd_objects(namespace_name: str) -> list[dict[str, Any]]:
     """etcd 3.5 with the v2 API, one replica, state in memory: a rendezvous store whose loss only
     makes the running job re-rendezvous, as upstream's sample and the workshop run it."""
     component = "rendezvous"
-    selector = {"app.kubernetes.io/name": "etcd"}
+    selector = ETCD_SELECTOR
     service = {
         "apiVersion": "v1", "kind": "Service",
         "metadata": _meta(ETCD_SERVICE, component, namespace_name),
@@ -179,3 +187,45 @@ def etcd_objects(namespace_name: str) -> list[dict[str, Any]]:
 
 def rendezvous_endpoint() -> str:
     return f"{ETCD_SERVICE}:{ETCD_CLIENT_PORT}"
+
+
+# --- NetworkPolicies: ingress to our pods only from where it is needed ---------------------------
+# Enforced only where the cluster's CNI enforces NetworkPolicies: cluster.py turns on the VPC CNI's
+# network policy agent. Egress is left open (data-prep downloads from the internet, every pod
+# resolves names through CoreDNS); see docs/security.md.
+
+def _network_policy(name: str, component: str, namespace_name: str, pod_selector: dict[str, Any],
+                    ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return annotate({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": _meta(name, component, namespace_name),
+        "spec": {"podSelector": pod_selector, "policyTypes": ["Ingress"], "ingress": ingress},
+    })
+
+
+def deny_ingress_policy(namespace_name: str, component: str) -> dict[str, Any]:
+    """No ingress to any pod of this project in the namespace, except what another policy admits
+    (policies add up). It selects our pods by label rather than with `podSelector: {}`: the two
+    are the same for the pods we create, and checkov's NetworkPolicy check only links a policy to
+    pods through matchLabels."""
+    return _network_policy("deny-ingress", component, namespace_name,
+                           {"matchLabels": {"app.kubernetes.io/part-of": PART_OF}}, [])
+
+
+def controller_network_policies() -> list[dict[str, Any]]:
+    """The controller serves nothing anyone needs (only its unauthenticated /metrics on :8080)."""
+    return [deny_ingress_policy(CONTROLLER_NAMESPACE, "elastic-controller")]
+
+
+def workload_network_policies(namespace_name: str) -> list[dict[str, Any]]:
+    """etcd (no authentication: whoever reaches it can read and rewrite the rendezvous) is
+    reachable only from training workers, on its client port; training workers reach each other
+    on any port (torchrun's TCPStore and gloo pick ports at run time); data-prep and test Jobs
+    take no ingress at all."""
+    etcd = _network_policy("etcd-from-training", "rendezvous", namespace_name, {"matchLabels": ETCD_SELECTOR},
+                           [{"from": [{"podSelector": TRAINING_PODS}],
+                             "ports": [{"protocol": "TCP", "port": ETCD_CLIENT_PORT}]}])
+    peers = _network_policy("training-peers", TRAINING_COMPONENT, namespace_name,
+                            {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT}},
+                            [{"from": [{"podSelector": TRAINING_PODS}]}])
+    return [deny_ingress_policy(namespace_name, "workloads"), etcd, peers]

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-# The training image's user, and the owner of the EFS access point's root directory.
-APP_UID = 1000
-APP_GID = 1000
+# The uid/gid every workload pod runs as (the pod's securityContext overrides the image's USER).
+# 10000 or above: without user namespaces a container's uid is the same number on the node, and
+# low uids belong to node users (ec2-user is 1000 on the EKS AL2023 AMI), so a process that broke
+# out of its container would own that user's files.
+APP_UID = 10001
+APP_GID = 10001
+
+# The identity the EFS access point gives every NFS request, whatever uid the pod runs as, and the
+# owner of the access point's root directory. It never reaches the node, so it needs no high uid;
+# changing it would replace the access point and leave the existing data (owned by 1000, mode
+# 0750) unreadable to the new identity.
+EFS_UID = 1000
+EFS_GID = 1000
 
 # Labels that make the API server enforce, audit and warn on the "restricted" Pod Security Standard.
 PSA_RESTRICTED_LABELS = {

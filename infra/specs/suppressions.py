@@ -1,15 +1,45 @@
 """checkov checks that cannot apply to one object, each with the reason, as checkov annotations.
 
 Suppressions are per object (kind + app.kubernetes.io/component label), never global; the README's
-security section lists this table.
+security section (docs/security.md) lists this table, as `markdown_table()` renders it. The tests
+fail on a suppression that no longer matches a failing check, so the table cannot go stale.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from infra import versions
+
+CONTROLLER = ("Deployment", "elastic-controller")
+ETCD = ("Deployment", "rendezvous")
+
+
+def _third_party_image(image: str) -> str:
+    return (f"third-party image {image} that we do not build, pinned by release tag in infra/versions.py; "
+            "no digest could be verified offline, so none is pinned: add image@sha256:<digest> there "
+            "(or mirror the image to ECR) and drop this line")
+
+
 # (kind, component) -> [(check id, reason)]
-SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {}
+SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
+    CONTROLLER: [
+        ("CKV_K8S_43", _third_party_image(versions.ELASTIC_CONTROLLER_IMAGE)),
+        ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
+                       "and Always would add a rate-limited Docker Hub request to every restart"),
+        ("CKV_K8S_8", "the controller (controller-runtime 0.3) serves no health endpoint, only /metrics, which "
+                      "answers even while reconciles hang; a crash ends the process and the Deployment restarts it"),
+        ("CKV_K8S_9", "nothing routes traffic to the controller (no Service, no webhook), so readiness would gate "
+                      "nothing; the image has no health endpoint either"),
+        ("CKV_K8S_38", "the controller watches ElasticJobs and creates pods and services through the Kubernetes API, "
+                       "so it needs its service account token; its RBAC role limits what the token can do"),
+    ],
+    ETCD: [
+        ("CKV_K8S_43", _third_party_image(versions.ETCD_IMAGE)),
+        ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
+                       "and Always would add a registry round trip to every restart of the rendezvous store"),
+    ],
+}
 
 
 def suppressions_for(obj: dict[str, Any]) -> list[tuple[str, str]]:
@@ -25,3 +55,14 @@ def annotate(obj: dict[str, Any]) -> dict[str, Any]:
         for index, (check, reason) in enumerate(entries, start=1):
             annotations[f"checkov.io/skip{index}"] = f"{check}={reason}"
     return obj
+
+
+def markdown_rows() -> list[str]:
+    """One Markdown table row per suppression: check, object, reason."""
+    return [f"| {check} | {kind} with label `app.kubernetes.io/component: {component}` | {reason} |"
+            for (kind, component), entries in SUPPRESSIONS.items() for check, reason in entries]
+
+
+def markdown_table() -> str:
+    """The table docs/security.md carries (python -c 'from infra.specs.suppressions import markdown_table as t; print(t())')."""
+    return "\n".join(["| Check | Object | Reason |", "|---|---|---|", *markdown_rows()]) + "\n"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config import Settings, data_md5_for
-from infra.specs.elastic import rendezvous_endpoint
+from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.security import container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate
 
@@ -21,7 +21,7 @@ DATA_ROOT = f"{MOUNT_PATH}/data"
 DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
 WORKER_CONTAINER = "elasticjob-worker"  # the controller reads exit codes from this container name only
 RUN_LABEL = "elastic-training/run"
-JOB_LABEL = "elastic-training/job"
+# JOB_LABEL ("elastic-training/job") comes from elastic.py: its NetworkPolicies admit pods by it.
 # A worker restarted by torchrun resumes from the checkpoint; after this many restarts the
 # container exits non-zero and the controller's ExitCode policy takes over.
 MAX_RESTARTS = 3
@@ -160,7 +160,7 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
 def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, Any]:
     """`rdzv_id_arg` is the whole "--rdzv_id=..." argument (a string, or an Output of one)."""
     name = names(settings.run_id).training
-    labels = _labels("training", name, settings.run_id)
+    labels = _labels(TRAINING_COMPONENT, name, settings.run_id)
     volumes, mounts = _volumes(settings, shm=True)
     env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     worker = _container(WORKER_CONTAINER, image, ["torchrun"], training_args(settings, rdzv_id_arg),

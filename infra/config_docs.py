@@ -1,0 +1,22 @@
+"""The README's configuration table, made from CONFIG_KEYS so the two cannot drift (a test compares)."""
+
+from __future__ import annotations
+
+import json
+
+from infra.config import CONFIG_KEYS, PROJECT
+
+
+def config_table() -> str:
+    rows = ["| key | type | default | what it sets |", "|---|---|---|---|",
+            "| `aws:region` | string | (required) | AWS region of the stack. |"]
+    for key in CONFIG_KEYS:
+        default = json.dumps(key.default) if not isinstance(key.default, str) else (f"`{key.default}`" if key.default else '`""`')
+        if not isinstance(key.default, str):
+            default = f"`{default}`"
+        rows.append(f"| `{PROJECT}:{key.name}` | {key.type} | {default} | {key.description} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(config_table(), end="")

@@ -1,0 +1,106 @@
+"""Config keys: one list, mirrored in Pulumi.yaml and the README, defaults valid, stacks valid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from conftest import REPO, STACKS
+from infra.config import CONFIG_KEYS, PARSERS, PROJECT, ConfigError, load_settings
+from infra.config_docs import config_table
+from infra.stack_config import as_config_string, read_stack_file
+
+REGION = {"aws:region": "us-west-2"}
+
+
+def test_pulumi_yaml_declares_every_key_with_type_description_default():
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    assert project["name"] == PROJECT and project["main"] == "infra/" and project["stackConfigDir"] == "stacks"
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+    declared = project["config"]
+    assert list(declared) == [key.name for key in CONFIG_KEYS]
+    for key in CONFIG_KEYS:
+        entry = declared[key.name]
+        assert entry["type"] == key.type and entry["description"] == key.description, key.name
+        assert entry["default"] == key.default, key.name
+
+
+def test_readme_config_table_is_generated_from_the_keys():
+    assert config_table() in (REPO / "README.md").read_text()
+
+
+def test_defaults_pass_their_own_rules():
+    settings = load_settings(REGION, "test")
+    for key in CONFIG_KEYS:
+        assert getattr(settings, key.field) == (tuple(key.default) if isinstance(key.default, list) else key.default)
+        # a default written back as config text parses to itself
+        assert PARSERS[key.type](as_config_string(key.default)) == key.default
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_file_is_valid(stack):
+    settings = load_settings(read_stack_file(stack), stack)
+    assert settings.stack == stack and settings.region
+
+
+def test_dev_reproduces_the_workshop_sizes():
+    settings = load_settings(read_stack_file("dev"), "dev")
+    assert (settings.region, settings.node_instance_type, settings.node_count) == ("us-west-2", "c5.4xlarge", 2)
+    assert (settings.workers, settings.epochs, settings.batch_size) == (2, 10, 128)
+
+
+def test_values_parse_from_config_strings():
+    raw = {**REGION, f"{PROJECT}:nodeCount": "3", f"{PROJECT}:nodeMaxCount": "5", f"{PROJECT}:retainData": "true",
+           f"{PROJECT}:minAccuracy": "0.85", f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24", "198.51.100.7/32"]'}
+    settings = load_settings(raw, "test")
+    assert settings.node_count == 3 and settings.retain_data is True and settings.min_accuracy == 0.85
+    assert settings.api_allowed_cidrs == ("203.0.113.0/24", "198.51.100.7/32")
+    assert settings.warnings == ()
+
+
+def test_open_api_endpoint_warns():
+    (warning,) = load_settings(REGION, "test").warnings
+    assert "apiAllowedCidrs includes 0.0.0.0/0" in warning
+
+
+def test_error_names_key_value_and_rule():
+    with pytest.raises(ConfigError) as error:
+        load_settings({**REGION, f"{PROJECT}:workers": "3"}, "test")
+    assert str(error.value) == "config elastic-training:workers=3 is invalid: must be <= maxWorkers (2)"
+
+
+def run_program_with(config: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run infra/__main__.py as `pulumi up` would (runpy of the folder), under mocks, with this config."""
+    script = textwrap.dedent(f"""
+        import json, runpy, pulumi
+        from infra.mocks import RecordingMocks
+        mocks = RecordingMocks("{PROJECT}", "dev", "us-west-2")
+        mocks.install()
+        pulumi.runtime.set_all_config({config!r})
+        @pulumi.runtime.test
+        def run():
+            runpy.run_path("infra", run_name="__main__")
+        try:
+            run()
+        except pulumi.RunError as error:
+            print("RunError:", error)
+        print("registered:", len(mocks.registrations))
+    """)
+    return subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_program_stops_on_bad_config_with_one_line_and_registers_nothing():
+    result = run_program_with({**REGION, f"{PROJECT}:nodeCount": "zero"})
+    assert "RunError: config elastic-training:nodeCount='zero' is invalid: must be a whole number" in result.stdout
+    assert "registered: 0" in result.stdout, result.stdout + result.stderr
+
+
+def test_program_registers_the_stack_on_good_config():
+    result = run_program_with(read_stack_file("dev"))
+    assert "RunError" not in result.stdout, result.stdout + result.stderr
+    registered = int(result.stdout.rsplit("registered:", 1)[1])
+    assert registered > 60
