@@ -22,6 +22,8 @@ from infra import versions
 
 PROJECT = "elastic-training"
 
+# Every pattern is applied with fullmatch: `$` alone also matches before a trailing newline, which
+# a YAML block scalar (`runId: |`) leaves on the value.
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Kubernetes quantities as users write them for CPU and memory ("15", "500m", "24Gi", "1.5").
 QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
@@ -102,15 +104,27 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
 
 def _dns_label(max_len: int = 63) -> Callable[[str], str | None]:
     def rule(v: str) -> str | None:
-        if len(v) <= max_len and DNS_1123_LABEL.match(v):
+        if len(v) <= max_len and DNS_1123_LABEL.fullmatch(v):
             return None
         return (f"must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending "
                 f"with a letter or digit, at most {max_len} characters")
     return rule
 
 
+# Namespaces the cluster already has, or that the stack creates for the controller: labelling one
+# of them for the restricted Pod Security Standard would stop system pods, and two Namespace
+# objects of one name would fight over it.
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "elastic-job")
+
+
+def _workload_namespace(v: str) -> str | None:
+    if v in RESERVED_NAMESPACES:
+        return f"must not be one of {', '.join(RESERVED_NAMESPACES)} (the stack creates and labels its own namespace)"
+    return _dns_label()(v)
+
+
 def _instance_type(v: str) -> str | None:
-    match = INSTANCE_TYPE.match(v)
+    match = INSTANCE_TYPE.fullmatch(v)
     if not match:
         return "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"
     # Graviton types carry a 'g' attribute after the generation (c6g, m7gd, c6gn), except the
@@ -134,12 +148,12 @@ def _cidrs(v: list[str]) -> str | None:
 
 
 def _principal_arns(v: list[str]) -> str | None:
-    bad = [arn for arn in v if not IAM_PRINCIPAL_ARN.match(arn)]
+    bad = [arn for arn in v if not IAM_PRINCIPAL_ARN.fullmatch(arn)]
     return None if not bad else f"{bad[0]!r} is not an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)"
 
 
 def _quantity(v: str) -> str | None:
-    match = QUANTITY.match(v)
+    match = QUANTITY.fullmatch(v)
     # A zero request and limit would leave the worker no CPU or memory at all.
     if match and float(match[1]) > 0:
         return None
@@ -147,7 +161,7 @@ def _quantity(v: str) -> str | None:
 
 
 def _image_uri(v: str) -> str | None:
-    if v == "" or ECR_OR_OCI_IMAGE.match(v):
+    if v == "" or ECR_OR_OCI_IMAGE.fullmatch(v):
         return None
     return "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
 
@@ -155,7 +169,7 @@ def _image_uri(v: str) -> str | None:
 def _data_source(v: str) -> str | None:
     # A host and a path after the scheme; plain http:// is refused, since with an empty dataMd5
     # nothing else would notice a tampered download.
-    if DATA_URL.match(v):
+    if DATA_URL.fullmatch(v):
         return None
     if re.fullmatch(r"synthetic(:[1-9][0-9]{0,5})?", v):
         return None
@@ -163,7 +177,7 @@ def _data_source(v: str) -> str | None:
 
 
 def _md5(v: str) -> str | None:
-    return None if v == "" or MD5_HEX.match(v) else "must be empty or 32 lowercase hex digits"
+    return None if v == "" or MD5_HEX.fullmatch(v) else "must be empty or 32 lowercase hex digits"
 
 
 @dataclass(frozen=True)
@@ -195,7 +209,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               _principal_arns),
     # storage + names others refer to
     ConfigKey("namespace", "namespace", "string", "training",
-              "Namespace of the training workloads, the PVC and etcd.", _dns_label()),
+              "Namespace of the training workloads, the PVC and etcd.", _workload_namespace),
     ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc", "StorageClass of the EFS volume.", _dns_label(253)),
     ConfigKey("persistentVolumeName", "persistent_volume_name", "string", "efs-pv", "PersistentVolume of the EFS file system.", _dns_label(253)),
     ConfigKey("pvcName", "pvc_name", "string", "efs-pvc", "ReadWriteMany PersistentVolumeClaim the jobs mount.", _dns_label(253)),
@@ -287,7 +301,7 @@ def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
         values[key.field] = value
 
     region = raw.get("aws:region", "")
-    if not AWS_REGION.match(region):
+    if not AWS_REGION.fullmatch(region):
         raise ConfigError("aws:region", region, "must be set to an AWS region such as us-west-2 (pulumi config set aws:region us-west-2)")
 
     _check_relations(values)

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import yaml
 
-from conftest import REPO, STACKS
+from synth_support import REPO, STACKS
 from infra.config import CONFIG_KEYS, PARSERS, PROJECT, ConfigError, load_settings
 from infra.config_docs import config_table
 from infra.stack_config import as_config_string, read_stack_file

@@ -8,7 +8,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from conftest import STACKS
+from synth_support import STACKS
 from infra.config import load_settings
 from infra.specs.elastic import elasticjob_crd, elasticjob_schema
 from infra.stack_config import read_stack_file

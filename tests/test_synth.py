@@ -8,7 +8,7 @@ import inspect
 import pytest
 import yaml
 
-from conftest import STACKS, run_synth
+from synth_support import STACKS, run_synth
 
 COMPONENT_PREFIX = "elastic-training:infra:"
 
@@ -54,7 +54,7 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert provider["inputs"]["deleteUnreachable"] == "true"  # provider config arrives as strings
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
-    assert len(objects) == 17
+    assert len(objects) == 21
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
 

@@ -167,7 +167,7 @@ def test_new_run_id_changes_exactly_the_workloads(dev, synth_stack):
 
 
 def test_same_settings_render_identically(dev, tmp_path):
-    from conftest import load_synth, run_synth
+    from synth_support import load_synth, run_synth
     assert run_synth(tmp_path / "again", "dev").returncode == 0
     again = load_synth(tmp_path / "again")
     assert again.resources == dev.resources and again.manifests == dev.manifests

@@ -1,7 +1,7 @@
 """checkov checks that cannot apply to one object, each with the reason, as checkov annotations.
 
 Suppressions are per object (kind + app.kubernetes.io/component label), never global; the README's
-security section (docs/security.md) lists this table, as `markdown_table()` renders it. The tests
+security section (README.md, "Security") lists this table, as `markdown_table()` renders it. The tests
 fail on a suppression that no longer matches a failing check, so the table cannot go stale.
 """
 
@@ -13,11 +13,14 @@ from infra import versions
 
 CONTROLLER = ("Deployment", "elastic-controller")
 ETCD = ("Deployment", "rendezvous")
+# What each key means, for the docs table.
+OBJECT_NAMES = {CONTROLLER: "the TorchElastic controller (namespace elastic-job)",
+                ETCD: "etcd, the rendezvous store (workload namespace)"}
 
 
 def _third_party_image(image: str) -> str:
     return (f"third-party image {image} that we do not build, pinned by release tag in infra/versions.py; "
-            "no digest could be verified offline, so none is pinned: add image@sha256:<digest> there "
+            "no digest could be verified offline, so none is pinned: add image@sha256:DIGEST there "
             "(or mirror the image to ECR) and drop this line")
 
 
@@ -59,10 +62,10 @@ def annotate(obj: dict[str, Any]) -> dict[str, Any]:
 
 def markdown_rows() -> list[str]:
     """One Markdown table row per suppression: check, object, reason."""
-    return [f"| {check} | {kind} with label `app.kubernetes.io/component: {component}` | {reason} |"
+    return [f"| {check} | {kind} `app.kubernetes.io/component: {component}`: {OBJECT_NAMES[(kind, component)]} | {reason} |"
             for (kind, component), entries in SUPPRESSIONS.items() for check, reason in entries]
 
 
 def markdown_table() -> str:
-    """The table docs/security.md carries (python -c 'from infra.specs.suppressions import markdown_table as t; print(t())')."""
+    """The table the README's security section carries (python -c 'from infra.specs.suppressions import markdown_table as t; print(t())')."""
     return "\n".join(["| Check | Object | Reason |", "|---|---|---|", *markdown_rows()]) + "\n"
