@@ -37,6 +37,7 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
     registry = Registry("registry", RegistryArgs(settings))
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
+        cluster.oidc_provider_arn, cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
                        addons.metrics_server]))
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pulumi
+import json
 
+import pulumi
+import pulumi_aws as aws
+
+from infra import iam
 from infra.completion import ElasticJobCompletion
 from infra.config import Settings
 from infra.k8s_object import KubernetesObject
-from infra.naming import component_type
+from infra.naming import aws_tags, component_type
 from infra.specs import workloads as specs
 
 # Pulumi's own wait outlasts the Kubernetes deadline, so the deadline's message is the one shown.
@@ -28,6 +32,8 @@ class WorkloadsArgs:
     provider: pulumi.ProviderResource
     kubeconfig: pulumi.Input[str]
     image_ref: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
     prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd
 
 
@@ -46,8 +52,11 @@ class Workloads(pulumi.ComponentResource):
             return pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(resources),
                                           delete_before_replace=True, custom_timeouts=timeouts)
 
+        data_prep_needs = list(args.prerequisites)
+        if specs.reads_from_s3(settings):
+            data_prep_needs.append(self._s3_reader(name, args))
         self.data_prep = KubernetesObject(f"{name}-data-prep", specs.data_prep_job(settings, args.image_ref),
-                                          after(*args.prerequisites))
+                                          after(*data_prep_needs))
 
         rdzv_id_arg = args.image_ref.apply(lambda ref: f"--rdzv_id={specs.rendezvous_id(settings, ref)}")
         self.training = KubernetesObject(f"{name}-training", specs.elastic_job(settings, args.image_ref, rdzv_id_arg),
@@ -61,3 +70,21 @@ class Workloads(pulumi.ComponentResource):
         self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref),
                                      after(self.training_complete))
         self.register_outputs({"runId": settings.run_id})
+
+    def _s3_reader(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
+        """IRSA for data-prep: a role only data-prep's service account can assume, allowed to read
+        exactly the dataSource object; no AWS credentials live in the cluster."""
+        settings = args.settings
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-data-prep-role",
+            assume_role_policy=iam.irsa_trust_policy_output(args.oidc_provider_arn, args.oidc_issuer, settings.namespace,
+                                                            specs.DATA_PREP_SERVICE_ACCOUNT),
+            tags=aws_tags(settings), opts=child)
+        policy = aws.iam.RolePolicy(f"{name}-data-prep-read", role=role.id, policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
+                           "Resource": specs.s3_object_arn(settings.data_source)}]}), opts=child)
+        return KubernetesObject(f"{name}-data-prep-sa", specs.data_prep_service_account(settings, role.arn),
+                                pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                                       depends_on=[policy, *args.prerequisites]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -180,3 +181,27 @@ def test_rendezvous_id_follows_the_pod_shape():
     assert specs.rendezvous_id(settings, IMAGE.replace("0" * 64, "1" * 64)) != first
     more_epochs = load_settings({**read_stack_file("dev"), "elastic-training:epochs": "20"}, "dev")
     assert specs.rendezvous_id(more_epochs, IMAGE) != first
+
+
+def test_s3_data_source_reads_through_irsa_not_keys(synth_stack):
+    synth = synth_stack("dev", "dataSource=s3://my-data/cifar/cifar-10-python.tar.gz")
+    role = synth.one("aws:iam/role:Role", "workloads-data-prep-role")
+    (statement,) = json.loads(role["inputs"]["assumeRolePolicy"])["Statement"]
+    issuer = statement["Principal"]["Federated"].split("oidc-provider/")[1]
+    assert statement["Condition"]["StringLike"] == {f"{issuer}:sub": "system:serviceaccount:training:data-prep"}
+    (allow,) = json.loads(synth.one("aws:iam/rolePolicy:RolePolicy", "workloads-data-prep-read")["inputs"]["policy"])["Statement"]
+    assert allow == {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::my-data/cifar/cifar-10-python.tar.gz"}
+    account = synth.manifest("ServiceAccount", "data-prep")
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith(
+        "arn:aws:iam::123456789012:role/workloads-data-prep-role")
+    assert account["automountServiceAccountToken"] is False
+    pod = synth.manifest("Job", "prep-")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "data-prep"
+    assert pod["containers"][0]["args"][2:4] == ["--source", "s3://my-data/cifar/cifar-10-python.tar.gz"]
+    assert synth.one("kubernetes:core/v1:ServiceAccount", "workloads-data-prep-sa")["urn"] in \
+        synth.one("kubernetes:batch/v1:Job", "workloads-data-prep")["dependsOn"]
+
+
+def test_https_data_source_needs_no_aws_identity(dev):
+    assert "serviceAccountName" not in dev.manifest("Job", "prep-")["spec"]["template"]["spec"]
+    assert not [r for r in dev.resources if "data-prep-role" in r["name"]]

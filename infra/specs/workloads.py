@@ -28,6 +28,7 @@ MAX_RESTARTS = 3
 # Small jobs beside the training: the image's Python, the data on EFS.
 SIDE_JOB_CPU = "1"
 SIDE_JOB_MEMORY = "4Gi"
+DATA_PREP_SERVICE_ACCOUNT = "data-prep"
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def _pod_spec(containers: list[dict[str, Any]], volumes: list[dict[str, Any]], *
 
 
 def _job(name: str, component: str, settings: Settings, container: dict[str, Any], volumes: list[dict[str, Any]],
-         backoff_limit: int) -> dict[str, Any]:
+         backoff_limit: int, **pod_extra: Any) -> dict[str, Any]:
     labels = _labels(component, name, settings.run_id)
     return annotate({
         "apiVersion": "batch/v1",
@@ -118,8 +119,31 @@ def _job(name: str, component: str, settings: Settings, container: dict[str, Any
         "spec": {
             "backoffLimit": backoff_limit,
             "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
-            "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], volumes)},
+            "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], volumes, **pod_extra)},
         },
+    })
+
+
+def reads_from_s3(settings: Settings) -> bool:
+    return settings.data_source.startswith("s3://")
+
+
+def s3_object_arn(data_source: str) -> str:
+    bucket, _, key = data_source.removeprefix("s3://").partition("/")
+    return f"arn:aws:s3:::{bucket}/{key}"
+
+
+def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
+    """The identity data-prep reads an s3:// dataSource with: IRSA maps it to an IAM role that may
+    read that one object. The EKS pod identity webhook projects its web-identity token into the pod;
+    the Kubernetes API token stays unmounted."""
+    return annotate({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": DATA_PREP_SERVICE_ACCOUNT, "namespace": settings.namespace,
+                     "labels": {"app.kubernetes.io/component": "data-prep", "app.kubernetes.io/part-of": "elastic-training",
+                                "app.kubernetes.io/managed-by": "pulumi"},
+                     "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "automountServiceAccountToken": False,
     })
 
 
@@ -137,7 +161,8 @@ def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
     container = _container("prepare", image, ["python", "-m", "jobs.prepare"], data_prep_args(settings),
                            SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts)
-    return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2)
+    identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
+    return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
 
 
 def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:

@@ -1,0 +1,122 @@
+"""Two torchrun agents as two nodes, etcd rendezvous (Debian etcd, v2 API), the flag shape the
+ElasticJob gives them on the cluster: a normal run, and three runs in which one training
+worker is SIGKILLed mid-run and the job must finish from its last checkpoint.
+
+The four jobs run at the same time against one etcd (each with its own rendezvous id, as jobs
+on the cluster share etcd-service): a fault run spends ~10 s waiting for the dead round's
+etcd lease to expire, and on 2 cores the jobs' start-ups overlap that wait.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from torchrun_harness import TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command
+
+from jobs import checkpoint, evaluate
+
+DEADLINE_SECONDS = 150  # for all four jobs together; a hang fails the tests, never the suite
+EPOCHS = 2
+FAULT_RUNS = {"fault-a": 1, "fault-b": 0, "fault-c": 1}  # run -> rank of the worker to kill
+
+
+@dataclass
+class Run:
+    name: str
+    run_dir: Path
+    job: TorchrunJob
+    kill_rank: int | None = None
+    killed: dict = field(default_factory=dict)  # pid, rank, agent, seconds after start
+
+
+def _worker_rank(pid: int) -> int | None:
+    try:
+        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    ranks = [entry.split(b"=", 1)[1] for entry in environment if entry.startswith(b"RANK=")]
+    return int(ranks[0]) if ranks else None
+
+
+def _kill_worker_after_first_checkpoint(run: Run) -> None:
+    """Once epoch 1's checkpoint is written (so the kill lands in epoch 2), SIGKILL the worker
+    holding the chosen rank: a crash of the training process, not of its agent or pod."""
+    if run.killed or not any(record["event"] == "epoch" for record in checkpoint.read_history(run.run_dir)):
+        return
+    for agent_index in range(len(run.job.agents)):
+        for pid in run.job.worker_pids(agent_index):
+            if _worker_rank(pid) == run.kill_rank:
+                os.kill(pid, signal.SIGKILL)
+                run.killed = {"pid": pid, "rank": run.kill_rank, "agent": agent_index,
+                              "after_seconds": round(time.monotonic() - run.job.started_at, 1)}  # fmt: skip
+                return
+
+
+@pytest.fixture(scope="module")
+def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
+    base = tmp_path_factory.mktemp("elastic")
+    runs = {}
+    for name in ["normal", *FAULT_RUNS]:
+        run_dir = base / name
+        train_args = ["--data", str(tiny_cifar), "--run-dir", str(run_dir), "--epochs", str(EPOCHS),
+                      "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
+        command = torchrun_command(cluster_style_torchrun_flags(etcd_server.endpoint, name), "jobs.train", train_args)
+        job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
+        runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name))
+
+    def inject_faults():
+        for run in runs.values():
+            if run.kill_rank is not None:
+                _kill_worker_after_first_checkpoint(run)
+
+    run_torchrun_jobs([run.job for run in runs.values()], DEADLINE_SECONDS, on_tick=inject_faults)
+    for run in runs.values():
+        print(f"\n{run.name}: {run.job.seconds:.1f} s, agents {[r.returncode for r in run.job.results()]}, killed {run.killed}")
+    return runs
+
+
+def _assert_agents_succeeded(run: Run) -> None:
+    for index, result in enumerate(run.job.results()):
+        assert not result.timed_out, f"{run.name} agent {index} still running at the deadline:\n{result.log[-3000:]}"
+        assert result.returncode == 0, f"{run.name} agent {index} exited {result.returncode}:\n{result.log[-3000:]}"
+
+
+def test_two_nodes_train_a_model_that_scores_above_chance(elastic_runs, tiny_cifar, tmp_path):
+    run = elastic_runs["normal"]
+    _assert_agents_succeeded(run)
+    history = checkpoint.read_history(run.run_dir)
+    assert [(r["event"], r.get("world_size")) for r in history] == [("start", 2), ("epoch", 2), ("epoch", 2), ("finished", None)]
+    # Each worker trained its half: rank 0 logs steps for 50 images / batch 10 = 5 steps per epoch.
+    logs = "".join(result.log for result in run.job.results())
+    assert "epoch 1/2 step 5/5" in logs and "[rank 1/2]" in logs
+
+    metrics_path = tmp_path / "metrics.json"
+    assert evaluate.main(["--data", str(tiny_cifar), "--model", str(run.run_dir / "model.pt"),
+                          "--metrics-out", str(metrics_path), "--min-accuracy", "0.3"]) == 0  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(FAULT_RUNS))
+def test_killed_worker_resumes_from_last_checkpoint(elastic_runs, name):
+    run = elastic_runs[name]
+    assert run.killed, f"{name}: the job never reached a checkpoint with its worker alive"
+    _assert_agents_succeeded(run)
+    assert (run.run_dir / "model.pt").exists()
+
+    history = checkpoint.read_history(run.run_dir)
+    starts = [record for record in history if record["event"] == "start"]
+    epochs = [record["epoch"] for record in history if record["event"] == "epoch"]
+    assert starts[0]["epochs_done"] == 0
+    assert len(starts) >= 2, f"{name}: no restart after the kill: {history}"
+    assert all(start["epochs_done"] >= 1 for start in starts[1:]), f"{name}: restarted from epoch 0: {history}"
+    assert epochs == [1, 2], f"{name}: every epoch must be finished exactly once: {history}"
+    assert history[-1]["event"] == "finished"
+
+    killed_agent_log = run.job.results()[run.killed["agent"]].log
+    assert f"exitcode: -9) local_rank: 0 (pid: {run.killed['pid']})" in killed_agent_log
+    assert "will restart worker group" in killed_agent_log
+    assert "resuming from" in killed_agent_log and "1 of 2 epochs done" in killed_agent_log

@@ -1,0 +1,288 @@
+"""Real processes for the jobs tests: an etcd server and torchrun agents, bounded and killed by PID.
+
+Reusable outside tests/jobs (e.g. to run the torchrun command line rendered from the
+ElasticJob spec): `sys.path` gets tests/jobs when pytest loads tests/jobs/conftest.py;
+elsewhere import it as `tests.jobs.torchrun_harness` from the repository root.
+
+Process rules learnt the hard way (reference/offline-testing-details.md §5):
+- torchrun starts each worker in a new session, so killing an agent does not kill its
+  workers, and an orphaned worker is re-parented away from the agent. We therefore record
+  every descendant of every agent while the job runs and, at the end, kill workers first,
+  then agents, each by PID (checking the PID still names the same process).
+- Every job gets a hard deadline: a hang becomes a failed test, never a stuck suite.
+- etcd's rendezvous state for an id lives for 2 hours: every job needs a fresh rdzv id.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --- processes, by PID ------------------------------------------------------------------------
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name: [state, ppid, ..., starttime at 19]."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+@dataclass(frozen=True)
+class ProcessId:
+    """A PID plus its start time, so a recycled PID is never mistaken for our process."""
+
+    pid: int
+    start_time: str
+
+    @classmethod
+    def of(cls, pid: int) -> ProcessId | None:
+        fields = _stat_fields(pid)
+        return cls(pid, fields[19]) if fields else None
+
+    def is_alive(self) -> bool:
+        fields = _stat_fields(self.pid)
+        return bool(fields) and fields[19] == self.start_time and fields[0] != "Z"
+
+    def kill(self) -> None:
+        if self.is_alive():
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def children_of(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return children
+
+
+def descendants_of(pid: int) -> list[int]:
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [kid for parent in frontier for kid in children_of(parent)]
+        found += kids
+        frontier = kids
+    return found
+
+
+# --- etcd -------------------------------------------------------------------------------------
+
+
+class EtcdServer:
+    """A single-member etcd (Debian's etcd-server 3.4) with the v2 API that torchrun's etcd
+    rendezvous needs, bound to 127.0.0.1 on free ports, with its data in `workdir`."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = Path(workdir)
+        self.client_port = free_port()
+        self.peer_port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    def start(self, timeout: float = 20) -> EtcdServer:
+        binary = shutil.which("etcd")
+        if binary is None:
+            raise RuntimeError("etcd is not installed: run scripts/install-system-deps.sh (Debian package etcd-server)")
+        peer_url, client_url = f"http://127.0.0.1:{self.peer_port}", f"http://{self.endpoint}"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.workdir / "etcd.log"
+        with open(self.log_path, "wb") as log_file:
+            self.process = subprocess.Popen(
+                [
+                    binary, "--name", "test", "--data-dir", str(self.workdir / "data"), "--enable-v2=true",
+                    "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                    "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                    "--initial-cluster", f"test={peer_url}", "--logger=zap", "--log-level=warn",
+                ],
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"etcd exited with {self.process.returncode}: {self.log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{client_url}/v2/keys/", timeout=1) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"etcd did not answer on {client_url} within {timeout} s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()  # by PID: Popen signals exactly this process
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+
+# --- torchrun agents --------------------------------------------------------------------------
+
+
+def cluster_style_torchrun_flags(etcd_endpoint: str, run_name: str, max_restarts: int = 3) -> list[str]:
+    """torchrun flags in the shape the ElasticJob produces on the cluster: the four the
+    controller prepends, then ours (whose later --rdzv_id wins; argparse keeps the last).
+    A fresh hash in the id: etcd keeps a finished rendezvous for 2 hours."""
+    unique = uuid.uuid4().hex[:8]
+    return [
+        "--rdzv_backend=etcd", f"--rdzv_endpoint={etcd_endpoint}", f"--rdzv_id=train-{run_name}", "--nnodes=1:2",
+        "--nproc_per_node=1", f"--max_restarts={max_restarts}", "--local_addr=127.0.0.1", f"--rdzv_id={run_name}-{unique}",
+    ]  # fmt: skip
+
+
+def torchrun_command(torchrun_flags: Sequence[str], module: str, module_args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *torchrun_flags, "-m", module, *module_args]
+
+
+def agent_environment(**overrides: str) -> dict[str, str]:
+    environment = dict(os.environ)
+    environment.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+        PYTHONUNBUFFERED="1",
+        # Two workers share this machine's 2 cores: one thread each avoids oversubscription.
+        OMP_NUM_THREADS="1",
+    )
+    environment.update(overrides)
+    return environment
+
+
+@dataclass
+class AgentResult:
+    returncode: int | None  # None: still running at the deadline, then killed
+    log: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+@dataclass
+class TorchrunJob:
+    """Several torchrun agents forming one elastic job (each agent plays one node)."""
+
+    name: str
+    commands: list[list[str]]
+    log_dir: Path
+    environment: dict[str, str] = field(default_factory=agent_environment)
+    agents: list[subprocess.Popen] = field(default_factory=list)
+    seen: set[ProcessId] = field(default_factory=set)  # every descendant ever observed
+    started_at: float = 0.0
+    finished_at: float | None = None
+
+    def start(self) -> TorchrunJob:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.started_at = time.monotonic()
+        for index, command in enumerate(self.commands):
+            with open(self.log_path(index), "wb") as log_file:
+                self.agents.append(
+                    subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     cwd=REPO_ROOT, env=self.environment)  # fmt: skip
+                )
+        return self
+
+    def log_path(self, index: int) -> Path:
+        return self.log_dir / f"{self.name}-agent{index}.log"
+
+    def record_descendants(self) -> None:
+        for agent in self.agents:
+            for pid in descendants_of(agent.pid):
+                process = ProcessId.of(pid)
+                if process:
+                    self.seen.add(process)
+
+    def worker_pids(self, agent_index: int) -> list[int]:
+        """The agent's live workers (its direct children)."""
+        return children_of(self.agents[agent_index].pid)
+
+    def is_finished(self) -> bool:
+        done = all(agent.poll() is not None for agent in self.agents)
+        if done and self.finished_at is None:
+            self.finished_at = time.monotonic()
+        return done
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished_at or time.monotonic()) - self.started_at
+
+    def kill_everything(self) -> None:
+        """Workers first (they outlive their agent), then agents; all by PID."""
+        self.record_descendants()
+        for process in self.seen:
+            process.kill()
+        for agent in self.agents:
+            if agent.poll() is None:
+                agent.kill()
+            agent.wait(timeout=10)
+
+    def results(self) -> list[AgentResult]:
+        return [
+            AgentResult(agent.returncode, self.log_path(index).read_text(errors="replace"))
+            for index, agent in enumerate(self.agents)
+        ]
+
+
+def run_torchrun_jobs(
+    jobs: Sequence[TorchrunJob],
+    deadline_seconds: float,
+    on_tick: Callable[[], None] | None = None,
+    tick_seconds: float = 0.1,
+) -> None:
+    """Start the jobs together and wait until all agents exit or the deadline passes;
+    `on_tick` runs every tick (fault injection). Whatever happens, everything is killed."""
+    try:
+        for job in jobs:
+            job.start()
+        deadline = time.monotonic() + deadline_seconds
+        while time.monotonic() < deadline:
+            for job in jobs:
+                job.record_descendants()
+            if on_tick:
+                on_tick()
+            if all(job.is_finished() for job in jobs):
+                break
+            time.sleep(tick_seconds)
+    finally:
+        for job in jobs:
+            job.kill_everything()
+
+
+def run_torchrun_agents(
+    commands: Sequence[Sequence[str]], log_dir: Path, deadline_seconds: float, name: str = "job", **environment: str
+) -> list[AgentResult]:
+    """Run one job of N agents with a hard deadline; returns each agent's exit code and log."""
+    job = TorchrunJob(name, [list(command) for command in commands], Path(log_dir), agent_environment(**environment))
+    run_torchrun_jobs([job], deadline_seconds)
+    return job.results()
