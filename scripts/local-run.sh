@@ -8,14 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
-  "") name=synthetic; source_args=(--synthetic 300); epochs=${EPOCHS:-3} ;;
-  --cifar10) name=cifar10; source_args=(); epochs=${EPOCHS:-10} ;;
+  "") name=synthetic; source_args=(--synthetic 100); epochs=${EPOCHS:-3}; batch=50 ;;
+  --cifar10) name=cifar10; source_args=(); epochs=${EPOCHS:-10}; batch=128 ;;
   *) echo "local-run: unknown argument '$1' (allowed: --cifar10, or nothing for generated data)" >&2; exit 2 ;;
 esac
 
 bash scripts/setup.sh
 .venv/bin/python -m jobs.prepare --dest "data/$name" "${source_args[@]}"
 .venv/bin/torchrun --standalone --nnodes=1 --nproc_per_node=2 \
-  -m jobs.train --data "data/$name/cifar-10-batches-py" --run-dir "runs/$name" --epochs "$epochs"
+  -m jobs.train --data "data/$name/cifar-10-batches-py" --run-dir "runs/$name" --epochs "$epochs" --batch-size "$batch"
 .venv/bin/python -m jobs.evaluate --data "data/$name/cifar-10-batches-py" --model "runs/$name/model.pt" \
   --metrics-out "runs/$name/metrics.json"

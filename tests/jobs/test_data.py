@@ -33,8 +33,9 @@ def test_reads_python2_style_pickles_with_str_keys(tmp_path):
     folder = make_synthetic_cifar(tmp_path, 1, 1)
     images, labels = data.read_batch_file(folder / "test_batch")
     with open(folder / "test_batch", "wb") as file:
-        pickle.dump({"batch_label": "testing batch 1 of 1", "labels": labels.tolist(),
-                     "data": images.reshape(len(images), -1), "filenames": ["a.png"] * len(labels)}, file, protocol=2)  # fmt: skip
+        content = {"batch_label": "testing batch 1 of 1", "labels": labels.tolist(),
+                   "data": images.reshape(len(images), -1), "filenames": ["a.png"] * len(labels)}  # fmt: skip
+        pickle.dump(content, file, protocol=2)
     again_images, again_labels = data.read_batch_file(folder / "test_batch")
     assert np.array_equal(again_images, images) and np.array_equal(again_labels, labels)
 

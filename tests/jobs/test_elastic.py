@@ -4,7 +4,9 @@ worker is SIGKILLed mid-run and the job must finish from its last checkpoint.
 
 The four jobs run at the same time against one etcd (each with its own rendezvous id, as jobs
 on the cluster share etcd-service): a fault run spends ~10 s waiting for the dead round's
-etcd lease to expire, and on 2 cores the jobs' start-ups overlap that wait.
+etcd lease to expire, and on 2 cores the jobs' start-ups overlap that wait. The fault runs
+train on 40 images (2 steps per worker and epoch) for 3 epochs: the kill comes right after
+epoch 1's checkpoint, so it always lands while epoch 2 is running.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import make_synthetic_cifar
 from torchrun_harness import TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command
 
 from jobs import checkpoint, evaluate
 
 DEADLINE_SECONDS = 150  # for all four jobs together; a hang fails the tests, never the suite
-EPOCHS = 2
 FAULT_RUNS = {"fault-a": 1, "fault-b": 0, "fault-c": 1}  # run -> rank of the worker to kill
 
 
@@ -60,10 +62,12 @@ def _kill_worker_after_first_checkpoint(run: Run) -> None:
 @pytest.fixture(scope="module")
 def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("elastic")
+    fault_cifar = make_synthetic_cifar(base / "fault-data", train_per_class=4, test_per_class=1)
     runs = {}
     for name in ["normal", *FAULT_RUNS]:
         run_dir = base / name
-        train_args = ["--data", str(tiny_cifar), "--run-dir", str(run_dir), "--epochs", str(EPOCHS),
+        data_dir, epochs = (tiny_cifar, 2) if name == "normal" else (fault_cifar, 3)
+        train_args = ["--data", str(data_dir), "--run-dir", str(run_dir), "--epochs", str(epochs),
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
         command = torchrun_command(cluster_style_torchrun_flags(etcd_server.endpoint, name), "jobs.train", train_args)
         job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
@@ -113,10 +117,10 @@ def test_killed_worker_resumes_from_last_checkpoint(elastic_runs, name):
     assert starts[0]["epochs_done"] == 0
     assert len(starts) >= 2, f"{name}: no restart after the kill: {history}"
     assert all(start["epochs_done"] >= 1 for start in starts[1:]), f"{name}: restarted from epoch 0: {history}"
-    assert epochs == [1, 2], f"{name}: every epoch must be finished exactly once: {history}"
+    assert epochs == [1, 2, 3], f"{name}: every epoch must be finished exactly once: {history}"
     assert history[-1]["event"] == "finished"
 
     killed_agent_log = run.job.results()[run.killed["agent"]].log
     assert f"exitcode: -9) local_rank: 0 (pid: {run.killed['pid']})" in killed_agent_log
     assert "will restart worker group" in killed_agent_log
-    assert "resuming from" in killed_agent_log and "1 of 2 epochs done" in killed_agent_log
+    assert "resuming from" in killed_agent_log and "1 of 3 epochs done" in killed_agent_log

@@ -15,6 +15,7 @@ import tarfile
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -73,9 +74,12 @@ class ArchiveServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}{path}"
+
     def serve(self, path: str, body: bytes, announced_length: int | None = None) -> str:
         self.routes[path] = (body, announced_length)
-        return f"http://127.0.0.1:{self.httpd.server_port}{path}"
+        return self.url(path)
 
     def close(self):
         self.httpd.shutdown()
@@ -161,7 +165,7 @@ def _failure_cases(archive: bytes, source_folder: Path, server: ArchiveServer, t
         ("truncated archive", ["--source", server.serve("/b.tgz", archive[: len(archive) // 2])], "corrupt or truncated"),
         ("corrupt archive", ["--source", server.serve("/c.tgz", random_bytes)], "corrupt or truncated"),
         ("connection cut short", ["--source", server.serve("/d.tgz", archive[:5000], len(archive))], "download of"),
-        ("HTTP 404", ["--source", server.serve("/e.tgz", b"") .replace("/e.tgz", "/missing.tgz")], "HTTP 404"),
+        ("HTTP 404", ["--source", server.url("/not-served.tgz")], "HTTP 404"),
         ("nothing listening", ["--source", f"http://127.0.0.1:{free_port()}/x.tgz"], "cannot reach"),
         ("missing local file", ["--source", str(tmp_path / "absent.tar.gz")], "does not exist"),
         ("corrupt pickle inside", ["--source", server.serve("/f.tgz", make_tarball(broken_pickle_folder))], "data_batch_3"),
@@ -172,42 +176,52 @@ def _failure_cases(archive: bytes, source_folder: Path, server: ArchiveServer, t
 
 def test_failures_exit_with_one_line_and_leave_nothing(tmp_path, server, archive, source_folder):
     """Every case runs twice: into a destination that does not exist yet (it must not be
-    left behind) and into one holding good data (which must survive untouched)."""
+    left behind) and into one holding good data (which must survive untouched). All runs
+    are independent processes and go a few at a time, the failing runs into the good
+    folder concurrently, as several pods might."""
     good = tmp_path / "good"
     assert run_job("jobs.prepare", "--dest", str(good), "--synthetic", "2").returncode == 0
     good_manifest = (good / data.FOLDER_NAME / MANIFEST_NAME).read_text()
+    cases = _failure_cases(archive, source_folder, server, tmp_path)
+    attempts = [(name, tmp_path / f"fresh-{index}", args, phrase) for index, (name, args, phrase) in enumerate(cases)]
+    attempts += [(name, good, args, phrase) for name, args, phrase in cases]
 
-    for name, source_args, phrase in _failure_cases(archive, source_folder, server, tmp_path):
-        fresh = tmp_path / f"fresh-{name.replace(' ', '-')}"
-        result = run_job("jobs.prepare", "--dest", str(fresh), *source_args)
-        assert_one_line_error(result, 1, phrase)
-        assert not fresh.exists(), (name, listing(fresh))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda attempt: run_job("jobs.prepare", "--dest", str(attempt[1]), *attempt[2]), attempts))
 
-        result = run_job("jobs.prepare", "--dest", str(good), *source_args)
+    for (name, dest, _, phrase), result in zip(attempts, results):
         assert_one_line_error(result, 1, phrase)
-        assert listing(good) == {data.FOLDER_NAME}, (name, listing(good))
-        assert (good / data.FOLDER_NAME / MANIFEST_NAME).read_text() == good_manifest, name
+        if dest != good:
+            assert not dest.exists(), (name, listing(dest))
+    assert listing(good) == {data.FOLDER_NAME}
+    assert (good / data.FOLDER_NAME / MANIFEST_NAME).read_text() == good_manifest
     assert not (tmp_path / "escaped.txt").exists()
 
 
-@pytest.mark.parametrize(
-    "arguments, phrase",
-    [
-        ([], "--dest"),
-        (["--synthetic", "0"], "--synthetic"),
-        (["--synthetic", "many"], "--synthetic"),
-        (["--synthetic", "5001"], "1..5000"),
-        (["--md5", "xyz"], "32 hexadecimal"),
-        (["--source", "ftp://example.com/c.tgz"], "unsupported scheme ftp://"),
-        (["--source", "s3://bucket-only"], "s3://bucket/key"),
-        (["--synthetic", "3", "--source", "/x.tgz"], "not allowed with"),
-        (["--synthetic", "3", "--md5", "0" * 32], "--md5 applies to a downloaded archive"),
-        (["--colour", "blue"], "unrecognized arguments"),
-    ],
-)
-def test_bad_command_lines(tmp_path, arguments, phrase):
-    dest_args = [] if arguments == [] else ["--dest", str(tmp_path / "dest")]
-    assert_one_line_error(run_job("jobs.prepare", *dest_args, *arguments), 2, phrase)
+BAD_COMMAND_LINES = [
+    ([], "--dest"),
+    (["--synthetic", "0"], "--synthetic"),
+    (["--synthetic", "many"], "--synthetic"),
+    (["--synthetic", "5001"], "1..5000"),
+    (["--md5", "xyz"], "32 hexadecimal"),
+    (["--source", "ftp://example.com/c.tgz"], "unsupported scheme ftp://"),
+    (["--source", "s3://bucket-only"], "s3://bucket/key"),
+    (["--synthetic", "3", "--source", "/x.tgz"], "not allowed with"),
+    (["--synthetic", "3", "--md5", "0" * 32], "--md5 applies to a downloaded archive"),
+    (["--colour", "blue"], "unrecognized arguments"),
+]
+
+
+def test_bad_command_lines(tmp_path):
+    def attempt(case):
+        arguments, _ = case
+        dest_args = [] if arguments == [] else ["--dest", str(tmp_path / "dest")]
+        return run_job("jobs.prepare", *dest_args, *arguments)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(attempt, BAD_COMMAND_LINES))
+    for (_, phrase), result in zip(BAD_COMMAND_LINES, results):
+        assert_one_line_error(result, 2, phrase)
     assert not (tmp_path / "dest").exists()
 
 
@@ -230,7 +244,7 @@ def test_synthetic_data_is_cifar_format_and_says_so(tmp_path):
 def test_extracted_folder_appears_complete_or_not_at_all(tmp_path, server, tmp_path_factory):
     """Watch the destination while a larger archive is being extracted: the folder name
     must never show a partial set of files."""
-    big_archive = make_tarball(make_synthetic_cifar(tmp_path_factory.mktemp("big"), 400, 100))
+    big_archive = make_tarball(make_synthetic_cifar(tmp_path_factory.mktemp("big"), 200, 100))
     url = server.serve("/big.tgz", big_archive)
     target = tmp_path / data.FOLDER_NAME
     observations: list[frozenset[str]] = []

@@ -1,0 +1,114 @@
+"""Command-line conventions shared by the jobs.
+
+A pod's log is read by a person who did not write this code, so bad input is reported as
+ONE line naming what is wrong and what is allowed, never as a traceback. Real bugs still
+raise normally: their traceback is what a developer needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # bad data, unreachable source, unusable run directory
+EXIT_USAGE = 2  # bad command line (argparse's convention)
+EXIT_BELOW_GATE = 3  # evaluate: accuracy below --min-accuracy
+
+
+class JobError(Exception):
+    """A problem the user can fix; reported as one line and a non-zero exit."""
+
+    exit_code = EXIT_FAILURE
+
+
+class UsageError(JobError):
+    exit_code = EXIT_USAGE
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one line instead of usage + error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see --help)")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
+    return value
+
+
+# argparse prints the function name in "invalid <name> value"; give it a readable one.
+positive_int.__name__ = "positive whole number"
+positive_float.__name__ = "positive number"
+
+
+def configure_logging(tag: str = "") -> None:
+    """Timestamped INFO lines on stdout, which is what `kubectl logs` and torchrun show."""
+    prefix = f"[{tag}] " if tag else ""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stdout,
+        format=f"%(asctime)s {prefix}%(message)s",
+        datefmt="%H:%M:%S",
+        force=True,
+    )
+
+
+def _exit_on_sigterm(signum, frame):
+    # Kubernetes stops a pod with SIGTERM. Turning it into SystemExit runs the `finally`
+    # blocks that remove temporary files, so nothing half-written is left behind.
+    raise SystemExit(128 + signum)
+
+
+def run(
+    main: Callable[[Sequence[str] | None], int],
+    prog: str,
+    *,
+    clean_up_on_sigterm: bool = True,
+    skip_interpreter_teardown: bool = False,
+) -> None:
+    """Run a job's main(), turning JobError into one line on stderr and an exit code.
+
+    skip_interpreter_teardown: end with os._exit once output is flushed, running no
+    destructors. For torchrun workers, whose process group must not be torn down (see
+    jobs.distributed.join_process_group). Everything a run writes is fsynced before main() returns.
+    """
+    if clean_up_on_sigterm:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        code = main(None)
+    except JobError as error:
+        logging.shutdown()
+        one_line = " ".join(str(error).split())  # messages quoted from libraries may span lines
+        print(f"{prog}: error: {one_line}", file=sys.stderr, flush=True)
+        code = error.exit_code
+    except SystemExit as exit_request:  # --help, or SIGTERM turned into SystemExit
+        if not skip_interpreter_teardown:
+            raise
+        code = exit_request.code if isinstance(exit_request.code, int) else int(exit_request.code is not None)
+    except BaseException:  # a bug: its traceback is what a developer needs
+        if not skip_interpreter_teardown:
+            raise
+        traceback.print_exc()
+        code = EXIT_FAILURE
+    if skip_interpreter_teardown:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -1,0 +1,92 @@
+"""Where this worker sits in a torchrun job, and the process group that connects the workers.
+
+torchrun (and, on the cluster, the TorchElastic agent in every worker pod) tells each worker
+its place through environment variables. Started without torchrun, e.g. `python -m jobs.train`
+on a laptop, the worker is alone: rank 0 of 1, and no process group is created.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class WorkerPlace:
+    rank: int
+    world_size: int
+    local_rank: int
+    restart_count: int  # how many times torchrun restarted this worker group
+    launched_by_torchrun: bool
+
+    @classmethod
+    def alone(cls) -> WorkerPlace:
+        return cls(rank=0, world_size=1, local_rank=0, restart_count=0, launched_by_torchrun=False)
+
+    @classmethod
+    def from_environment(cls) -> WorkerPlace:
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            return cls.alone()
+        return cls(
+            rank=int(os.environ["RANK"]),
+            world_size=int(os.environ["WORLD_SIZE"]),
+            local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+            restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+            launched_by_torchrun=True,
+        )
+
+    @property
+    def is_leader(self) -> bool:
+        """Rank 0 writes the shared files (checkpoint, model, history) and logs progress."""
+        return self.rank == 0
+
+
+def join_process_group(place: WorkerPlace, device: torch.device, timeout_seconds: float) -> None:
+    """Connect to the other workers: gloo on CPU, NCCL on GPUs, with a short timeout.
+
+    When a peer dies, a survivor blocked in a collective only fails (and lets its torchrun
+    agent restart the group from the last checkpoint) after this timeout. The default of 30
+    minutes would stall an elastic job for half an hour, so we keep it to seconds.
+
+    The group is deliberately never destroyed. Tearing down a gloo group joins gloo's threads
+    while holding the GIL, and a gloo thread still releasing the last collective's tensors
+    waits for the GIL: the worker hangs for ever, and its agent with it (seen 3 times in about
+    40 two-worker runs on a busy 2-core machine; pytorch/pytorch issues 56297 and 190489).
+    Workers end with os._exit instead (jobs.cli.run), which releases everything at once.
+    """
+    if not place.launched_by_torchrun:
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(
+        backend,
+        timeout=timedelta(seconds=timeout_seconds),
+        device_id=device if device.type == "cuda" else None,
+    )
+
+
+def _is_distributed() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+def sum_over_workers(values: torch.Tensor) -> torch.Tensor:
+    """Element-wise sum of `values` across all workers (the tensor itself when alone)."""
+    if _is_distributed():
+        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+    return values
+
+
+def smallest_and_largest(value: int, device: torch.device) -> tuple[int, int]:
+    """The minimum and maximum of an integer over all workers, in one collective."""
+    both = torch.tensor([-value, value], dtype=torch.int64, device=device)
+    if _is_distributed():
+        dist.all_reduce(both, op=dist.ReduceOp.MAX)
+    return int(-both[0]), int(both[1])
+
+
+def wait_for_all_workers() -> None:
+    if _is_distributed():
+        dist.barrier()
