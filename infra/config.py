@@ -29,7 +29,9 @@ DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 # family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge
 INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z-]*)\.(?P<size>[0-9]*[a-z]+)$")
-AWS_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
+# Regions of the commercial `aws` partition: the stack's IAM ARNs (managed policies, S3 objects)
+# are written for it, so GovCloud, ISO and China regions (other partitions) are refused.
+AWS_REGION = re.compile(r"^(?!cn-)[a-z]{2}-[a-z]+-[0-9]$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
 MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
@@ -302,7 +304,8 @@ def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
 
     region = raw.get("aws:region", "")
     if not AWS_REGION.fullmatch(region):
-        raise ConfigError("aws:region", region, "must be set to an AWS region such as us-west-2 (pulumi config set aws:region us-west-2)")
+        raise ConfigError("aws:region", region, "must be set to an AWS region of the commercial aws partition "
+                                                "such as us-west-2 (pulumi config set aws:region us-west-2)")
 
     _check_relations(values)
     warnings = []

@@ -84,6 +84,8 @@ TABLE = [
     Bad("kubernetes-patch-version", ("kubernetesVersion=1.33.1",), f"{P}:kubernetesVersion", "'1.33.1'", "must be one of"),
     Bad("region-no-number", ("aws:region=us-west",), "aws:region", "'us-west'", "must be set to an AWS region"),
     Bad("region-is-a-zone", ("aws:region=us-west-2a",), "aws:region", "'us-west-2a'", "must be set to an AWS region"),
+    Bad("region-govcloud", ("aws:region=us-gov-west-1",), "aws:region", "'us-gov-west-1'", "commercial aws partition"),
+    Bad("region-china", ("aws:region=cn-north-1",), "aws:region", "'cn-north-1'", "commercial aws partition"),
     Bad("admin-arn-short-account", ('clusterAdminArns=["arn:aws:iam::123:role/admin"]',), f"{P}:clusterAdminArns",
         '["arn:aws:iam::123:role/admin"]', "is not an IAM role or user ARN"),
     # unknown key (a typo)
