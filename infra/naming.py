@@ -15,11 +15,3 @@ def aws_tags(settings: Settings, **extra: str) -> dict[str, str]:
     """Tags every AWS resource carries, so a stack's resources can be found and costed."""
     return {"project": settings.project, "stack": settings.stack, "managed-by": "pulumi", **extra}
 
-
-def k8s_labels(settings: Settings, component: str) -> dict[str, str]:
-    """Recommended Kubernetes labels on the objects the stack creates."""
-    return {
-        "app.kubernetes.io/part-of": settings.project,
-        "app.kubernetes.io/managed-by": "pulumi",
-        "app.kubernetes.io/component": component,
-    }

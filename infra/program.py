@@ -8,7 +8,7 @@ import pulumi_aws as aws
 
 from infra.addons import Addons, AddonsArgs
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import Settings
+from infra.config import PROJECT, ConfigError, Settings
 from infra.elastic import Elastic, ElasticArgs
 from infra.network import Network, NetworkArgs
 from infra.registry import Registry, RegistryArgs
@@ -20,8 +20,8 @@ from infra.workloads import Workloads, WorkloadsArgs
 def availability_zones(count: int) -> list[str]:
     zones = sorted(aws.get_availability_zones(state="available").names)
     if len(zones) < count:
-        raise pulumi.RunError(f"config elastic-training:availabilityZoneCount={count} is invalid: "
-                              f"the region has only {len(zones)} available zones")
+        error = ConfigError(f"{PROJECT}:availabilityZoneCount", count, f"the region has only {len(zones)} available zones")
+        raise pulumi.RunError(str(error))
     return zones[:count]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from infra import versions
+from infra.specs.labels import PART_OF, common_labels
 from infra.specs.security import PSA_RESTRICTED_LABELS, container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate
 
@@ -20,7 +21,6 @@ ETCD_SERVICE = "etcd-service"
 ETCD_CLIENT_PORT = 2379
 CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
-PART_OF = "elastic-training"
 ETCD_SELECTOR = {"app.kubernetes.io/name": "etcd"}
 # Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
 # onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
@@ -31,8 +31,7 @@ TRAINING_PODS = {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONE
 
 
 def _labels(component: str, name: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": component,
-            "app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"}
+    return {"app.kubernetes.io/name": name, **common_labels(component)}
 
 
 def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, Any]:

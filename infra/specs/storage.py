@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.specs.labels import common_labels
 from infra.specs.suppressions import annotate
 
 EFS_CSI_DRIVER = "efs.csi.aws.com"
@@ -12,9 +13,7 @@ NOMINAL_CAPACITY = "5Gi"
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/component": "shared-storage",
-                                                     "app.kubernetes.io/part-of": "elastic-training",
-                                                     "app.kubernetes.io/managed-by": "pulumi"}}
+    meta: dict[str, Any] = {"name": name, "labels": common_labels("shared-storage")}
     if namespace:
         meta["namespace"] = namespace
     return meta

@@ -13,6 +13,7 @@ from typing import Any
 
 from infra.config import Settings, data_md5_for
 from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
+from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate
 
@@ -60,8 +61,7 @@ def rendezvous_id(settings: Settings, image: str) -> str:
 
 
 def _labels(component: str, job: str, run_id: str) -> dict[str, str]:
-    return {"app.kubernetes.io/component": component, "app.kubernetes.io/part-of": "elastic-training",
-            "app.kubernetes.io/managed-by": "pulumi", RUN_LABEL: run_id, JOB_LABEL: job}
+    return {**common_labels(component), RUN_LABEL: run_id, JOB_LABEL: job}
 
 
 def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -140,8 +140,7 @@ def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, An
     return annotate({
         "apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": DATA_PREP_SERVICE_ACCOUNT, "namespace": settings.namespace,
-                     "labels": {"app.kubernetes.io/component": "data-prep", "app.kubernetes.io/part-of": "elastic-training",
-                                "app.kubernetes.io/managed-by": "pulumi"},
+                     "labels": common_labels("data-prep"),
                      "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
         "automountServiceAccountToken": False,
     })
