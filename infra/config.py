@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from infra import versions
+from infra import regions, versions
 
 PROJECT = "elastic-training"
 
@@ -29,9 +29,6 @@ DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 # family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge
 INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z-]*)\.(?P<size>[0-9]*[a-z]+)$")
-# Regions of the commercial `aws` partition: the stack's IAM ARNs (managed policies, S3 objects)
-# are written for it, so GovCloud, ISO and China regions (other partitions) are refused.
-AWS_REGION = re.compile(r"^(?!cn-)[a-z]{2}-[a-z]+-[0-9]$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
 MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
@@ -303,9 +300,13 @@ def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
         values[key.field] = value
 
     region = raw.get("aws:region", "")
-    if not AWS_REGION.fullmatch(region):
+    if not region:
         raise ConfigError("aws:region", region, "must be set to an AWS region of the commercial aws partition "
                                                 "such as us-west-2 (pulumi config set aws:region us-west-2)")
+    # Regions of the commercial `aws` partition only, as botocore's partition data lists them.
+    problem = regions.region_problem(region)
+    if problem:
+        raise ConfigError("aws:region", region, problem)
 
     _check_relations(values)
     warnings = []

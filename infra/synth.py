@@ -9,7 +9,9 @@ network, no Pulumi CLI) and writes:
                          protect, inputs
   DIR/graph.mmd          the component/resource graph as a Mermaid flowchart
   DIR/outputs.json       the stack outputs (secrets masked)
-Invalid config: one line on stderr, exit status 2, nothing written.
+  DIR/.synth             a marker: DIR was written by synth, and the next synth may replace it
+Invalid config, or a DIR that synth did not write (a file, or a directory with other things in
+it): one line on stderr, exit status 2, nothing written and nothing deleted.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from infra.mocks import RecordingMocks, Registration
 from infra.stack_config import StackConfigError, apply_overrides, read_stack_file
 
 SECRET_INPUTS = {"kubeconfig", "password"}
+# Written into every output directory: only a directory holding it is ever replaced.
+MARKER = ".synth"
+MARKER_TEXT = "Written by `python -m infra.synth`; the next synth into this directory replaces all of it.\n"
 NOT_MANIFESTS = ("pulumi:providers:kubernetes",)
 MANIFEST_KEY_ORDER = ("apiVersion", "kind", "metadata")
 
@@ -144,11 +149,27 @@ def run_program(settings: Settings) -> tuple[list[Registration], dict[str, Any]]
     return registrations, outputs
 
 
+def check_out_dir(out: Path) -> None:
+    """Refuse an --out that synth may not replace: it deletes only what it wrote before."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise SynthError(f"--out {out} is not a directory; name a new directory or a previous synth output")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise SynthError(f"--out {out} is not empty and was not written by synth (no {MARKER} marker); "
+                         "name a new or empty directory")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SynthError(f"--out {out}: {parent} is not a directory")
+            break
+
+
 def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any]) -> None:
     """Write everything into a fresh temporary directory first, then move it into place."""
+    check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
+        (staging / MARKER).write_text(MARKER_TEXT)
         manifests_dir = staging / "manifests"
         manifests_dir.mkdir()
         for registration in registrations:
@@ -172,15 +193,19 @@ def synth(stack: str, out: Path, overrides: list[str]) -> Settings:
         settings = load_settings(raw, stack)
     except (ConfigError, StackConfigError) as error:
         raise SynthError(str(error)) from None
+    check_out_dir(out)  # before the program runs: a refused --out costs no time
     registrations, outputs = run_program(settings)
-    write_synth(out, registrations, outputs)
+    try:
+        write_synth(out, registrations, outputs)
+    except OSError as error:
+        raise SynthError(f"--out {out}: cannot write: {error.strerror or error}") from None
     return settings
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.synth", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("--out", required=True, type=Path, help="directory to write (replaced if it exists)")
+    parser.add_argument("--out", required=True, type=Path, help="directory to write: new, empty, or a previous synth output (which is replaced)")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, as `pulumi config set KEY VALUE` would (repeatable)")
     args = parser.parse_args(argv)

@@ -86,6 +86,10 @@ TABLE = [
     Bad("region-is-a-zone", ("aws:region=us-west-2a",), "aws:region", "'us-west-2a'", "must be set to an AWS region"),
     Bad("region-govcloud", ("aws:region=us-gov-west-1",), "aws:region", "'us-gov-west-1'", "commercial aws partition"),
     Bad("region-china", ("aws:region=cn-north-1",), "aws:region", "'cn-north-1'", "commercial aws partition"),
+    Bad("region-iso", ("aws:region=us-iso-east-1",), "aws:region", "'us-iso-east-1'", "a region of the aws-iso partition"),
+    # Typos a pattern lets through: checked against botocore's partition data, with a suggestion.
+    Bad("region-typo", ("aws:region=us-weest-2",), "aws:region", "'us-weest-2'", "(did you mean us-west-2?)"),
+    Bad("region-no-such-number", ("aws:region=us-west-9",), "aws:region", "'us-west-9'", "must be set to an AWS region"),
     Bad("admin-arn-short-account", ('clusterAdminArns=["arn:aws:iam::123:role/admin"]',), f"{P}:clusterAdminArns",
         '["arn:aws:iam::123:role/admin"]', "is not an IAM role or user ARN"),
     # unknown key (a typo)
@@ -108,7 +112,7 @@ TABLE = [
     Bad("cpu-zero", ("workerCpu=0",), f"{P}:workerCpu", "'0'", "must be a Kubernetes quantity above zero"),
 ]
 # The same failures through the real command line, one per kind of rule.
-IN_A_SUBPROCESS = {"int-not-a-number", "workers-above-nodes", "cidr-ipv6", "region-is-a-zone", "typo-key"}
+IN_A_SUBPROCESS = {"int-not-a-number", "workers-above-nodes", "cidr-ipv6", "region-typo", "typo-key"}
 
 
 def argv(row: Bad, out) -> list[str]:

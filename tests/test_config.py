@@ -104,3 +104,28 @@ def test_program_registers_the_stack_on_good_config():
     assert "RunError" not in result.stdout, result.stdout + result.stderr
     registered = int(result.stdout.rsplit("registered:", 1)[1])
     assert registered > 60
+
+
+def test_every_commercial_region_in_botocore_is_accepted_and_no_other():
+    """The region rule is botocore's partition data (botocore/data/partitions.json), not a pattern:
+    each region of the `aws` partition passes; each region of another partition, and a name one
+    letter off, is refused."""
+    import botocore.loaders
+
+    partitions = botocore.loaders.create_loader().load_data("partitions")["partitions"]
+    base = {"aws:region": "us-west-2"}
+    checked = 0
+    for partition in partitions:
+        for region in partition["regions"]:
+            if region.startswith(partition["id"] + "-"):
+                continue  # aws-global and the like: endpoints, not places
+            if partition["id"] == "aws":
+                assert load_settings({**base, "aws:region": region}, "t").region == region
+            else:
+                with pytest.raises(ConfigError, match=f"a region of the {partition['id']} partition"):
+                    load_settings({**base, "aws:region": region}, "t")
+            checked += 1
+    assert checked >= 40
+    for typo in ("us-west-22", "eu-west-0", "useast-1", "us-east-1 "):
+        with pytest.raises(ConfigError, match="must be set to an AWS region"):
+            load_settings({**base, "aws:region": typo}, "t")

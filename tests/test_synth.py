@@ -110,3 +110,34 @@ def test_malformed_override_is_one_line(tmp_path, override):
     result = run_synth(tmp_path / "out", "dev", override)
     assert result.returncode == 2 and "must be KEY=VALUE" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_out_is_replaced_only_when_synth_wrote_it(tmp_path):
+    """synth never deletes what it did not write: a folder holding other things, or a file, is
+    refused with one line and left exactly as it was; its own previous output is replaced."""
+    kept = tmp_path / "notes"
+    kept.mkdir()
+    (kept / "thesis.tex").write_text("years of work")
+    result = run_synth(kept, "dev")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "not written by synth" in result.stderr
+    assert [p.name for p in kept.iterdir()] == ["thesis.tex"]
+
+    a_file = tmp_path / "out.txt"
+    a_file.write_text("keep me")
+    result = run_synth(a_file, "dev")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "is not a directory" in result.stderr and a_file.read_text() == "keep me"
+
+    under_a_file = a_file / "out"
+    result = run_synth(under_a_file, "dev")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert a_file.read_text() == "keep me"
+
+    out = tmp_path / "synth"
+    out.mkdir()  # an empty directory is fine
+    assert run_synth(out, "dev").returncode == 0 and (out / ".synth").is_file()
+    (out / "stale.yaml").write_text("from an older synth")
+    assert run_synth(out, "dev").returncode == 0  # its own output: replaced whole
+    assert not (out / "stale.yaml").exists() and (out / "resources.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "out.txt", "synth"]  # no staging left
