@@ -58,16 +58,18 @@ def _parse_int(raw: str) -> int:
     return int(raw)
 
 
-def _parse_float(raw: str) -> float:
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError("must be a number") from None
+def _parse_decimal(raw: str) -> float:
+    # Plain decimal notation only: float() would also take "nan", "inf", "1e-1" and "0_5".
+    if not re.fullmatch(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)", raw):
+        raise ValueError("must be a decimal number such as 0.7")
+    return float(raw)
 
 
 def _parse_bool(raw: str) -> bool:
-    if raw.strip().lower() in ("true", "false"):
-        return raw.strip().lower() == "true"
+    # Exactly the two words the Pulumi CLI takes for a boolean key (ValidateConfigValue in
+    # pulumi/pulumi sdk/go/common/workspace/project.go); a YAML True in a stack file arrives as "true".
+    if raw in ("true", "false"):
+        return raw == "true"
     raise ValueError("must be true or false")
 
 
@@ -81,9 +83,11 @@ def _parse_string_list(raw: str) -> list[str]:
     return value
 
 
+# By the Pulumi.yaml type of the key: the Pulumi CLI knows string, integer, boolean, array (and
+# object) and has no number type (upstream-facts.md, fact 21), so a fraction is a string key with
+# its own parser (ConfigKey.parse).
 PARSERS: dict[str, Callable[[str], Any]] = {
     "integer": _parse_int,
-    "number": _parse_float,
     "boolean": _parse_bool,
     "string": str,
     "array": _parse_string_list,
@@ -95,6 +99,10 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 
 def _between(low: float, high: float) -> Callable[[Any], str | None]:
     return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
+
+
+def _fraction(v: float) -> str | None:
+    return None if 0.0 <= v <= 1.0 else "must be between 0 and 1 (a fraction: 0.7 means 70 %)"
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
@@ -183,10 +191,19 @@ def _md5(v: str) -> str | None:
 class ConfigKey:
     name: str           # key in the project namespace, as in `pulumi config set <name>`
     field: str          # attribute on Settings
-    type: str           # Pulumi.yaml schema type: integer, number, boolean, string, array
-    default: Any
+    type: str           # Pulumi.yaml schema type: integer, boolean, string, array
+    default: Any        # as Pulumi.yaml declares it, of that type
     description: str
     rule: Callable[[Any], str | None] | None = None
+    parse: Callable[[str], Any] | None = None  # overrides PARSERS[type] (a number held in a string key)
+
+    def parse_text(self, text: str) -> Any:
+        return (self.parse or PARSERS[self.type])(text)
+
+    @property
+    def default_value(self) -> Any:
+        """The default as Settings holds it (parsed when the key has its own parser)."""
+        return self.parse(self.default) if self.parse else self.default
 
 
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
@@ -229,8 +246,11 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("maxWorkers", "max_workers", "integer", 2, "Most workers the elastic job admits.", _between(1, 100)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),
-    ConfigKey("minAccuracy", "min_accuracy", "number", 0.7,
-              "Test accuracy (0-1) below which the test Job, and so `pulumi up`, fails.", _between(0.0, 1.0)),
+    # A string key: the Pulumi CLI has no number type, and a string key still takes `minAccuracy: 0.3`
+    # in a stack file and `pulumi config set minAccuracy 0.3` (the CLI passes both as the text "0.3").
+    ConfigKey("minAccuracy", "min_accuracy", "string", "0.7",
+              "Test accuracy, a decimal from 0 to 1, below which the test Job, and so `pulumi up`, fails.",
+              _fraction, parse=_parse_decimal),
     ConfigKey("workerCpu", "worker_cpu", "string", "15", "CPU request and limit of each training worker.", _quantity),
     ConfigKey("workerMemory", "worker_memory", "string", "24Gi", "Memory request and limit of each training worker.", _quantity),
     ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
@@ -287,11 +307,11 @@ def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
     for key in CONFIG_KEYS:
         full = f"{PROJECT}:{key.name}"
         if full not in raw:
-            values[key.field] = key.default
+            values[key.field] = key.default_value
             continue
         text = raw[full]
         try:
-            value = PARSERS[key.type](text)
+            value = key.parse_text(text)
         except ValueError as err:
             raise ConfigError(full, text, str(err)) from None
         problem = key.rule(value) if key.rule else None

@@ -14,6 +14,7 @@ import pytest
 
 import infra.synth
 from infra import versions
+from infra.stack_config import read_stack_file
 from infra.config import CIFAR10_MD5, PROJECT, RESERVED_NAMESPACES
 from infra.specs.elastic import CONTROLLER_NAMESPACE
 from scanner_helpers import PYTHON, REPO, require_tool
@@ -35,16 +36,21 @@ TABLE = [
     # types
     Bad("int-not-a-number", ("nodeCount=three",), f"{P}:nodeCount", "'three'", "must be a whole number"),
     Bad("int-fraction", ("workers=2.5",), f"{P}:workers", "'2.5'", "must be a whole number"),
-    Bad("number-not-a-number", ("minAccuracy=high",), f"{P}:minAccuracy", "'high'", "must be a number"),
+    Bad("number-not-a-number", ("minAccuracy=high",), f"{P}:minAccuracy", "'high'", "must be a decimal number such as 0.7"),
+    Bad("number-exponent", ("minAccuracy=7e-1",), f"{P}:minAccuracy", "'7e-1'", "must be a decimal number such as 0.7"),
+    Bad("number-percent", ("minAccuracy=70%",), f"{P}:minAccuracy", "'70%'", "must be a decimal number such as 0.7"),
     Bad("bool-yes", ("retainData=yes",), f"{P}:retainData", "'yes'", "must be true or false"),
+    Bad("bool-capitalised", ("retainData=True",), f"{P}:retainData", "'True'", "must be true or false"),
     Bad("list-not-json", ("apiAllowedCidrs=203.0.113.0/24",), f"{P}:apiAllowedCidrs", "'203.0.113.0/24'",
         "must be a JSON list of strings"),
     Bad("list-of-numbers", ("clusterAdminArns=[1, 2]",), f"{P}:clusterAdminArns", "'[1, 2]'", "must be a JSON list of strings"),
     # ranges
     Bad("zero-nodes", ("nodeCount=0",), f"{P}:nodeCount", "0", "must be between 1 and 100"),
     Bad("five-zones", ("availabilityZoneCount=5",), f"{P}:availabilityZoneCount", "5", "must be between 2 and 4"),
-    Bad("accuracy-above-one", ("minAccuracy=1.5",), f"{P}:minAccuracy", "1.5", "must be between 0.0 and 1.0"),
-    Bad("accuracy-nan", ("minAccuracy=nan",), f"{P}:minAccuracy", "NaN", "must be between 0.0 and 1.0"),
+    Bad("accuracy-above-one", ("minAccuracy=1.5",), f"{P}:minAccuracy", "1.5", "must be between 0 and 1 (a fraction: 0.7 means 70 %)"),
+    Bad("accuracy-percentage", ("minAccuracy=70",), f"{P}:minAccuracy", "70.0", "must be between 0 and 1 (a fraction: 0.7 means 70 %)"),
+    Bad("accuracy-negative", ("minAccuracy=-0.1",), f"{P}:minAccuracy", "-0.1", "must be between 0 and 1"),
+    Bad("accuracy-nan", ("minAccuracy=nan",), f"{P}:minAccuracy", "'nan'", "must be a decimal number such as 0.7"),
     Bad("negative-epochs", ("epochs=-1",), f"{P}:epochs", "-1", "must be between 1 and 1000"),
     Bad("short-deadline", ("jobTimeoutMinutes=1",), f"{P}:jobTimeoutMinutes", "1", "must be between 5 and 10080"),
     Bad("tiny-disk", ("nodeDiskGiB=10",), f"{P}:nodeDiskGiB", "10", "must be between 20 and 16384"),
@@ -205,3 +211,29 @@ def test_good_overrides_still_pass_the_rules(tmp_path, capsys, monkeypatch):
 def test_reserved_namespaces_include_the_controllers():
     assert CONTROLLER_NAMESPACE in RESERVED_NAMESPACES and "kube-system" in RESERVED_NAMESPACES
 
+
+
+# Values in a stack file that the Pulumi CLI itself refuses (tests/pulumi_cli_model.py): synth refuses
+# them too, although PyYAML alone would have read `yes` as a boolean and the JSON text as a list.
+IN_A_STACK_FILE = [
+    ("retainData: yes", f"{P}:retainData", "'yes'", "must be true or false"),
+    ("apiAllowedCidrs: '[\"203.0.113.0/24\"]'", f"{P}:apiAllowedCidrs", """'["203.0.113.0/24"]'""",
+     "must be a YAML list in the stack file"),
+    ("clusterAdminArns: arn:aws:iam::123456789012:role/admin", f"{P}:clusterAdminArns",
+     "'arn:aws:iam::123456789012:role/admin'", "must be a YAML list in the stack file"),
+    ("runId: 2026-01-01", f"{P}:runId", "'2026-01-01'", "must be quoted: unquoted, YAML reads it as a date"),
+]
+
+
+@pytest.mark.parametrize("line, key, shown, rule", IN_A_STACK_FILE, ids=[row[0].split(":")[0] for row in IN_A_STACK_FILE])
+def test_a_stack_file_value_the_pulumi_cli_refuses(line, key, shown, rule, tmp_path, capsys, monkeypatch):
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "Pulumi.dev.yaml").write_text((REPO / "stacks" / "Pulumi.dev.yaml").read_text() + f"  {P}:{line}\n")
+    monkeypatch.setattr(infra.synth, "read_stack_file", lambda stack: read_stack_file(stack, stacks))
+    monkeypatch.setattr(infra.synth, "run_program", lambda settings: pytest.fail("the program ran"))
+    out = tmp_path / "out"
+    assert infra.synth.main(["dev", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert_one_clear_line(Bad(line, (), key, shown, rule), captured.err)
+    assert captured.out == "" and not out.exists()

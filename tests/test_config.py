@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from synth_support import REPO, STACKS
-from infra.config import CONFIG_KEYS, PARSERS, PROJECT, ConfigError, load_settings
+from infra.config import CONFIG_KEYS, KEYS_BY_NAME, PARSERS, PROJECT, ConfigError, load_settings
 from infra.config_docs import config_table
 from infra.stack_config import as_config_string, read_stack_file
 
@@ -36,9 +36,19 @@ def test_readme_config_table_is_generated_from_the_keys():
 def test_defaults_pass_their_own_rules():
     settings = load_settings(REGION, "test")
     for key in CONFIG_KEYS:
-        assert getattr(settings, key.field) == (tuple(key.default) if isinstance(key.default, list) else key.default)
-        # a default written back as config text parses to itself
-        assert PARSERS[key.type](as_config_string(key.default)) == key.default
+        value = key.default_value
+        assert getattr(settings, key.field) == (tuple(value) if isinstance(value, list) else value)
+        # a default written back as config text (what the engine hands the program) parses to the same value
+        assert key.parse_text(as_config_string(key.default)) == value
+
+
+def test_min_accuracy_is_a_fraction_in_a_string_key():
+    """The Pulumi CLI has no number type: minAccuracy is declared a string and parsed here."""
+    key = KEYS_BY_NAME["minAccuracy"]
+    assert (key.type, key.default, key.default_value) == ("string", "0.7", 0.7)
+    assert "number" not in PARSERS and {k.type for k in CONFIG_KEYS} <= set(PARSERS)
+    for text, value in (("0.3", 0.3), ("1", 1.0), ("0", 0.0), (".85", 0.85), ("1.0", 1.0)):
+        assert load_settings({**REGION, f"{PROJECT}:minAccuracy": text}, "test").min_accuracy == value
 
 
 @pytest.mark.parametrize("stack", STACKS)
