@@ -3,7 +3,14 @@ Kubernetes provider every in-cluster object is created with.
 
 Choices, each for a reason:
 - authentication mode API with access entries (the aws-auth ConfigMap is deprecated); the
-  deployer gets cluster-admin as the cluster creator, `clusterAdminArns` adds more.
+  deployer gets cluster-admin as the cluster creator, `clusterAdminArns` adds more, less the
+  deployer's own ARN (dropped with a warning: infra/principals.py).
+- the control-plane log group `/aws/eks/<cluster>/cluster` is the stack's own, with a retention
+  (`logRetentionDays`), created before the cluster so that EKS writes into it instead of creating
+  one with no retention that outlives `pulumi destroy` (upstream-facts.md fact 14; as
+  terraform-aws-modules/terraform-aws-eks main.tf @ bef29c4d does: `aws_cloudwatch_log_group.this`
+  named "/aws/eks/${var.name}/cluster", in the cluster's depends_on). Its name needs the cluster's
+  name before the cluster exists, so the cluster is named explicitly (infra/naming.py).
 - no default node group and no pulumi-eks default security groups: managed nodes use the
   security group EKS creates, which pulumi-eks then reports as `node_security_group_id`
   (the EFS mount targets admit NFS from exactly that group).
@@ -23,7 +30,8 @@ import pulumi_kubernetes as k8s
 
 from infra import iam, versions
 from infra.config import Settings
-from infra.naming import aws_tags, component_type
+from infra.naming import aws_tags, component_type, eks_cluster_name
+from infra.principals import drop_deployer
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -70,17 +78,27 @@ class Cluster(pulumi.ComponentResource):
             for policy in NODE_POLICIES
         ]
 
+        # The identity running `pulumi up`, known at program time (STS GetCallerIdentity).
+        admin_arns, warnings = drop_deployer(settings.cluster_admin_arns, aws.get_caller_identity().arn)
+        for warning in warnings:
+            pulumi.log.warn(warning)
         admins = {
             f"admin-{index}": eks.AccessEntryArgs(
                 principal_arn=arn,
                 access_policies={"cluster-admin": eks.AccessPolicyAssociationArgs(
                     policy_arn=CLUSTER_ADMIN_POLICY,
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
-            for index, arn in enumerate(settings.cluster_admin_arns)
+            for index, arn in enumerate(admin_arns)
         }
+
+        cluster_name = eks_cluster_name(settings)
+        log_group = aws.cloudwatch.LogGroup(f"{name}-control-plane-logs", name=f"/aws/eks/{cluster_name}/cluster",
+                                            retention_in_days=settings.log_retention_days, tags=aws_tags(settings),
+                                            opts=child)
 
         cluster = eks.Cluster(
             f"{name}-eks",
+            name=cluster_name,
             vpc_id=args.vpc_id,
             public_subnet_ids=args.public_subnet_ids,
             private_subnet_ids=args.private_subnet_ids,
@@ -102,7 +120,7 @@ class Cluster(pulumi.ComponentResource):
             use_default_vpc_cni=False,
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
             tags=aws_tags(settings),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms, log_group]),
         )
 
         self.node_group = eks.ManagedNodeGroup(

@@ -16,6 +16,7 @@ import ipaddress
 import json
 import re
 from dataclasses import dataclass
+from datetime import date, datetime, timezone
 from typing import Any, Callable, Mapping
 
 from infra import regions, versions
@@ -31,6 +32,10 @@ QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z-]*)\.(?P<size>[0-9]*[a-z]+)$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
+# What CloudWatch Logs accepts as a retention (botocore 1.44.5, logs service model, shape `Days` of
+# PutRetentionPolicy: "Possible values are: 1, 3, 5, ... 3653"; "never expire" is no value there).
+CLOUDWATCH_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
+                                 2557, 2922, 3288, 3653)
 MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
 DATA_URL = re.compile(r"^(https|s3)://[^/\s]+/\S+$")
 
@@ -107,6 +112,12 @@ def _fraction(v: float) -> str | None:
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
     return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _log_retention(v: int) -> str | None:
+    if v in CLOUDWATCH_LOG_RETENTION_DAYS:
+        return None
+    return f"must be a retention CloudWatch Logs accepts: one of {', '.join(map(str, CLOUDWATCH_LOG_RETENTION_DAYS))}"
 
 
 def _dns_label(max_len: int = 63) -> Callable[[str], str | None]:
@@ -223,6 +234,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("clusterAdminArns", "cluster_admin_arns", "array", [],
               "Extra IAM role/user ARNs given cluster-admin through EKS access entries (the deployer always is).",
               _principal_arns),
+    ConfigKey("logRetentionDays", "log_retention_days", "integer", 30,
+              "Days the EKS control-plane log group keeps its logs (the stack creates the group, so destroy removes it).",
+              _log_retention),
     # storage + names others refer to
     ConfigKey("namespace", "namespace", "string", "training",
               "Namespace of the training workloads, the PVC and etcd.", _workload_namespace),
@@ -276,6 +290,7 @@ class Settings:
     node_disk_gib: int
     api_allowed_cidrs: tuple[str, ...]
     cluster_admin_arns: tuple[str, ...]
+    log_retention_days: int
     namespace: str
     storage_class_name: str
     persistent_volume_name: str
@@ -297,10 +312,11 @@ class Settings:
     warnings: tuple[str, ...] = ()
 
 
-def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
+def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None) -> Settings:
     """Validate `raw` (full keys such as "elastic-training:nodeCount" -> string) into Settings.
 
-    Raises ConfigError on the first problem, in CONFIG_KEYS order, then relations.
+    Raises ConfigError on the first problem, in CONFIG_KEYS order, then relations. `today` (UTC,
+    default: the real date) decides the Kubernetes version's EKS support phase.
     """
     _reject_unknown_keys(raw)
     values: dict[str, Any] = {}
@@ -330,6 +346,10 @@ def load_settings(raw: Mapping[str, str], stack: str) -> Settings:
 
     _check_relations(values)
     warnings = []
+    support_warning = _kubernetes_support(values["kubernetes_version"],
+                                          today if today is not None else datetime.now(timezone.utc).date())
+    if support_warning:
+        warnings.append(support_warning)
     if "0.0.0.0/0" in values["api_allowed_cidrs"]:
         warnings.append(
             f"config {PROJECT}:apiAllowedCidrs includes 0.0.0.0/0: the Kubernetes API endpoint is reachable "
@@ -367,6 +387,25 @@ def _check_relations(v: dict[str, Any]) -> None:
         raise ConfigError(f"{p}:maxWorkers", v["max_workers"], f"must be <= nodeMaxCount ({v['node_max_count']}): each worker takes a whole node")
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
+
+
+def _kubernetes_support(version: str, today: date) -> str | None:
+    """Refuse a version past EKS extended support on `today`; a warning when it is in extended support."""
+    key = f"{PROJECT}:kubernetesVersion"
+    support = versions.EKS_SUPPORT[version]
+    phase = versions.eks_support_phase(version, today)
+    in_standard = [v for v in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(v, today) == versions.STANDARD]
+    if phase == versions.ENDED:
+        usable = [v for v in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(v, today) != versions.ENDED]
+        raise ConfigError(key, version, f"EKS extended support for Kubernetes {version} ended on "
+                                        f"{support.end_of_extended.isoformat()} (EKS creates no such cluster); "
+                                        f"must be one of {', '.join(usable) or 'none (infra/versions.py needs a newer version)'}")
+    if phase == versions.EXTENDED:
+        return (f"config {key}={version!r} is in EKS extended support since {support.end_of_standard.isoformat()}: "
+                f"the control plane costs {versions.EKS_EXTENDED_PRICE_PER_HOUR}/hour instead of "
+                f"{versions.EKS_STANDARD_PRICE_PER_HOUR}/hour, and EKS upgrades it on its own from "
+                f"{support.end_of_extended.isoformat()}; versions in standard support: {', '.join(in_standard) or 'none'}")
+    return None
 
 
 def data_md5_for(settings: Settings) -> str:

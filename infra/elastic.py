@@ -18,6 +18,9 @@ from infra.specs import elastic as specs
 class ElasticArgs:
     settings: Settings
     provider: pulumi.ProviderResource
+    # The Deployments (controller, etcd) wait for nodes: without any, their pods stay Pending and
+    # Pulumi's await of the Deployment times out.
+    nodes: pulumi.Resource
 
 
 class Elastic(pulumi.ComponentResource):
@@ -38,10 +41,12 @@ class Elastic(pulumi.ComponentResource):
         controller_policies = self._network_policies(name, specs.controller_network_policies(), args.provider, controller_ns)
         objects: list[KubernetesObject] = []
         for obj in specs.controller_objects():
+            pods_need_nodes = [args.nodes] if obj["kind"] == "Deployment" else []
             objects.append(KubernetesObject(
                 f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
                 pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                       depends_on=[controller_ns, self.crd, *controller_policies, *objects])))
+                                       depends_on=[controller_ns, self.crd, *controller_policies, *objects,
+                                                   *pods_need_nodes])))
         self.controller = objects[-1]
 
         self.workload_namespace = KubernetesObject(f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads"),
@@ -50,8 +55,11 @@ class Elastic(pulumi.ComponentResource):
                                                    self.workload_namespace)
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
-        etcd_service, self.etcd = [KubernetesObject(f"{name}-etcd-{obj['kind'].lower()}", obj, after_ns)
-                                   for obj in specs.etcd_objects(settings.namespace)]
+        after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[args.nodes]))
+        etcd_service, self.etcd = [
+            KubernetesObject(f"{name}-etcd-{obj['kind'].lower()}", obj,
+                             after_ns_and_nodes if obj["kind"] == "Deployment" else after_ns)
+            for obj in specs.etcd_objects(settings.namespace)]
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pulumi
-import pulumi_aws as aws
 
 from infra.addons import Addons, AddonsArgs
 from infra.cluster import Cluster, ClusterArgs
@@ -15,12 +14,15 @@ from infra.registry import Registry, RegistryArgs
 from infra.specs import workloads as workload_specs
 from infra.storage import Storage, StorageArgs
 from infra.workloads import Workloads, WorkloadsArgs
+from infra.zones import region_zone_names
 
 
 def availability_zones(count: int) -> list[str]:
-    zones = sorted(aws.get_availability_zones(state="available").names)
+    """The first `count` zones EKS can use (no Local/Wavelength Zones, no refused zone IDs: infra/zones.py)."""
+    zones = region_zone_names()
     if len(zones) < count:
-        error = ConfigError(f"{PROJECT}:availabilityZoneCount", count, f"the region has only {len(zones)} available zones")
+        error = ConfigError(f"{PROJECT}:availabilityZoneCount", count,
+                            f"the region has only {len(zones)} available zones that EKS accepts")
         raise pulumi.RunError(str(error))
     return zones[:count]
 
@@ -29,7 +31,7 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
     """Register every resource; return the stack outputs."""
     network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
     cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
-    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider))
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.node_group))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
         cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.node_group))

@@ -2,8 +2,18 @@
 and pushed during `pulumi up`.
 
 Workloads get the digest-pinned reference (`repo@sha256:...`), so a change to jobs/ or images/
-gives a new digest and replaces the workloads, and nothing else. Tags are immutable and derived
-from the build inputs, so a tag always names one image. `imageUri` skips the build.
+gives a new digest and replaces the workloads, and nothing else. The pushed tag is a content tag,
+`src-<hash of the build inputs>`; `imageUri` skips the build.
+
+Why the content tags may be overwritten: pulumi-docker-build rebuilds and pushes again whenever
+`context.location` (an absolute path here) changes (pulumi/pulumi-docker-build
+provider/internal/image.go @ 0b3ab4fe, `Diff`: `if olds.Context.Location != news.Context.Location`),
+i.e. on every other checkout, CI runner or renamed folder, with the same sources and so the same
+tag. A fully IMMUTABLE repository refuses that push (ImageTagAlreadyExistsException, ECR user
+guide "Image tag mutability"), and `pulumi up` fails. So the repository is IMMUTABLE_WITH_EXCLUSION
+with the content tags excluded: a rebuild may move `src-<hash>` to the rebuilt image, every other
+tag (a release tag someone pushes by hand) stays immutable, and nothing runs by tag anyway: the
+workloads run by digest, so a moved tag changes no running or future pod.
 """
 
 from __future__ import annotations
@@ -24,6 +34,13 @@ from infra.naming import aws_tags, component_type
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # What the image is built from; the tag is a hash of exactly these files.
 IMAGE_INPUTS = ("images", "jobs", ".dockerignore")
+
+# The content tags and the ECR exclusion filter that leaves exactly them mutable. ECR filter rules
+# (botocore ecr service model, ImageTagMutabilityExclusionFilter(s); pulumi-aws 7.51.1
+# RepositoryImageTagMutabilityExclusionFilterArgs): filterType WILDCARD, value ^[0-9a-zA-Z._*-]{1,128}$
+# with at most 2 wildcards, 1 to 5 filters per repository.
+CONTENT_TAG_PREFIX = "src-"
+CONTENT_TAG_FILTER = f"{CONTENT_TAG_PREFIX}*"
 
 LIFECYCLE_POLICY = json.dumps({"rules": [
     {"rulePriority": 1, "description": "Expire untagged images after 7 days",
@@ -48,6 +65,11 @@ def source_digest(root: Path = REPO_ROOT) -> str:
     return digest.hexdigest()[:16]
 
 
+def content_tag(root: Path = REPO_ROOT) -> str:
+    """The tag the image is pushed under: the same sources give the same tag, from any path."""
+    return CONTENT_TAG_PREFIX + source_digest(root)
+
+
 @dataclass
 class RegistryArgs:
     settings: Settings
@@ -64,7 +86,11 @@ class Registry(pulumi.ComponentResource):
 
         repository = aws.ecr.Repository(
             f"{name}-trainer",
-            image_tag_mutability="IMMUTABLE",
+            # Immutable tags except the content tags, which a rebuild from another path pushes again
+            # (module docstring).
+            image_tag_mutability="IMMUTABLE_WITH_EXCLUSION",
+            image_tag_mutability_exclusion_filters=[aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
+                filter=CONTENT_TAG_FILTER, filter_type="WILDCARD")],
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             encryption_configurations=[aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS")],
             # Without retainData, `pulumi destroy` deletes the repository with its images in it.
@@ -83,7 +109,7 @@ class Registry(pulumi.ComponentResource):
                 context=docker_build.BuildContextArgs(location=str(REPO_ROOT)),
                 dockerfile=docker_build.DockerfileArgs(location=str(REPO_ROOT / "images" / "Dockerfile")),
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
-                tags=[pulumi.Output.concat(repository.repository_url, ":", source_digest())],
+                tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag())],
                 push=True,
                 registries=[docker_build.RegistryArgs(address=repository.repository_url,
                                                       username=auth.user_name, password=auth.password)],

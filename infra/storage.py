@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra import iam, versions
+from infra.addons import addon_version
 from infra.config import Settings
 from infra.k8s_object import KubernetesObject
 from infra.naming import aws_tags, component_type
@@ -103,8 +104,8 @@ class Storage(pulumi.ComponentResource):
                                                      policy_arn=f"{iam.AWS_MANAGED}/service-role/AmazonEFSCSIDriverPolicy",
                                                      opts=child)
         self.csi_driver = aws.eks.Addon(
-            f"{name}-efs-csi-driver", cluster_name=args.cluster_name, addon_name="aws-efs-csi-driver",
-            addon_version=versions.EFS_CSI_ADDON_VERSION, service_account_role_arn=driver_role.arn,
+            f"{name}-efs-csi-driver", cluster_name=args.cluster_name, addon_name=versions.EFS_CSI_ADDON,
+            addon_version=addon_version(versions.EFS_CSI_ADDON, settings.kubernetes_version), service_account_role_arn=driver_role.arn,
             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
             tags=aws_tags(settings),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[driver_policy, args.nodes]))

@@ -1,18 +1,73 @@
 """Every pinned version and image the stacks use, in one place (no "latest" anywhere).
 
-Bump a version here, run the tests, and the change shows up in every rendered manifest.
+Bump a version here, run the tests, and the change shows up in every rendered manifest. The EKS
+add-ons are resolved to an exact version at `pulumi up` instead (why: see below).
 """
 
-# Kubernetes versions a stack may ask for. EKS standard support moves every few months;
-# kubernetes-validate ships the matching OpenAPI schemas, so the tests validate manifests
-# against exactly the version a stack runs.
-SUPPORTED_KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
-DEFAULT_KUBERNETES_VERSION = "1.33"
+from datetime import date
+from dataclasses import dataclass
 
-# EKS managed add-ons. Check what a region offers with
-#   aws eks describe-addon-versions --kubernetes-version 1.33 --addon-name <name>
+# Kubernetes versions a stack may ask for. kubernetes-validate ships the matching OpenAPI schemas,
+# so the tests validate manifests against exactly the version a stack runs.
+SUPPORTED_KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
+DEFAULT_KUBERNETES_VERSION = "1.35"
+
+
+@dataclass(frozen=True)
+class EksSupport:
+    """The EKS calendar dates of one Kubernetes minor version (UTC).
+
+    Read in the EKS release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html,
+    source awsdocs/amazon-eks-user-guide latest/ug/versioning/kubernetes-versions.adoc @ 8596db85)
+    and endoflife.date/amazon-eks; the dates are those of upstream-facts.md fact 16. The page says
+    "billing for extended support starts at the beginning of the day that the version reaches end
+    of standard support, in the UTC+0 timezone", and "on the end of extended support date, you can
+    no longer create new Amazon EKS clusters with the unsupported version": so each date below is
+    the FIRST day of the next phase, not the last day of the current one.
+    """
+
+    end_of_standard: date
+    end_of_extended: date
+
+
+EKS_SUPPORT: dict[str, EksSupport] = {
+    "1.31": EksSupport(end_of_standard=date(2025, 11, 26), end_of_extended=date(2026, 11, 26)),
+    "1.32": EksSupport(end_of_standard=date(2026, 3, 23), end_of_extended=date(2027, 3, 23)),
+    "1.33": EksSupport(end_of_standard=date(2026, 7, 29), end_of_extended=date(2027, 7, 29)),
+    "1.34": EksSupport(end_of_standard=date(2026, 12, 2), end_of_extended=date(2027, 12, 2)),
+    "1.35": EksSupport(end_of_standard=date(2027, 3, 27), end_of_extended=date(2028, 3, 27)),
+}
+
+# Control-plane price per cluster hour (fact 16, EKS pricing page): what extended support costs.
+EKS_STANDARD_PRICE_PER_HOUR = "$0.10"
+EKS_EXTENDED_PRICE_PER_HOUR = "$0.60"
+
+STANDARD, EXTENDED, ENDED = "standard", "extended", "ended"
+
+
+def eks_support_phase(version: str, today: date) -> str:
+    """STANDARD, EXTENDED (billed at the higher price) or ENDED (EKS creates no such cluster) on `today` (UTC)."""
+    support = EKS_SUPPORT[version]
+    if today < support.end_of_standard:
+        return STANDARD
+    if today < support.end_of_extended:
+        return EXTENDED
+    return ENDED
+
+
+# EKS managed add-ons. Which versions EKS offers depends on the Kubernetes version and the region
+# (`aws eks describe-addon-versions --kubernetes-version V --addon-name N`, fact 17), and that list
+# cannot be read from here (no AWS API offline, and botocore ships no add-on data). So the program
+# does not pin a version per Kubernetes version: at `pulumi up` it asks EKS, through
+# `aws.eks.get_addon_version(addon_name, kubernetes_version=<the stack's>, most_recent=True)`, for
+# the newest build EKS publishes for exactly the stack's Kubernetes version, and the resolved
+# version is written into the Addon (so `pulumi preview` shows when it moves). The versions below
+# are the ones this project last ran with; `synth`'s mocks answer the lookup with them (offline).
+EFS_CSI_ADDON = "aws-efs-csi-driver"
+METRICS_SERVER_ADDON = "metrics-server"
 EFS_CSI_ADDON_VERSION = "v2.1.10-eksbuild.1"
 METRICS_SERVER_ADDON_VERSION = "v0.8.0-eksbuild.2"
+LAST_RUN_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION}
 
 # TorchElastic controller (pytorch/elastic kubernetes/, amd64-only, distroless nonroot).
 ELASTIC_CONTROLLER_IMAGE = "docker.io/torchelastic/kubernetes:0.1.0"

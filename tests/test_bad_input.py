@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
+from datetime import date
+from functools import partial
 
 import pytest
 
 import infra.synth
 from infra import versions
+from infra.config import CIFAR10_MD5, PROJECT, RESERVED_NAMESPACES, load_settings
 from infra.stack_config import read_stack_file
-from infra.config import CIFAR10_MD5, PROJECT, RESERVED_NAMESPACES
 from infra.specs.elastic import CONTROLLER_NAMESPACE
 from scanner_helpers import PYTHON, REPO, require_tool
 
@@ -98,6 +100,10 @@ TABLE = [
     Bad("region-no-such-number", ("aws:region=us-west-9",), "aws:region", "'us-west-9'", "must be set to an AWS region"),
     Bad("admin-arn-short-account", ('clusterAdminArns=["arn:aws:iam::123:role/admin"]',), f"{P}:clusterAdminArns",
         '["arn:aws:iam::123:role/admin"]', "is not an IAM role or user ARN"),
+    Bad("log-retention-not-offered", ("logRetentionDays=10",), f"{P}:logRetentionDays", "10",
+        "must be a retention CloudWatch Logs accepts: one of 1, 3, 5, 7, 14, 30,"),
+    Bad("log-retention-never", ("logRetentionDays=0",), f"{P}:logRetentionDays", "0",
+        "must be a retention CloudWatch Logs accepts"),
     # unknown key (a typo)
     Bad("typo-key", ("nodeCont=3",), f"{P}:nodeCont", "'3'", "unknown key (did you mean nodeCount?)"),
     # imageUri, dataSource, dataMd5, quantities
@@ -141,7 +147,7 @@ def test_the_table_covers_the_issue():
     keys = {row.key for row in TABLE}
     for needed in ("nodeCount", "nodeMinCount", "minWorkers", "workers", "maxWorkers", "runId", "namespace",
                    "apiAllowedCidrs", "nodeInstanceType", "kubernetesVersion", "imageUri", "dataSource", "dataMd5",
-                   "workerCpu", "workerMemory"):
+                   "workerCpu", "workerMemory", "logRetentionDays"):
         assert f"{P}:{needed}" in keys, needed
     assert "aws:region" in keys
     assert IN_A_SUBPROCESS <= {row.id for row in TABLE}
@@ -196,12 +202,15 @@ def test_first_problem_wins_and_is_the_only_line(tmp_path, capsys):
 
 
 def test_good_overrides_still_pass_the_rules(tmp_path, capsys, monkeypatch):
-    """The rules refuse the table, not the values people use."""
+    """The rules refuse the table, not the values people use. A day on which every allowed
+    Kubernetes version is still offered by EKS (1.31's extended support ends 2026-11-26)."""
     monkeypatch.setattr(infra.synth, "run_program", lambda settings: ([], {}))
+    monkeypatch.setattr(infra.synth, "load_settings", partial(load_settings, today=date(2026, 11, 25)))
     good = ["nodeInstanceType=g5.12xlarge", "nodeInstanceType=m7i-flex.large", "dataSource=s3://my-bucket/cifar.tar.gz",
             "dataSource=synthetic:500", "dataMd5=", "workerCpu=500m", "workerMemory=1.5Gi", "runId=" + "r" * 40,
             'apiAllowedCidrs=["203.0.113.0/24","198.51.100.7/32"]', "kubernetesVersion=" + versions.SUPPORTED_KUBERNETES_VERSIONS[0],
-            "imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "a" * 64, "aws:region=eu-central-1"]
+            "imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "a" * 64, "aws:region=eu-central-1",
+            "logRetentionDays=3653"]
     for override in good:
         out = tmp_path / "out"
         assert infra.synth.main(["dev", "--out", str(out), "-c", override]) == 0, (override, capsys.readouterr().err)

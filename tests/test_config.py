@@ -5,16 +5,21 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import timedelta
 
 import pytest
 import yaml
 
 from synth_support import REPO, STACKS
+from infra import versions
 from infra.config import CONFIG_KEYS, KEYS_BY_NAME, PARSERS, PROJECT, ConfigError, load_settings
 from infra.config_docs import config_table
 from infra.stack_config import as_config_string, read_stack_file
 
 REGION = {"aws:region": "us-west-2"}
+# A day on which the default Kubernetes version is in EKS standard support, so the warnings asserted
+# below do not depend on the day the suite runs (tests/test_kubernetes_support.py covers the others).
+STANDARD_SUPPORT_DAY = versions.EKS_SUPPORT[versions.DEFAULT_KUBERNETES_VERSION].end_of_standard - timedelta(days=1)
 
 
 def test_pulumi_yaml_declares_every_key_with_type_description_default():
@@ -66,14 +71,14 @@ def test_dev_reproduces_the_workshop_sizes():
 def test_values_parse_from_config_strings():
     raw = {**REGION, f"{PROJECT}:nodeCount": "3", f"{PROJECT}:nodeMaxCount": "5", f"{PROJECT}:retainData": "true",
            f"{PROJECT}:minAccuracy": "0.85", f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24", "198.51.100.7/32"]'}
-    settings = load_settings(raw, "test")
+    settings = load_settings(raw, "test", today=STANDARD_SUPPORT_DAY)
     assert settings.node_count == 3 and settings.retain_data is True and settings.min_accuracy == 0.85
     assert settings.api_allowed_cidrs == ("203.0.113.0/24", "198.51.100.7/32")
     assert settings.warnings == ()
 
 
 def test_open_api_endpoint_warns():
-    (warning,) = load_settings(REGION, "test").warnings
+    (warning,) = load_settings(REGION, "test", today=STANDARD_SUPPORT_DAY).warnings
     assert "apiAllowedCidrs includes 0.0.0.0/0" in warning
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 
 from infra import versions
 from infra.mocks import short_hash
@@ -164,7 +165,9 @@ def test_storage_names_come_from_config(variant):
 def test_ecr_repository(dev):
     repo = dev.one("aws:ecr/repository:Repository")["inputs"]
     assert repo["imageScanningConfiguration"] == {"scanOnPush": True}
-    assert repo["imageTagMutability"] == "IMMUTABLE"
+    # Immutable except the content tags a rebuild pushes again (tests/test_ecr_tag_rule.py).
+    assert repo["imageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
+    assert repo["imageTagMutabilityExclusionFilters"] == [{"filter": "src-*", "filterType": "WILDCARD"}]
     assert repo["forceDelete"] is True
     policy = json.loads(dev.one("aws:ecr/lifecyclePolicy:LifecyclePolicy")["inputs"]["policy"])
     assert [rule["selection"]["tagStatus"] for rule in policy["rules"]] == ["untagged", "any"]
@@ -177,7 +180,7 @@ def test_image_built_from_images_and_pushed(dev):
     assert image["dockerfile"]["location"].endswith("/images/Dockerfile")
     assert image["platforms"] == [versions.IMAGE_PLATFORM]
     (tag,) = image["tags"]
-    assert tag.startswith(f"{repo_url}:") and len(tag.rsplit(":", 1)[1]) == 16
+    assert re.fullmatch(re.escape(repo_url) + r":src-[0-9a-f]{16}", tag)
     assert image["registries"][0]["address"] == repo_url and image["registries"][0]["username"] == "AWS"
 
 
