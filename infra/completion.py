@@ -19,7 +19,8 @@ kubeflow/common @ 0b3a4c3, the version its go.mod pins) decides what the wait re
   - "ElasticJob <ns>/<name> failed: <reason>: <message>"                 a Failed condition
   - "deadline exceeded: ElasticJob <ns>/<name> did not succeed within N minutes (<pod phases>)"
   - "the Kubernetes API kept failing for 5 minutes ..." / "the Kubernetes API refused ..."
-and, on every one of them, deletes the ElasticJob so its pods stop, and says so.
+and, on every one of them, deletes the ElasticJob so its pods stop, and says so; a failed worker's
+last log lines, which go with its pod, are appended.
 """
 
 from __future__ import annotations
@@ -48,12 +49,15 @@ API_RETRY_SECONDS = 5 * 60
 FIRST_BACKOFF_SECONDS = 2
 MAX_BACKOFF_SECONDS = 30
 DELETE_RETRY_SECONDS = 60
+# Deleting the ElasticJob deletes the failed worker's pod and its log, so the error keeps its end.
+LOG_TAIL_LINES = 20
 
 
 @dataclass(frozen=True)
 class Verdict:
     state: str  # "running", "succeeded" or "failed"
     message: str = ""
+    failed_pod: str | None = None  # the worker whose log tells why, when one ran and failed
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Cluster(Protocol):
     name: str
 
     def read(self) -> Snapshot: ...
+    def worker_log_tail(self, pod: str, lines: int) -> str: ...
     def delete_elasticjob(self) -> None: ...
 
 
@@ -91,8 +96,9 @@ def _true_condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _permanent_failure(pod: dict[str, Any]) -> str | None:
-    """Why this worker pod will never be recreated, or None (kubeflow/common pod.go ReconcilePods)."""
+def _permanent_failure(pod: dict[str, Any]) -> tuple[str, bool] | None:
+    """Why this worker pod will never be recreated, and whether its worker ran (so it has a log to
+    read), or None (kubeflow/common pod.go ReconcilePods)."""
     status = pod.get("status") or {}
     if status.get("phase") != "Failed":
         return None
@@ -104,11 +110,11 @@ def _permanent_failure(pod: dict[str, Any]) -> str | None:
             if code in RETRYABLE_EXIT_CODES:
                 return None  # the controller deletes the pod and creates it again
             return (f"worker {name} failed with exit code {code} ({terminated.get('reason') or 'Error'}); "
-                    f"the controller does not restart it under restartPolicy ExitCode")
+                    f"the controller does not restart it under restartPolicy ExitCode", True)
     # No terminated worker state (the kubelet rejected the pod, e.g. OutOfcpu): the controller
     # takes the placeholder exit code 0xbeef, which is not retryable, so the pod stays Failed.
     detail = ": ".join(part for part in (status.get("reason"), status.get("message")) if part) or "no reason given"
-    return f"worker {name} failed before its container ran ({detail}); the controller does not restart it"
+    return f"worker {name} failed before its container ran ({detail}); the controller does not restart it", False
 
 
 def _refused_pod(elasticjob: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
@@ -142,9 +148,10 @@ def assess(snapshot: Snapshot, elapsed_seconds: float, timeout_seconds: float) -
         detail = f"{failed.get('reason', '')}: {failed.get('message', '')}".strip(": ")
         return Verdict("failed", f"ElasticJob {job} failed: {detail}")
     for pod in sorted(snapshot.pods, key=lambda p: p["metadata"]["name"]):
-        problem = _permanent_failure(pod)
-        if problem:
-            return Verdict("failed", f"ElasticJob {job}: {problem}")
+        failure = _permanent_failure(pod)
+        if failure:
+            problem, ran = failure
+            return Verdict("failed", f"ElasticJob {job}: {problem}", pod["metadata"]["name"] if ran else None)
     refused = _refused_pod(snapshot.elasticjob, snapshot.events)
     if refused:
         return Verdict("failed", f"ElasticJob {job}: the controller cannot create worker pods: {refused}")
@@ -174,16 +181,30 @@ def _retrying(call: Callable[[], Any], window_seconds: float, clock: Callable[[]
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 
-def _stop(cluster: Cluster, reason: str, clock: Callable[[], float], sleep: Callable[[float], None]) -> Verdict:
-    """A failed verdict: delete the ElasticJob so its pods stop, and say so."""
+def _log_tail(cluster: Cluster, pod: str | None) -> str:
+    if pod is None:
+        return ""
+    try:
+        log = cluster.worker_log_tail(pod, LOG_TAIL_LINES).rstrip("\n")
+    except (TransientApiError, ApiError) as error:
+        return f"\n(the log of {pod} could not be read: {error})"
+    return f"\nLast {LOG_TAIL_LINES} lines of {pod}'s log:\n{log}"
+
+
+def _stop(cluster: Cluster, reason: str, clock: Callable[[], float], sleep: Callable[[float], None],
+          failed_pod: str | None = None) -> Verdict:
+    """A failed verdict: keep the end of the failed worker's log, delete the ElasticJob so its pods
+    stop, and say so."""
     job = f"{cluster.namespace}/{cluster.name}"
+    log = _log_tail(cluster, failed_pod)
     try:
         _retrying(cluster.delete_elasticjob, DELETE_RETRY_SECONDS, clock, sleep)
     except (TransientApiError, ApiError) as error:
         return Verdict("failed", f"{reason}. Deleting the ElasticJob failed too ({error}): its pods may still run; "
-                                 f"delete it with `kubectl delete elasticjob -n {cluster.namespace} {cluster.name}`")
+                                 f"delete it with `kubectl delete elasticjob -n {cluster.namespace} {cluster.name}`{log}",
+                       failed_pod)
     return Verdict("failed", f"{reason}. The ElasticJob {job} was deleted, so its pods stop "
-                             f"(run `pulumi up --refresh` to create it again)")
+                             f"(run `pulumi up --refresh` to create it again){log}", failed_pod)
 
 
 def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
@@ -207,7 +228,7 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
                                   f"({error})", clock, sleep)
         verdict = assess(snapshot, clock() - start, timeout_seconds)
         if verdict.state == "failed":
-            return _stop(cluster, verdict.message, clock, sleep)
+            return _stop(cluster, verdict.message, clock, sleep, verdict.failed_pod)
         if verdict.state == "succeeded":
             return verdict
         sleep(poll_seconds)
@@ -234,6 +255,13 @@ class KubernetesCluster:
                             field_selector=f"involvedObject.kind=ElasticJob,involvedObject.name={self.name}")
         serialize = self._api_client.sanitize_for_serialization
         return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items])
+
+    def worker_log_tail(self, pod: str, lines: int) -> str:
+        # Raw body: the client's deserializer turns a body that is not JSON into the repr of its
+        # bytes ("b'...'"; kubernetes/client/api_client.py deserialize, 36.0.3).
+        response = self._call(self._core.read_namespaced_pod_log, pod, self.namespace, container=WORKER_CONTAINER,
+                              tail_lines=lines, _preload_content=False)
+        return response.data.decode("utf-8", errors="replace")
 
     def delete_elasticjob(self) -> None:
         # The pods carry an owner reference to the ElasticJob (kubeflow/common job_controller.go

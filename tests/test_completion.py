@@ -180,11 +180,13 @@ class FakeCluster:
     """Answers read() from a script (a Snapshot, or an exception to raise); the last entry repeats."""
     namespace, name = "training", "train-run-1"
 
-    def __init__(self, *script, delete_errors=()):
+    def __init__(self, *script, delete_errors=(), log_error=None):
         self.script = list(script)
         self.reads = 0
         self.deletions = 0
         self.delete_errors = list(delete_errors)
+        self.log_error = log_error
+        self.logs_read: list[tuple[str, int]] = []
 
     def read(self) -> Snapshot:
         self.reads += 1
@@ -192,6 +194,12 @@ class FakeCluster:
         if isinstance(item, Exception):
             raise item
         return item
+
+    def worker_log_tail(self, pod: str, lines: int) -> str:
+        self.logs_read.append((pod, lines))
+        if self.log_error:
+            raise self.log_error
+        return "epoch 3 step 40 loss 1.73\nRuntimeError: CUDA error: out of memory\n"
 
     def delete_elasticjob(self) -> None:
         self.deletions += 1
@@ -219,8 +227,28 @@ def test_every_failed_verdict_deletes_the_elasticjob_and_says_so():
         cluster = FakeCluster(snap(elasticjob(RUNNING), [pod(0, "Running")]), failing)
         verdict = run(cluster, FakeClock())
         assert verdict.state == "failed" and cluster.deletions == 1
-        assert verdict.message.endswith("The ElasticJob training/train-run-1 was deleted, so its pods stop "
-                                        "(run `pulumi up --refresh` to create it again)")
+        assert verdict.message.split("\n")[0].endswith("The ElasticJob training/train-run-1 was deleted, so its "
+                                                       "pods stop (run `pulumi up --refresh` to create it again)")
+
+
+def test_a_failed_workers_log_tail_is_kept_before_its_pod_is_deleted():
+    cluster = FakeCluster(snap(elasticjob(RUNNING), [pod(0, "Running"), pod(1, "Failed", 1)]))
+    verdict = run(cluster, FakeClock())
+    assert cluster.logs_read == [("train-run-1-worker-1", 20)] and cluster.deletions == 1
+    assert verdict.message.endswith("(run `pulumi up --refresh` to create it again)\n"
+                                    "Last 20 lines of train-run-1-worker-1's log:\n"
+                                    "epoch 3 step 40 loss 1.73\nRuntimeError: CUDA error: out of memory")
+
+
+def test_no_log_is_read_for_a_pod_that_never_ran_and_a_log_error_is_only_reported():
+    never_ran = FakeCluster(snap(elasticjob(RUNNING), [pod(0, "Failed", reason="OutOfcpu")]))
+    assert "\n" not in run(never_ran, FakeClock()).message and never_ran.logs_read == []
+    unreadable = FakeCluster(snap(elasticjob(RUNNING), [pod(0, "Failed", 1)]),
+                             log_error=ApiError("HTTP 404 Not Found: pods \"train-run-1-worker-0\" not found", 404))
+    verdict = run(unreadable, FakeClock())
+    assert unreadable.deletions == 1
+    assert verdict.message.endswith('\n(the log of train-run-1-worker-0 could not be read: '
+                                    'HTTP 404 Not Found: pods "train-run-1-worker-0" not found)')
 
 
 def test_our_deadline_deletes_the_elasticjob():
@@ -236,7 +264,7 @@ def test_a_failed_deletion_is_reported_with_the_command_to_finish_it():
                           delete_errors=[ApiError("HTTP 403 Forbidden: elasticjobs is forbidden", 403)])
     verdict = run(cluster, FakeClock())
     assert "Deleting the ElasticJob failed too (HTTP 403 Forbidden: elasticjobs is forbidden)" in verdict.message
-    assert verdict.message.endswith("`kubectl delete elasticjob -n training train-run-1`")
+    assert verdict.message.split("\n")[0].endswith("`kubectl delete elasticjob -n training train-run-1`")
 
 
 def test_transient_api_errors_are_retried_with_backoff():

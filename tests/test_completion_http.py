@@ -147,9 +147,10 @@ class FakeApiServer(ThreadingHTTPServer):
     `elasticjob_answers` is a script of (HTTP status, body) for the ElasticJob GET; its last entry
     repeats. Every request is recorded as (method, path, query, token)."""
 
-    def __init__(self, token_log: Path, elasticjob_answers: list, pods: list, events: list):
+    def __init__(self, token_log: Path, elasticjob_answers: list, pods: list, events: list, logs: dict[str, str]):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.token_log, self.answers, self.pods, self.events = token_log, list(elasticjob_answers), pods, events
+        self.logs = logs
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
 
@@ -167,10 +168,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest output clean
         pass
 
-    def _send(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
+    def _send(self, code: int, body: dict | str) -> None:
+        text = isinstance(body, str)
+        data = body.encode() if text else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -188,6 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(code, body)
             if method == "DELETE" and url.path == ELASTICJOB_PATH:
                 return self._send(200, _status(200, "", "") | {"status": "Success"})
+            pod_name = url.path.removeprefix(f"/api/v1/namespaces/{NAMESPACE}/pods/").removesuffix("/log")
+            if method == "GET" and url.path.endswith("/log") and pod_name in self.server.logs:
+                lines = self.server.logs[pod_name].splitlines(keepends=True)
+                return self._send(200, "".join(lines[-int(query.get("tailLines", len(lines))):]))
             if method == "GET" and url.path == f"/api/v1/namespaces/{NAMESPACE}/pods":
                 key, _, value = query.get("labelSelector", "").partition("=")
                 items = [p for p in self.server.pods if p["metadata"]["labels"].get(key) == value]
@@ -210,7 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def cluster_env(tmp_path, monkeypatch):
-    """start(answers, pods, events) -> (FakeApiServer, kubeconfig JSON, token log); the fake `aws` is on PATH."""
+    """start(answers, pods, events, logs) -> (FakeApiServer, kubeconfig JSON); the fake `aws` is on PATH."""
     ca_pem, cert_file, key_file = _certificates(tmp_path)
     token_log = tmp_path / "tokens.jsonl"
     args = ["--region", REGION, "eks", "get-token", "--cluster-name", CLUSTER_NAME, "--output", "json"]
@@ -223,8 +229,8 @@ def cluster_env(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     servers = []
 
-    def start(answers: list, pods: list, events: list):
-        server = FakeApiServer(token_log, answers, pods, events)
+    def start(answers: list, pods: list, events: list, logs: dict[str, str] | None = None):
+        server = FakeApiServer(token_log, answers, pods, events, logs or {})
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_file, key_file)
         server.socket = context.wrap_socket(server.socket, server_side=True)
@@ -297,3 +303,24 @@ def test_a_refused_pod_after_an_api_outage_fails_the_wait_and_deletes_the_elasti
     assert deletes == [(ELASTICJOB_PATH, {"propagationPolicy": "Foreground"})]
     events_query = next(q for m, p, q, _ in server.requests if p.endswith("/events"))
     assert events_query["fieldSelector"] == f"involvedObject.kind=ElasticJob,involvedObject.name={NAME}"
+
+
+def test_a_failed_worker_keeps_its_log_tail_and_the_elasticjob_is_deleted(cluster_env):
+    start, _ = cluster_env
+    # Under ExitCode the controller keeps the job Running after a permanent exit code (job.go).
+    running = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
+    log = "".join(f"[rank1] step {i} loss 2.{i:02d}\n" for i in range(30)) + "ValueError: bad batch\n"
+    server, kubeconfig = start([running], [_pod(0, "Running"), _pod(1, "Failed", 1)], [],
+                               {f"{NAME}-worker-1": log})
+
+    verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=3600)
+
+    first_line, *log_lines = verdict.message.split("\n")
+    assert first_line == (f"ElasticJob {NAMESPACE}/{NAME}: worker {NAME}-worker-1 failed with exit code 1 (Error); "
+                          f"the controller does not restart it under restartPolicy ExitCode. The ElasticJob "
+                          f"{NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
+    assert log_lines == [f"Last 20 lines of {NAME}-worker-1's log:", *log.splitlines()[-20:]]
+    log_query = next(q for m, p, q, _ in server.requests if p.endswith("/log"))
+    assert log_query == {"container": "elasticjob-worker", "tailLines": "20"}
+    methods = [(m, p.rsplit("/", 1)[-1]) for m, p, _, _ in server.requests]
+    assert methods[-2:] == [("GET", "log"), ("DELETE", NAME)]  # the log is read before the pod goes
