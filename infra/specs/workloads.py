@@ -93,7 +93,6 @@ def _container(name: str, image: Any, command: list[str], args: list[Any], cpu: 
 
 def _pod_spec(containers: list[dict[str, Any]], volumes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {
-        "restartPolicy": "Never",
         # None of the workloads talks to the Kubernetes API.
         "automountServiceAccountToken": False,
         "securityContext": pod_security_context(),
@@ -119,7 +118,8 @@ def _job(name: str, component: str, settings: Settings, container: dict[str, Any
         "spec": {
             "backoffLimit": backoff_limit,
             "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
-            "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], volumes, **pod_extra)},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"restartPolicy": "Never", **_pod_spec([container], volumes, **pod_extra)}},
         },
     })
 
@@ -205,11 +205,17 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
             "rdzvEndpoint": rendezvous_endpoint(),
             "minReplicas": settings.min_workers,
             "maxReplicas": settings.max_workers,
-            "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
-            # Keep finished pods so `kubectl logs` works after the run.
+            # No activeDeadlineSeconds: the controller never sets status.startTime, which its
+            # deadline check needs (kubeflow/common job.go pastActiveDeadline), so it would be
+            # inert; the deadline is ElasticJobCompletion's (jobTimeoutMinutes).
+
+            # Keep finished pods so `kubectl logs` works after a successful run (a failed run's
+            # ElasticJob is deleted by ElasticJobCompletion, and its pods with it).
             "cleanPodPolicy": "None",
             "replicaSpecs": {"Worker": {
                 "replicas": settings.workers,
+                # The pods' restartPolicy comes from here (ExitCode -> Never, kubeflow/common pod.go
+                # setRestartPolicy); one in the template would be overridden, with a warning event.
                 "restartPolicy": "ExitCode",
                 "template": {"metadata": {"labels": labels}, "spec": pod},
             }},
