@@ -42,7 +42,7 @@ def pod_template_fields_1_15() -> dict[str, Any]:
 
 def keep_known_fields(value: Any, known: dict[str, Any] | bool) -> Any:
     """`value` as the 1.15 Go types hold it: unknown keys of every object dropped, lists walked."""
-    if known is True:
+    if known is True or value is None:
         return copy.deepcopy(value)
     if isinstance(value, list):
         return [keep_known_fields(item, known) for item in value]
