@@ -17,6 +17,8 @@ Choices, each for a reason:
 - Kubernetes secrets envelope-encrypted with a customer-managed KMS key (rotation on).
 - the API endpoint: private access on, public access only from `apiAllowedCidrs`.
 - the VPC CNI's network policy agent on, so the stack's NetworkPolicies are enforced.
+- the nodes boot from our launch template: kubelet `seccompDefault` (infra/specs/node_config.py),
+  IMDSv2 only with a hop limit of 1, an encrypted gp3 root volume of `nodeDiskGiB`.
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ from infra import iam, versions
 from infra.config import Settings
 from infra.naming import aws_tags, component_type, eks_cluster_name
 from infra.principals import drop_deployer
+from infra.specs import node_config
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
+# The AL2023 EKS AMI's root volume (awslabs/amazon-eks-ami templates/al2023/template.json).
+NODE_ROOT_DEVICE = "/dev/xvda"
+NODE_IMDS_HOP_LIMIT = 1
 
 
 @dataclass
@@ -123,6 +129,27 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms, log_group]),
         )
 
+        node_template = aws.ec2.LaunchTemplate(
+            f"{name}-node-template",
+            description=f"{settings.project}/{settings.stack}: managed nodes (seccompDefault kubelet, IMDSv2 only, hop limit 1)",
+            # No image_id: EKS then picks the AMI from ami_type and merges its own NodeConfig into ours.
+            user_data=node_config.launch_template_user_data(),
+            # EKS refuses diskSize on a node group that has a launch template: the root volume is here.
+            block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name=NODE_ROOT_DEVICE,
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=settings.node_disk_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"),
+            )],
+            # IMDSv2 only; a hop limit of 1 keeps the token response from crossing into a pod's
+            # network namespace, so only host-network processes (kubelet, nodeadm, the VPC CNI, the
+            # EFS CSI node plugin) reach the node role's credentials. Why nothing else needs IMDS:
+            # README, section "Security".
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT),
+            tags=aws_tags(settings),
+            opts=child,
+        )
+
         self.node_group = eks.ManagedNodeGroup(
             f"{name}-nodes",
             cluster=cluster,
@@ -130,7 +157,10 @@ class Cluster(pulumi.ComponentResource):
             subnet_ids=args.private_subnet_ids,
             instance_types=[settings.node_instance_type],
             ami_type=versions.NODE_AMI_TYPE,
-            disk_size=settings.node_disk_gib,
+            # pulumi-eks defaults the node version to the cluster's only without a launch template.
+            version=settings.kubernetes_version,
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=node_template.id, version=node_template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 desired_size=settings.node_count, min_size=settings.node_min_count, max_size=settings.node_max_count),
             labels={"elastic-training/role": "worker"},

@@ -35,8 +35,9 @@ class Elastic(pulumi.ComponentResource):
         in_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
         self.crd = KubernetesObject(f"{name}-crd", specs.elasticjob_crd(), in_cluster)
-        controller_ns = KubernetesObject(f"{name}-controller-ns",
-                                         specs.namespace(specs.CONTROLLER_NAMESPACE, "elastic-controller"), in_cluster)
+        controller_ns = KubernetesObject(
+            f"{name}-controller-ns",
+            specs.namespace(specs.CONTROLLER_NAMESPACE, "elastic-controller", specs.CONTROLLER_NAMESPACE_ENFORCE), in_cluster)
         # NetworkPolicies before the pods they guard, so no pod starts unguarded.
         controller_policies = self._network_policies(name, specs.controller_network_policies(), args.provider, controller_ns)
         objects: list[KubernetesObject] = []
@@ -49,8 +50,8 @@ class Elastic(pulumi.ComponentResource):
                                                    *pods_need_nodes])))
         self.controller = objects[-1]
 
-        self.workload_namespace = KubernetesObject(f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads"),
-                                                   in_cluster)
+        self.workload_namespace = KubernetesObject(
+            f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads", specs.WORKLOAD_NAMESPACE_ENFORCE), in_cluster)
         workload_policies = self._network_policies(name, specs.workload_network_policies(settings.namespace), args.provider,
                                                    self.workload_namespace)
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,

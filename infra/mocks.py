@@ -204,6 +204,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
             resource_id = f"subnet-{h}"
         elif typ == "aws:ec2/securityGroup:SecurityGroup":
             resource_id = f"sg-{h}"
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            resource_id = f"lt-{h}"
+            out.update(latestVersion=1, defaultVersion=1)
         elif typ == "aws:iam/role:Role":
             role_name = out.get("name") or f"{name}-{h[:7]}"
             out.update(name=role_name, arn=self._arn("iam", f"role/{role_name}", region=False))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controller_model import command_line, worker_pod
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.stack_config import read_stack_file
@@ -94,12 +95,18 @@ def test_elasticjob_contract(dev):
     assert container["resources"]["requests"] == container["resources"]["limits"] == {"cpu": "15", "memory": "24Gi"}
 
 
+def worker_command_line(elasticjob: dict) -> list[str]:
+    """The worker's command line in the pod the controller creates (tests/controller_model.py)."""
+    return command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
+
+
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
-    command = specs.worker_command_line(dev.manifest("ElasticJob"))
+    command = worker_command_line(dev.manifest("ElasticJob"))
     assert command[:5] == ["torchrun", "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
                            "--rdzv_id=train-run-1", "--nnodes=1:2"]
     rdzv_ids = [a for a in command if a.startswith("--rdzv_id=")]
-    # Ours comes last, so it is the one torchrun uses.
+    # Ours comes last, so it is the one torchrun uses (tests/jobs/test_rendered_elasticjob.py
+    # asserts that through torchrun's own parser).
     assert len(rdzv_ids) == 2 and rdzv_ids[-1].startswith("--rdzv_id=run-1-")
 
 
@@ -147,7 +154,7 @@ def test_waits_and_timeouts(dev):
     assert complete["timeoutSeconds"] == 7200 and complete["name"] == "train-run-1"
     assert complete["namespace"] == "training" and complete["jobLabel"] == "elastic-training/job"
     assert complete["kubeconfig"] == "[secret]"
-    assert complete["specHash"] == next(a for a in reversed(specs.worker_command_line(dev.manifest("ElasticJob")))
+    assert complete["specHash"] == next(a for a in reversed(worker_command_line(dev.manifest("ElasticJob")))
                                         if a.startswith("--rdzv_id="))
     # The provider's own await is off for the ElasticJob (the completion resource waits instead),
     # and on, with the default semantics, for the Jobs.
@@ -203,10 +210,14 @@ def test_s3_data_source_reads_through_irsa_not_keys(synth_stack):
     pod = synth.manifest("Job", "prep-")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "data-prep"
     assert pod["containers"][0]["args"][2:4] == ["--source", "s3://my-data/cifar/cifar-10-python.tar.gz"]
+    # boto3 gets the region from the stack, not from the instance metadata pods cannot reach
+    assert {"name": "AWS_REGION", "value": "us-west-2"} in pod["containers"][0]["env"]
     assert synth.one("kubernetes:core/v1:ServiceAccount", "workloads-data-prep-sa")["urn"] in \
         synth.one("kubernetes:batch/v1:Job", "workloads-data-prep")["dependsOn"]
 
 
 def test_https_data_source_needs_no_aws_identity(dev):
-    assert "serviceAccountName" not in dev.manifest("Job", "prep-")["spec"]["template"]["spec"]
+    pod = dev.manifest("Job", "prep-")["spec"]["template"]["spec"]
+    assert "serviceAccountName" not in pod
+    assert "AWS_REGION" not in {e["name"] for e in pod["containers"][0]["env"]}
     assert not [r for r in dev.resources if "data-prep-role" in r["name"]]

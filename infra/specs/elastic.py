@@ -10,7 +10,8 @@ import yaml
 
 from infra import versions
 from infra.specs.labels import PART_OF, common_labels
-from infra.specs.security import PSA_RESTRICTED_LABELS, container_security_context, pod_security_context, resources
+from infra.specs.security import (BASELINE, RESTRICTED, container_security_context, pod_security_context, pod_security_labels,
+                                  resources)
 from infra.specs.suppressions import annotate
 
 CONTROLLER_NAMESPACE = "elastic-job"
@@ -57,9 +58,22 @@ def elasticjob_schema() -> dict[str, Any]:
     return _crd_document()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-def namespace(name: str, component: str) -> dict[str, Any]:
+# The Pod Security level each namespace enforces (both warn and audit on "restricted").
+# - The controller's namespace: its only pod comes from our Deployment, which the API server's own
+#   controllers turn into pods from the full template, so "restricted" holds.
+# - The workload namespace: the TorchElastic controller creates the training pods itself, through
+#   k8s.io/api v0.15.10 types (pytorch/elastic kubernetes/go.mod), which have no seccompProfile
+#   (added in Kubernetes 1.19): every worker pod arrives without one, and "restricted" refuses a pod
+#   whose seccomp profile is unset. "baseline" admits it (it forbids only an explicit Unconfined);
+#   the nodes' kubelet runs every container without a profile under RuntimeDefault
+#   (seccompDefault, infra/specs/node_config.py), so the pods still run confined.
+CONTROLLER_NAMESPACE_ENFORCE = RESTRICTED
+WORKLOAD_NAMESPACE_ENFORCE = BASELINE
+
+
+def namespace(name: str, component: str, enforce: str) -> dict[str, Any]:
     meta = _meta(name, component)
-    meta["labels"].update(PSA_RESTRICTED_LABELS)
+    meta["labels"].update(pod_security_labels(enforce))
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 

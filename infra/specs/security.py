@@ -1,4 +1,5 @@
-"""Pod and container hardening shared by every workload we run (Pod Security Standard "restricted")."""
+"""Pod and container hardening shared by every workload we run (Pod Security Standard "restricted"),
+and the Pod Security labels of our namespaces."""
 
 from __future__ import annotations
 
@@ -18,12 +19,20 @@ APP_GID = 10001
 EFS_UID = 1000
 EFS_GID = 1000
 
-# Labels that make the API server enforce, audit and warn on the "restricted" Pod Security Standard.
-PSA_RESTRICTED_LABELS = {
-    "pod-security.kubernetes.io/enforce": "restricted",
-    "pod-security.kubernetes.io/audit": "restricted",
-    "pod-security.kubernetes.io/warn": "restricted",
-}
+# Pod Security Standard levels (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+RESTRICTED = "restricted"
+BASELINE = "baseline"
+
+
+def pod_security_labels(enforce: str) -> dict[str, str]:
+    """Namespace labels that make the API server refuse pods below `enforce`, and warn and audit
+    on every pod below "restricted" (so a pod that is admitted under "baseline" but would not be
+    under "restricted" still shows up in `kubectl` warnings and the audit log)."""
+    return {
+        "pod-security.kubernetes.io/enforce": enforce,
+        "pod-security.kubernetes.io/audit": RESTRICTED,
+        "pod-security.kubernetes.io/warn": RESTRICTED,
+    }
 
 
 def pod_security_context(uid: int = APP_UID, gid: int = APP_GID) -> dict[str, Any]:

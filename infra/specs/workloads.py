@@ -158,15 +158,19 @@ def data_prep_args(settings: Settings) -> list[str]:
 
 def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
+    # The bucket's region for boto3, from the stack: botocore would otherwise ask the instance
+    # metadata service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/cluster.py).
+    region = [{"name": "AWS_REGION", "value": settings.region}] if reads_from_s3(settings) else []
     container = _container("prepare", image, ["python", "-m", "jobs.prepare"], data_prep_args(settings),
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts)
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
     return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
 
 
 def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
     """torchrun's arguments after the controller's prepended --rdzv_backend/--rdzv_endpoint/
-    --rdzv_id/--nnodes. Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
+    --rdzv_id/--nnodes (pytorch/elastic kubernetes/controllers/pod.go; modelled in
+    tests/controller_model.py). Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
     return [
         "--nproc_per_node=1",
         f"--max_restarts={MAX_RESTARTS}",
@@ -231,16 +235,3 @@ def test_job(settings: Settings, image: Any) -> dict[str, Any]:
     container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts)
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
-
-
-def controller_injected_args(elasticjob: dict[str, Any]) -> list[str]:
-    """What the TorchElastic controller prepends to the worker's args (pod.go SetClusterSpecForPod)."""
-    spec = elasticjob["spec"]
-    return ["--rdzv_backend=etcd", f"--rdzv_endpoint={spec['rdzvEndpoint']}", f"--rdzv_id={elasticjob['metadata']['name']}",
-            f"--nnodes={spec['minReplicas']}:{spec['maxReplicas']}"]
-
-
-def worker_command_line(elasticjob: dict[str, Any]) -> list[str]:
-    """The worker container's full command line as it runs in the pod."""
-    container = elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    return [*container["command"], *controller_injected_args(elasticjob), *container["args"]]

@@ -1,5 +1,7 @@
-"""The torchrun command line the cluster runs, taken from the rendered ElasticJob with the
-controller's injected arguments, runs here: 2 agents, etcd rendezvous, a finished model.
+"""The torchrun command line of the worker pod the TorchElastic controller creates from our rendered
+ElasticJob (tests/controller_model.py: the controller's injected arguments in front of ours) runs
+here: 2 agents, etcd rendezvous, a finished model. Which rendezvous id and node range torchrun
+really uses is read through torchrun's own argument parser.
 
 Only what the cluster itself provides is substituted: the kubelet expands $(POD_IP), the etcd
 Service name resolves to our local etcd, the EFS claim is mounted at /efs-shared.
@@ -10,8 +12,10 @@ from __future__ import annotations
 import sys
 import uuid
 
+from torch.distributed.run import get_args_parser
 from torchrun_harness import run_torchrun_agents
 
+from controller_model import command_line, worker_pod
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.specs.elastic import rendezvous_endpoint
@@ -35,8 +39,16 @@ def test_rendered_elasticjob_command_trains_with_two_agents(etcd_server, tiny_ci
     raw = {**read_stack_file("dev"), "elastic-training:runId": run_id, "elastic-training:epochs": "2",
            "elastic-training:batchSize": "20"}
     settings = load_settings(raw, "dev")
-    elasticjob = specs.elastic_job(settings, IMAGE, f"--rdzv_id={specs.rendezvous_id(settings, IMAGE)}")
-    command = specs.worker_command_line(elasticjob)
+    rdzv_id = specs.rendezvous_id(settings, IMAGE)
+    elasticjob = specs.elastic_job(settings, IMAGE, f"--rdzv_id={rdzv_id}")
+    command = command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
+
+    # What torchrun makes of it: the controller's --rdzv_id=<job name> comes first, ours last, and
+    # argparse keeps the last; --nnodes is the controller's min:max.
+    parsed = get_args_parser().parse_args(command[1:])
+    assert parsed.rdzv_id == rdzv_id != elasticjob["metadata"]["name"]
+    assert parsed.nnodes == f"{settings.min_workers}:{settings.max_workers}"
+    assert (parsed.rdzv_backend, parsed.rdzv_endpoint) == ("etcd", rendezvous_endpoint())
 
     mount = tmp_path / "efs-shared"
     (mount / "data").mkdir(parents=True)
