@@ -584,15 +584,15 @@ def image_build_job() -> tuple[dict, dict]:
     return found[0]
 
 
-def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials():
+def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials(dev):
     wf = load("tests.yml")
     job, step = image_build_job()
     argv = shlex.split(step["run"].strip())
     assert argv == ["docker", "build", "-f", "images/Dockerfile", "."], argv
-    # The same Dockerfile and context as the image resource (infra/registry.py) uses at `pulumi up`.
-    source = (ROOT / "infra" / "registry.py").read_text(encoding="utf-8")
-    assert 'REPO_ROOT / "images" / "Dockerfile"' in source and "location=str(REPO_ROOT)" in source
-    assert (ROOT / argv[3]).is_file()
+    # The same Dockerfile and context as the program's image resource builds at `pulumi up`.
+    image = dev.one("docker-build:index:Image")["inputs"]
+    assert Path(image["dockerfile"]["location"]) == ROOT / argv[3]
+    assert Path(image["context"]["location"]) == ROOT / argv[4]
     # Runs for every pull request, forks included: no condition, no secrets, no registry, read-only token.
     assert "pull_request" in triggers(wf) and "if" not in job
     text = (WORKFLOWS / "tests.yml").read_text(encoding="utf-8")
