@@ -111,6 +111,10 @@ class Registry(pulumi.ComponentResource):
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
                 tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag())],
                 push=True,
+                # pulumi-docker-build builds on `pulumi preview` unless told not to (buildOnPreview
+                # defaults to true, provider/internal/image.go). PR previews would need Docker and
+                # minutes of torch download per stack; tests.yml builds the image once instead.
+                build_on_preview=False,
                 registries=[docker_build.RegistryArgs(address=repository.repository_url,
                                                       username=auth.user_name, password=auth.password)],
                 opts=child)

@@ -1,19 +1,26 @@
 """The GitHub Actions workflows: actionlint-clean, and the contract the README's "CI" section promises.
 
-- tests.yml runs the one test command (the one .ci/run execs) and uploads every stack's synth output;
-- preview.yml runs `pulumi preview` for every stack on pull requests and comments on the PR,
-  with AWS credentials only from GitHub OIDC and least-privilege permissions;
+- tests.yml runs the one test command (the one .ci/run execs), uploads every stack's synth output
+  and builds the training image once, without credentials;
+- preview.yml runs `pulumi preview` for every stack that exists in the shared state on pull
+  requests and comments on the PR (also for the stacks it skips), with AWS credentials only from
+  GitHub OIDC and least-privilege permissions, without building the image;
 - deploy.yml runs `pulumi up`/`destroy` of one chosen stack behind a GitHub environment.
 
-Nothing here talks to GitHub or AWS: the workflows are parsed with PyYAML and linted with actionlint.
+Nothing here talks to GitHub or AWS: the workflows are parsed with PyYAML and linted with
+actionlint; the shell steps that decide what a preview does are run here with stand-ins for
+`pulumi` and `gh` that answer in the shapes the real tools' sources define (cited where used).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tomllib
@@ -161,6 +168,20 @@ def paths_filter_matches(patterns: list[str], path: str) -> bool:
         if github_glob_to_regex(pattern[1:] if negated else pattern).match(path):
             matched = not negated
     return matched
+
+
+def readme_section(title: str) -> str:
+    """The text of README.md's `## <title>` section, up to the next `## ` heading."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
+    assert match, f"README.md has no section '## {title}'"
+    return match.group(1)
+
+
+def step_named(job: dict, name: str) -> tuple[int, dict]:
+    found = [(i, s) for i, s in enumerate(steps(job)) if s.get("name") == name]
+    assert len(found) == 1, f"expected one step named {name!r}, found {len(found)}"
+    return found[0]
 
 
 def actionlint_binary() -> Path:
@@ -371,9 +392,17 @@ def test_tests_workflow_runs_the_same_command_as_ci_run():
         assert "pip install" not in run and "pytest" not in run and "setup.sh" not in run, run
 
 
+def suite_job() -> dict:
+    """The job of tests.yml that runs `bash scripts/test.sh`."""
+    found = [job for job in jobs(load("tests.yml")).values()
+             if any(str(s.get("run", "")).strip() == "bash scripts/test.sh" for s in steps(job))]
+    assert len(found) == 1, "tests.yml needs exactly one job running `bash scripts/test.sh`"
+    return found[0]
+
+
 def test_tests_workflow_caches_pip_and_uses_the_cpu_torch_index():
     wf = load("tests.yml")
-    (job,) = jobs(wf).values()
+    job = suite_job()
     (setup,) = steps_using(job, "actions/setup-python")
     assert setup["with"]["cache"] == "pip"
     assert "pyproject.toml" in setup["with"].get("cache-dependency-path", "")
@@ -383,9 +412,7 @@ def test_tests_workflow_caches_pip_and_uses_the_cpu_torch_index():
 
 
 def test_tests_workflow_uploads_synth_of_every_stack():
-    wf = load("tests.yml")
-    (job,) = jobs(wf).values()
-    all_steps = steps(job)
+    all_steps = steps(suite_job())
     synth = [i for i, s in enumerate(all_steps) if "-m infra.synth" in str(s.get("run", ""))]
     assert len(synth) == 1, "tests.yml needs one step running `python -m infra.synth`"
     script = all_steps[synth[0]]["run"]
@@ -435,10 +462,14 @@ def test_paths_filter_matcher_itself():
     assert not paths_filter_matches(["jobs/**", "!jobs/*.md"], "jobs/README.md")
 
 
+def preview_step(job: dict) -> dict:
+    (step,) = [s for s in steps_using(job, "pulumi/actions") if (s.get("with") or {}).get("command") == "preview"]
+    return step
+
+
 def test_preview_runs_pulumi_preview_and_comments_on_the_pr():
     _, job = preview_job()
-    (step,) = steps_using(job, "pulumi/actions")
-    inputs = step["with"]
+    inputs = preview_step(job)["with"]
     assert inputs["command"] == "preview"
     assert inputs["comment-on-pr"] in (True, "true")
     assert inputs["edit-pr-comment"] in (True, "true")
@@ -527,3 +558,238 @@ def test_deploy_runs_the_chosen_command_with_oidc_credentials():
     assert re.fullmatch(r"\$\{\{\s*inputs\.stack\s*\}\}", str(inputs["stack-name"]))
     assert VARS_EXPR.match(str(inputs["cloud-url"]))
     assert "comment-on-pr" not in inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 12: the image is built once by tests.yml, never by a preview
+
+
+def test_the_program_does_not_build_the_image_during_preview(dev):
+    # pulumi/pulumi-docker-build provider/internal/image.go (commit 0b3ab4fe): ImageArgs.BuildOnPreview
+    # defaults to true (`a.SetDefault(&ia.BuildOnPreview, pulumi.Bool(true))`), and Create returns
+    # without building on a dry run only when it is false. The installed SDK
+    # (pulumi_docker_build/image.py, 0.0.22) also fills in True when the argument is left out.
+    image = dev.one("docker-build:index:Image")["inputs"]
+    assert image.get("buildOnPreview") is False, (
+        "infra/registry.py must pass build_on_preview=False: otherwise every `pulumi preview` of every "
+        f"stack builds the training image (got buildOnPreview={image.get('buildOnPreview')!r})"
+    )
+
+
+def image_build_job() -> tuple[dict, dict]:
+    """The job of tests.yml that builds images/Dockerfile, and its one `docker build` step."""
+    found = [(job, step) for job in jobs(load("tests.yml")).values() for step in steps(job)
+             if str(step.get("run", "")).lstrip().startswith("docker build")]
+    assert len(found) == 1, "tests.yml needs exactly one step running `docker build` (the training image)"
+    return found[0]
+
+
+def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials(dev):
+    wf = load("tests.yml")
+    job, step = image_build_job()
+    argv = shlex.split(step["run"].strip())
+    assert argv == ["docker", "build", "-f", "images/Dockerfile", "."], argv
+    # The same Dockerfile and context as the program's image resource builds at `pulumi up`.
+    image = dev.one("docker-build:index:Image")["inputs"]
+    assert Path(image["dockerfile"]["location"]) == ROOT / argv[3]
+    assert Path(image["context"]["location"]) == ROOT / argv[4]
+    # Runs for every pull request, forks included: no condition, no secrets, no registry, read-only token.
+    assert "pull_request" in triggers(wf) and "if" not in job
+    text = (WORKFLOWS / "tests.yml").read_text(encoding="utf-8")
+    assert "secrets." not in text and "--push" not in text and "docker login" not in text
+    assert not [s for s in steps(job) if action_name(s) in
+                ("docker/login-action", "aws-actions/configure-aws-credentials", "aws-actions/amazon-ecr-login")]
+    assert effective_permissions(wf, job) == {"contents": "read"}
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 12: preview only the stacks that exist in the shared state
+
+
+def exists_step() -> tuple[int, dict]:
+    _, job = preview_job()
+    found = [(i, s) for i, s in enumerate(steps(job)) if "pulumi stack ls --json" in str(s.get("run", ""))]
+    assert len(found) == 1, "preview.yml needs one step listing the backend's stacks (`pulumi stack ls --json`)"
+    index, step = found[0]
+    assert step.get("id") == "exists", "the listing step needs `id: exists` (later steps read its output `found`)"
+    return index, step
+
+
+def test_preview_lists_the_backend_before_installing_or_previewing():
+    _, job = preview_job()
+    all_steps = steps(job)
+    index, _ = exists_step()
+    names = [action_name(s) for s in all_steps]
+    assert names.index("aws-actions/configure-aws-credentials") < index  # the S3 backend needs credentials
+    cli = [i for i, s in enumerate(all_steps) if action_name(s) == "pulumi/actions" and "command" not in (s.get("with") or {})]
+    assert cli and cli[0] < index, "install the CLI (pulumi/actions without `command`) before `pulumi stack ls`"
+    installs = [i for i, s in enumerate(all_steps) if "scripts/setup.sh" in str(s.get("run", ""))]
+    assert installs and all(i > index for i in installs), "list the stacks before the (slow) project install"
+    only_if_found = r"steps\.exists\.outputs\.found\s*==\s*'true'"
+    for i in [*installs, all_steps.index(preview_step(job))]:
+        assert re.fullmatch(only_if_found, str(all_steps[i].get("if", "")).strip()), (
+            f"step {all_steps[i].get('name')!r} must run only for a stack that exists: if: steps.exists.outputs.found == 'true'"
+        )
+    _, skipped = step_named(job, "Say in the PR that the preview was skipped")
+    assert re.fullmatch(r"steps\.exists\.outputs\.found\s*!=\s*'true'", str(skipped.get("if", "")).strip())
+
+
+def fake_tool(bin_dir: Path, name: str, script: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/usr/bin/env bash\n" + script, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def run_step(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    """Run a workflow `run:` script the way the runner does (`bash -e`), with tmp_path/bin first on
+    PATH; returns the result and what the step wrote to $GITHUB_OUTPUT."""
+    assert shutil.which("jq"), "jq is needed (it is on GitHub's ubuntu-24.04 runners; apt-get install jq here)"
+    output = tmp_path / "github_output"
+    output.write_text("")
+    environment = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                   "GITHUB_OUTPUT": str(output), **env}
+    result = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=environment,
+                            capture_output=True, text=True, timeout=60)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    return result, outputs
+
+
+# `pulumi stack ls --json` prints a JSON array of {"name", "current", "lastUpdate"?, ...}
+# (pulumi/pulumi pkg/cmd/pulumi/stack/stack_ls.go, commit 0dfc9187, stackSummaryJSON). On a DIY
+# (S3) backend the name is `<stack>` when the project matches the current one and
+# `organization/<project>/<stack>` otherwise or with fully qualified names
+# (pkg/backend/diy/backend.go, diyBackendReference.String, commit 1056e14e).
+@pytest.mark.parametrize("listed, stack, found", [
+    ([{"name": "dev", "current": False, "lastUpdate": "2026-11-01T10:00:00.000Z", "resourceCount": 80}], "dev", "true"),
+    ([{"name": "organization/elastic-training/dev", "current": False}], "dev", "true"),
+    ([{"name": "dev", "current": False}], "smoke", "false"),
+    ([{"name": "organization/elastic-training/smoke-old", "current": False}], "smoke", "false"),
+    ([], "dev", "false"),
+], ids=["short-name", "qualified-name", "other-stack", "prefix-is-not-a-match", "empty-backend"])
+def test_existence_check_reads_what_pulumi_stack_ls_prints(tmp_path, listed, stack, found):
+    _, step = exists_step()
+    (tmp_path / "bin").mkdir()
+    fake_tool(tmp_path / "bin", "pulumi",
+              '[ "$*" = "stack ls --json" ] || { echo "unexpected: pulumi $*" >&2; exit 2; }\n'
+              f"cat <<'JSON'\n{json.dumps(listed)}\nJSON\n")
+    result, outputs = run_step(step["run"], tmp_path, STACK=stack)
+    assert result.returncode == 0, result.stderr
+    assert outputs.get("found") == found, (outputs, result.stdout)
+
+
+def test_existence_check_fails_when_the_backend_cannot_be_listed(tmp_path):
+    _, step = exists_step()
+    (tmp_path / "bin").mkdir()
+    fake_tool(tmp_path / "bin", "pulumi", 'echo "error: AccessDenied: s3:ListBucket" >&2\nexit 255\n')
+    result, outputs = run_step(step["run"], tmp_path, STACK="dev")
+    assert result.returncode != 0 and "found" not in outputs, "an unreadable backend must fail the job, not skip it"
+
+
+@pytest.mark.parametrize("existing_comment", ["", "4242"], ids=["first-push", "later-push"])
+def test_a_skipped_stack_gets_one_pr_comment_saying_why(tmp_path, existing_comment):
+    _, job = preview_job()
+    _, step = step_named(job, "Say in the PR that the preview was skipped")
+    assert re.fullmatch(r"\$\{\{\s*github\.token\s*\}\}", str(step["env"]["GH_TOKEN"]))
+    (tmp_path / "bin").mkdir()
+    calls = tmp_path / "gh-calls.jsonl"
+    # A stand-in for `gh api`: records its arguments; the listing call answers with the id of an
+    # earlier comment (what `--jq` would select) when there is one.
+    fake_tool(tmp_path / "bin", "gh",
+              f'python3 -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@" >> "{calls}"\n'
+              'case "$*" in *--paginate*) [ -n "$EXISTING" ] && echo "$EXISTING" ;; esac\nexit 0\n')
+    result, _ = run_step(step["run"], tmp_path, STACK="smoke", PR_NUMBER="17", GH_TOKEN="t",
+                         GITHUB_REPOSITORY="owner/repo", EXISTING=existing_comment)
+    assert result.returncode == 0, result.stderr
+    recorded = [json.loads(line) for line in calls.read_text().splitlines()]
+    listing, write = recorded
+    assert listing[:3] == ["api", "--paginate", "repos/owner/repo/issues/17/comments"]
+    if existing_comment:
+        assert write[:4] == ["api", "--method", "PATCH", "repos/owner/repo/issues/comments/4242"]
+    else:
+        assert write[:4] == ["api", "--method", "POST", "repos/owner/repo/issues/17/comments"]
+    body = write[write.index("-f") + 1].removeprefix("body=")
+    assert body.startswith("<!-- preview-skipped:smoke -->"), "the marker finds this comment again on the next push"
+    assert "`smoke`" in body and "does not exist in the shared state" in body and "deploy" in body
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 12: the preview's paths filter covers everything the program and the image read
+
+
+def repository_files(entry: str) -> list[str]:
+    """The tracked files under a path of the repository (the path itself for a file)."""
+    listed = subprocess.run(["git", "ls-files", "--", entry], cwd=ROOT, capture_output=True, text=True, check=True)
+    files = listed.stdout.split()
+    assert files, f"{entry} names no tracked file"
+    return files
+
+
+def preview_inputs() -> set[str]:
+    """What a `pulumi preview` reads, derived from the sources that define it."""
+    from infra import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
+
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
+    entries = {"Pulumi.yaml", project["main"], project["stackConfigDir"], "pyproject.toml",
+               ".github/workflows/preview.yml"}
+    # The image's build inputs as the program hashes them for the tag ...
+    entries |= set(registry.IMAGE_INPUTS)
+    # ... and as the Dockerfile copies them (COPY without --from reads the build context).
+    dockerfile = (ROOT / "images" / "Dockerfile").read_text(encoding="utf-8")
+    entries.add("images/Dockerfile")
+    for line in dockerfile.splitlines():
+        parts = line.split()
+        if parts[:1] == ["COPY"] and not any(p.startswith("--from") for p in parts):
+            entries |= set(parts[1:-1])
+    # Scripts the preview job runs (`bash <script>`).
+    _, job = preview_job()
+    for step in steps(job):
+        entries |= set(re.findall(r"\bbash\s+(\S+\.sh)\b", str(step.get("run", ""))))
+    return {file for entry in entries for file in repository_files(entry.rstrip("/"))}
+
+
+def test_preview_paths_filter_covers_what_the_program_and_image_read():
+    patterns = triggers(load("preview.yml"))["pull_request"]["paths"]
+    inputs = preview_inputs()
+    assert ".dockerignore" in inputs and "jobs/train.py" in inputs and "infra/registry.py" in inputs
+    missed = sorted(path for path in inputs if not paths_filter_matches(patterns, path))
+    assert not missed, f"a change to these files must trigger preview.yml (add them to `paths:`): {missed}"
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 12: a stable passphrase salt
+
+
+def test_passphrase_salt_is_not_made_anew_on_every_run():
+    """Each CI run has a fresh checkout: without `encryptionsalt:` in the stack file the passphrase
+    provider would make a new salt. PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER makes the CLI use the
+    secrets manager recorded in the state instead (pulumi/pulumi sdk/go/common/env/env.go, commit
+    07784078: "Use the snapshot secrets manager as a fallback when the stack configuration is
+    missing or incomplete"; pkg/cmd/pulumi/stack/secrets.go, SecretsManagerLoader.GetSecretsManager)."""
+    unsalted = [name for name in require_stacks()
+                if not (yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text()) or {}).get("encryptionsalt")]
+    for name, job in [("preview.yml", preview_job()[1]), ("deploy.yml", deploy_job())]:
+        wf = load(name)
+        env = {**(wf.get("env") or {}), **(job.get("env") or {})}
+        if unsalted:
+            assert str(env.get("PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER")) == "true", (
+                f"{name}: stacks {unsalted} carry no encryptionsalt; set PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: \"true\""
+            )
+    ci = readme_section("CI")
+    assert "PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER" in ci and "encryptionsalt" in ci
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 12: what GitHub's concurrency groups really do
+
+
+def test_readme_says_what_happens_to_a_waiting_deploy():
+    """GitHub keeps at most one running and one pending run per concurrency group; a newly queued
+    run cancels the pending one (docs.github.com/en/actions/using-jobs/using-concurrency). So runs
+    do not all "wait their turn": the README must say so, and what a cancelled deploy did."""
+    wf = load("deploy.yml")
+    # Workflow-level: a cancelled pending run never started a job (no credentials, no Pulumi).
+    assert "inputs.stack" in wf["concurrency"]["group"] and wf["concurrency"]["cancel-in-progress"] is False
+    ci = re.sub(r"\s+", " ", readme_section("CI"))
+    assert "wait their turn" not in ci
+    assert "one running and one pending" in ci
+    assert "the waiting one is cancelled" in ci and "the state is untouched" in ci and "start it again" in ci
