@@ -45,6 +45,7 @@ TABLE = [
     Bad("five-zones", ("availabilityZoneCount=5",), f"{P}:availabilityZoneCount", "5", "must be between 2 and 4"),
     Bad("accuracy-above-one", ("minAccuracy=1.5",), f"{P}:minAccuracy", "1.5", "must be between 0.0 and 1.0"),
     Bad("accuracy-nan", ("minAccuracy=nan",), f"{P}:minAccuracy", "NaN", "must be between 0.0 and 1.0"),
+    Bad("negative-restarts", ("maxRestarts=-1",), f"{P}:maxRestarts", "-1", "must be between 0 and 100"),
     Bad("negative-epochs", ("epochs=-1",), f"{P}:epochs", "-1", "must be between 1 and 1000"),
     Bad("short-deadline", ("jobTimeoutMinutes=1",), f"{P}:jobTimeoutMinutes", "1", "must be between 5 and 10080"),
     Bad("tiny-disk", ("nodeDiskGiB=10",), f"{P}:nodeDiskGiB", "10", "must be between 20 and 16384"),

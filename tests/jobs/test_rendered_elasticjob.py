@@ -22,9 +22,9 @@ IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 6
 
 def local_command(command: list[str], etcd_endpoint: str, mount: str) -> list[str]:
     """The pod's command line as this machine runs it."""
-    assert command[0] == "torchrun"
-    local = [sys.executable, "-m", "torch.distributed.run"]
-    for arg in command[1:]:
+    assert command[:3] == ["python", "-m", "jobs.agent"]  # the image's python; here, this venv's
+    local = [sys.executable, "-m", "jobs.agent"]
+    for arg in command[3:]:
         arg = arg.replace("$(POD_IP)", "127.0.0.1").replace(rendezvous_endpoint(), etcd_endpoint)
         local.append(arg.replace(specs.MOUNT_PATH, mount))
     return local
