@@ -258,6 +258,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("workers", "workers", "integer", 2, "Training workers (pods, one per node) to start.", _between(1, 100)),
     ConfigKey("minWorkers", "min_workers", "integer", 1, "Fewest workers the elastic job keeps training with.", _between(1, 100)),
     ConfigKey("maxWorkers", "max_workers", "integer", 2, "Most workers the elastic job admits.", _between(1, 100)),
+    ConfigKey("maxRestarts", "max_restarts", "integer", 3,
+              "Times each worker's torchrun may restart its workers (each re-formation after a lost or evicted "
+              "peer uses one): size it for the evictions a run should survive.", _between(0, 100)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),
     # A string key: the Pulumi CLI has no number type, and a string key still takes `minAccuracy: 0.3`
@@ -303,6 +306,7 @@ class Settings:
     workers: int
     min_workers: int
     max_workers: int
+    max_restarts: int
     epochs: int
     batch_size: int
     min_accuracy: float

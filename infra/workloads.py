@@ -39,6 +39,7 @@ class WorkloadsArgs:
 
 class Workloads(pulumi.ComponentResource):
     data_prep: KubernetesObject
+    worker_budget: KubernetesObject
     training: KubernetesObject
     training_complete: ElasticJobCompletion
     test: KubernetesObject
@@ -58,9 +59,13 @@ class Workloads(pulumi.ComponentResource):
         self.data_prep = KubernetesObject(f"{name}-data-prep", specs.data_prep_job(settings, args.image_ref),
                                           after(*data_prep_needs))
 
+        # Before the ElasticJob, so no worker pod ever runs unguarded; named after the run, so a new
+        # runId replaces it and `pulumi destroy` removes it with the run.
+        self.worker_budget = KubernetesObject(f"{name}-training-pdb", specs.worker_disruption_budget(settings),
+                                              after(*args.prerequisites))
         rdzv_id_arg = args.image_ref.apply(lambda ref: f"--rdzv_id={specs.rendezvous_id(settings, ref)}")
         self.training = KubernetesObject(f"{name}-training", specs.elastic_job(settings, args.image_ref, rdzv_id_arg),
-                                         after(self.data_prep, *args.prerequisites))
+                                         after(self.data_prep, self.worker_budget, *args.prerequisites))
         self.training_complete = ElasticJobCompletion(
             f"{name}-training-complete", kubeconfig=args.kubeconfig, namespace=settings.namespace,
             elasticjob_name=specs.names(settings.run_id).training, job_label=specs.JOB_LABEL,

@@ -53,6 +53,7 @@ TABLE = [
     Bad("accuracy-percentage", ("minAccuracy=70",), f"{P}:minAccuracy", "70.0", "must be between 0 and 1 (a fraction: 0.7 means 70 %)"),
     Bad("accuracy-negative", ("minAccuracy=-0.1",), f"{P}:minAccuracy", "-0.1", "must be between 0 and 1"),
     Bad("accuracy-nan", ("minAccuracy=nan",), f"{P}:minAccuracy", "'nan'", "must be a decimal number such as 0.7"),
+    Bad("negative-restarts", ("maxRestarts=-1",), f"{P}:maxRestarts", "-1", "must be between 0 and 100"),
     Bad("negative-epochs", ("epochs=-1",), f"{P}:epochs", "-1", "must be between 1 and 1000"),
     Bad("short-deadline", ("jobTimeoutMinutes=1",), f"{P}:jobTimeoutMinutes", "1", "must be between 5 and 10080"),
     Bad("tiny-disk", ("nodeDiskGiB=10",), f"{P}:nodeDiskGiB", "10", "must be between 20 and 16384"),

@@ -17,7 +17,7 @@ from infra.stack_config import read_stack_file
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
 WORKLOAD_TYPES = {"kubernetes:batch/v1:Job", "kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob",
-                  "pulumi-python:dynamic:Resource"}
+                  "kubernetes:policy/v1:PodDisruptionBudget", "pulumi-python:dynamic:Resource"}
 
 
 def rendered_specs(stack: str) -> dict[str, dict]:
@@ -25,6 +25,7 @@ def rendered_specs(stack: str) -> dict[str, dict]:
     rdzv_arg = f"--rdzv_id={specs.rendezvous_id(settings, IMAGE)}"
     return {"data-prep": specs.data_prep_job(settings, IMAGE),
             "training": specs.elastic_job(settings, IMAGE, rdzv_arg),
+            "training-pdb": specs.worker_disruption_budget(settings),
             "test": specs.test_job(settings, IMAGE)}
 
 
@@ -77,7 +78,7 @@ def test_elasticjob_contract(dev):
     # template is overridden, with a SettedPodTemplateRestartPolicy warning event on every pod.
     assert "restartPolicy" not in pod
     (container,) = pod["containers"]
-    assert container["name"] == "elasticjob-worker" and container["command"] == ["torchrun"]
+    assert container["name"] == "elasticjob-worker" and container["command"] == ["python", "-m", "jobs.agent"]
     args = container["args"]
     assert args[args.index("-m") + 1] == "jobs.train"
     assert args[args.index("--epochs") + 1] == "10" and args[args.index("--batch-size") + 1] == "128"
@@ -102,7 +103,7 @@ def worker_command_line(elasticjob: dict) -> list[str]:
 
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
     command = worker_command_line(dev.manifest("ElasticJob"))
-    assert command[:5] == ["torchrun", "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
+    assert command[:7] == ["python", "-m", "jobs.agent", "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
                            "--rdzv_id=train-run-1", "--nnodes=1:2"]
     rdzv_ids = [a for a in command if a.startswith("--rdzv_id=")]
     # Ours comes last, so it is the one torchrun uses (tests/jobs/test_rendered_elasticjob.py
@@ -172,7 +173,7 @@ def test_new_run_id_changes_exactly_the_workloads(dev, synth_stack):
     assert before.keys() == after.keys()
     changed = {urn for urn in before if before[urn]["inputs"] != after[urn]["inputs"]}
     assert {before[urn]["type"] for urn in changed} == WORKLOAD_TYPES
-    assert len(changed) == 4
+    assert len(changed) == 5
     assert run2.manifest("Job", "prep-")["metadata"]["name"] == "prep-run-2"
     assert run2.manifest("ElasticJob")["metadata"]["name"] == "train-run-2"
     assert run2.manifest("Job", "eval-")["metadata"]["name"] == "eval-run-2"
@@ -221,3 +222,52 @@ def test_https_data_source_needs_no_aws_identity(dev):
     assert "serviceAccountName" not in pod
     assert "AWS_REGION" not in {e["name"] for e in pod["containers"][0]["env"]}
     assert not [r for r in dev.resources if "data-prep-role" in r["name"]]
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    """A label selector of matchLabels only, as Kubernetes evaluates it."""
+    assert set(selector) == {"matchLabels"}
+    return all(labels.get(key) == value for key, value in selector["matchLabels"].items())
+
+
+def _pod_templates(synth) -> dict[str, dict]:
+    """Every pod template the stack renders, by kind/name."""
+    templates = {}
+    for obj in synth.manifests:
+        spec = obj.get("spec", {})
+        if obj["kind"] in ("Job", "Deployment"):
+            templates[f"{obj['kind']}/{obj['metadata']['name']}"] = spec["template"]
+        elif obj["kind"] == "ElasticJob":
+            templates[f"ElasticJob/{obj['metadata']['name']}"] = spec["replicaSpecs"]["Worker"]["template"]
+    return templates
+
+
+def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
+    """A drain may evict workers only down to minWorkers, and the budget counts the run's worker
+    pods and nothing else: not data-prep, test, etcd or the controller, and not another run's
+    workers. The controller copies the template's labels onto each worker pod and adds its own
+    (group-name, job-name, replica-type, replica-index: kubeflow/common GenLabels)."""
+    budget = dev.manifest("PodDisruptionBudget")
+    assert budget["spec"]["minAvailable"] == 1 and "maxUnavailable" not in budget["spec"]  # dev: minWorkers 1
+    selector = budget["spec"]["selector"]
+    other_run = _pod_templates(synth_stack("dev", "runId=run-2"))["ElasticJob/train-run-2"]
+    for key, template in {**_pod_templates(dev), "ElasticJob/train-run-2": other_run}.items():
+        worker_pod_labels = {**template["metadata"]["labels"], "group-name": "elastic.pytorch.org",
+                             "job-name": key.split("/")[1], "replica-type": "worker", "replica-index": "0"}
+        assert _selects(selector, worker_pod_labels) == (key == "ElasticJob/train-run-1"), key
+    smoke = synth_stack("smoke").manifest("PodDisruptionBudget")
+    assert smoke["spec"]["minAvailable"] == 2  # smoke: minWorkers 2 == workers, no voluntary eviction at all
+    pdb = dev.one("kubernetes:policy/v1:PodDisruptionBudget")
+    assert pdb["urn"] in dev.one("kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob")["dependsOn"]
+
+
+def test_eviction_settings_of_the_workers(synth_stack):
+    """SIGTERM is answered by jobs.agent (exit 143, retried by the controller); the grace period
+    covers torchrun's own shutdown wait and stays under a Spot notice's two minutes;
+    --max_restarts comes from config."""
+    synth = synth_stack("dev", "maxRestarts=7")
+    pod = synth.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", "jobs.agent"]
+    assert specs.TORCHRUN_SHUTDOWN_SECONDS < pod["terminationGracePeriodSeconds"] == specs.WORKER_GRACE_SECONDS < 120
+    assert [a for a in container["args"] if a.startswith("--max_restarts")] == ["--max_restarts=7"]

@@ -23,9 +23,16 @@ DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
 WORKER_CONTAINER = "elasticjob-worker"  # the controller reads exit codes from this container name only
 RUN_LABEL = "elastic-training/run"
 # JOB_LABEL ("elastic-training/job") comes from elastic.py: its NetworkPolicies admit pods by it.
-# A worker restarted by torchrun resumes from the checkpoint; after this many restarts the
-# container exits non-zero and the controller's ExitCode policy takes over.
-MAX_RESTARTS = 3
+# The worker pod runs jobs.agent: torchrun, with SIGTERM (an eviction) turned into exit code 143,
+# which the controller retries (see jobs/agent.py).
+WORKER_COMMAND = ["python", "-m", "jobs.agent"]
+# On SIGTERM torchrun stops its workers and waits up to 30 s for them before SIGKILL (torch
+# distributed/elastic/agent/server/api.py: shutdown_timeout=30); jobs.train keeps SIGTERM's default
+# action, so they stop at once, and nothing is saved on the way out: the checkpoint of the last
+# finished epoch is what a recreated worker resumes from. The margin covers the agent's own exit.
+# The kubelet SIGKILLs after this; 45 s also stays under the 2 minutes a Spot interruption notice gives.
+TORCHRUN_SHUTDOWN_SECONDS = 30
+WORKER_GRACE_SECONDS = TORCHRUN_SHUTDOWN_SECONDS + 15
 # Small jobs beside the training: the image's Python, the data on EFS.
 SIDE_JOB_CPU = "1"
 SIDE_JOB_MEMORY = "4Gi"
@@ -173,7 +180,9 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
     tests/controller_model.py). Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
     return [
         "--nproc_per_node=1",
-        f"--max_restarts={MAX_RESTARTS}",
+        # Each re-formation after a lost peer uses one restart; when none is left, torchrun exits 1
+        # and the controller's ExitCode policy makes that final.
+        f"--max_restarts={settings.max_restarts}",
         # Advertise the pod IP: peers reach it directly, without resolving the pod's hostname.
         "--local_addr=$(POD_IP)",
         rdzv_id_arg,
@@ -191,13 +200,13 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     labels = _labels(TRAINING_COMPONENT, name, settings.run_id)
     volumes, mounts = _volumes(settings, shm=True)
     env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
-    worker = _container(WORKER_CONTAINER, image, ["torchrun"], training_args(settings, rdzv_id_arg),
+    worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
                         settings.worker_cpu, settings.worker_memory, mounts, env)
     one_per_node = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {JOB_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}]}}
     pod = _pod_spec([worker], volumes, affinity=one_per_node,
                     nodeSelector={"node.kubernetes.io/instance-type": settings.node_instance_type},
-                    terminationGracePeriodSeconds=30)
+                    terminationGracePeriodSeconds=WORKER_GRACE_SECONDS)
     return annotate({
         "apiVersion": "elastic.pytorch.org/v1alpha1",
         "kind": "ElasticJob",
@@ -224,6 +233,25 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
                 "template": {"metadata": {"labels": labels}, "spec": pod},
             }},
         },
+    })
+
+
+def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
+    """Voluntary disruptions (a drain for a node-group upgrade or scale-in, which the managed node
+    group honours for up to 15 minutes) never take the run below minWorkers at once.
+
+    The worker pods belong to the ElasticJob, a controller without a scale subresource, and for
+    such pods a PodDisruptionBudget may only use an integer `minAvailable` (Kubernetes docs,
+    "Specifying a Disruption Budget for your Application", arbitrary workloads and controllers).
+    The selector is the run's job label: the controller copies the template's labels onto every
+    worker pod, and no other pod carries this training's name under that key."""
+    name = names(settings.run_id).training
+    return annotate({
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": settings.namespace,
+                     "labels": _labels(TRAINING_COMPONENT, name, settings.run_id)},
+        "spec": {"minAvailable": settings.min_workers, "selector": {"matchLabels": {JOB_LABEL: name}}},
     })
 
 

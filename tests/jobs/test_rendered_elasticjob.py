@@ -16,6 +16,7 @@ from torch.distributed.run import get_args_parser
 from torchrun_harness import run_torchrun_agents
 
 from controller_model import command_line, worker_pod
+from jobs import agent
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.specs.elastic import rendezvous_endpoint
@@ -26,9 +27,9 @@ IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 6
 
 def local_command(command: list[str], etcd_endpoint: str, mount: str) -> list[str]:
     """The pod's command line as this machine runs it."""
-    assert command[0] == "torchrun"
-    local = [sys.executable, "-m", "torch.distributed.run"]
-    for arg in command[1:]:
+    assert command[:3] == ["python", "-m", "jobs.agent"]  # the image's python; here, this venv's
+    local = [sys.executable, "-m", "jobs.agent"]
+    for arg in command[3:]:
         arg = arg.replace("$(POD_IP)", "127.0.0.1").replace(rendezvous_endpoint(), etcd_endpoint)
         local.append(arg.replace(specs.MOUNT_PATH, mount))
     return local
@@ -43,9 +44,13 @@ def test_rendered_elasticjob_command_trains_with_two_agents(etcd_server, tiny_ci
     elasticjob = specs.elastic_job(settings, IMAGE, f"--rdzv_id={rdzv_id}")
     command = command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
 
-    # What torchrun makes of it: the controller's --rdzv_id=<job name> comes first, ours last, and
-    # argparse keeps the last; --nnodes is the controller's min:max.
-    parsed = get_args_parser().parse_args(command[1:])
+    # What torchrun makes of it: jobs.agent hands every argument on to torchrun; the controller's
+    # --rdzv_id=<job name> comes first, ours last, and argparse keeps the last; --nnodes is the
+    # controller's min:max.
+    assert command[:3] == ["python", "-m", "jobs.agent"]
+    torchrun_argv = agent.torchrun_command(command[3:])
+    assert torchrun_argv[1:3] == ["-m", "torch.distributed.run"]
+    parsed = get_args_parser().parse_args(torchrun_argv[3:])
     assert parsed.rdzv_id == rdzv_id != elasticjob["metadata"]["name"]
     assert parsed.nnodes == f"{settings.min_workers}:{settings.max_workers}"
     assert (parsed.rdzv_backend, parsed.rdzv_endpoint) == ("etcd", rendezvous_endpoint())

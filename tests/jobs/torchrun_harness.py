@@ -205,13 +205,23 @@ class TorchrunJob:
     def start(self) -> TorchrunJob:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.started_at = time.monotonic()
-        for index, command in enumerate(self.commands):
-            with open(self.log_path(index), "wb") as log_file:
-                self.agents.append(
-                    subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     cwd=REPO_ROOT, env=self.environment)  # fmt: skip
-                )
+        for command in list(self.commands):
+            self._launch(command)
         return self
+
+    def add_agent(self, command: list[str]) -> int:
+        """Start one more agent while the job runs (a recreated pod); returns its index."""
+        self.commands.append(command)
+        return self._launch(command)
+
+    def _launch(self, command: list[str]) -> int:
+        index = len(self.agents)
+        with open(self.log_path(index), "wb") as log_file:
+            self.agents.append(
+                subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 cwd=REPO_ROOT, env=self.environment)  # fmt: skip
+            )
+        return index
 
     def log_path(self, index: int) -> Path:
         return self.log_dir / f"{self.name}-agent{index}.log"
