@@ -102,6 +102,12 @@ def _permanent_failure(pod: dict[str, Any]) -> tuple[str, bool] | None:
     status = pod.get("status") or {}
     if status.get("phase") != "Failed":
         return None
+    if pod["metadata"].get("deletionTimestamp"):
+        # Being deleted: a drain evicts through the Eviction API, which deletes the pod, and a
+        # deleted worker comes back whatever its exit code, since ReconcilePods creates every
+        # missing replica (`len(podSlice) == 0` -> createNewPod). Until it is gone its phase can
+        # read Failed with the code torchrun gave SIGTERM.
+        return None
     name = pod["metadata"]["name"]
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated")
@@ -111,8 +117,11 @@ def _permanent_failure(pod: dict[str, Any]) -> tuple[str, bool] | None:
                 return None  # the controller deletes the pod and creates it again
             return (f"worker {name} failed with exit code {code} ({terminated.get('reason') or 'Error'}); "
                     f"the controller does not restart it under restartPolicy ExitCode", True)
-    # No terminated worker state (the kubelet rejected the pod, e.g. OutOfcpu): the controller
-    # takes the placeholder exit code 0xbeef, which is not retryable, so the pod stays Failed.
+    # No terminated worker state (the kubelet rejected the pod, e.g. OutOfcpu, or evicted it before
+    # its worker started): the controller takes the placeholder exit code 0xbeef, which is not
+    # retryable, so the pod stays Failed. A pod the kubelet evicts while its worker runs (reason
+    # Evicted, the pod is kept) has the worker's exit code: 143 from jobs.agent on SIGTERM, 137 on
+    # SIGKILL, both retried above.
     detail = ": ".join(part for part in (status.get("reason"), status.get("message")) if part) or "no reason given"
     return f"worker {name} failed before its container ran ({detail}); the controller does not restart it", False
 

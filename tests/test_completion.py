@@ -130,6 +130,47 @@ def test_a_failed_pod_with_only_a_waiting_worker_is_permanent():
     assert verdict.state == "failed" and "failed before its container ran (no reason given)" in verdict.message
 
 
+# --- evictions (issue 13): what a drained or pressured node does to a worker pod -----------------
+# A drain evicts through the Eviction API, i.e. a graceful delete: the kubelet sends SIGTERM, the pod
+# gets a deletionTimestamp and, for a moment, phase Failed with the worker's exit code, then it is
+# gone and the controller creates the missing replica (kubeflow/common pod.go ReconcilePods). The
+# kubelet's own node-pressure eviction keeps the pod, phase Failed with reason Evicted, and the
+# worker's exit code decides (jobs.agent answers SIGTERM with 143; a SIGKILL gives 137).
+
+def evicted(index: int, exit_code: int | None, terminated_reason: str = "Error") -> dict:
+    evicted_pod = pod(index, "Failed", exit_code, reason="Evicted",
+                      message="The node was low on resource: memory. Threshold quantity: 100Mi, available: 90Mi.")
+    if exit_code is not None:
+        evicted_pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = terminated_reason
+    return evicted_pod
+
+
+def draining(index: int, exit_code: int) -> dict:
+    drained_pod = pod(index, "Failed", exit_code)
+    drained_pod["metadata"]["deletionTimestamp"] = "2026-11-22T03:10:00Z"
+    return drained_pod
+
+
+@pytest.mark.parametrize("worker", [evicted(1, 143), evicted(1, 137, "ContainerStatusUnknown"),
+                                    draining(1, 143), draining(1, 1)],
+                         ids=["evicted-sigterm-143", "evicted-sigkill-137", "drained-143", "drained-bare-torchrun-1"])
+def test_an_evicted_or_drained_worker_is_still_running(worker):
+    """It will be recreated and rejoin the rendezvous: no verdict, no deletion."""
+    assert assess(snap(elasticjob(RUNNING), [pod(0, "Running"), worker]), 600, HOUR).state == "running"
+
+
+def test_exit_1_from_a_worker_nobody_signalled_is_still_permanent():
+    verdict = assess(snap(elasticjob(RUNNING), [pod(0, "Running"), pod(1, "Failed", 1)]), 600, HOUR)
+    assert verdict.state == "failed" and "worker train-run-1-worker-1 failed with exit code 1" in verdict.message
+
+
+def test_a_pod_evicted_before_its_worker_started_is_permanent_as_for_the_controller():
+    """No terminated worker state: the controller's 0xbeef placeholder is not retryable."""
+    verdict = assess(snap(elasticjob(RUNNING), [pod(0, "Running"), evicted(1, None)]), 600, HOUR)
+    assert verdict.state == "failed"
+    assert "failed before its container ran (Evicted: The node was low on resource: memory." in verdict.message
+
+
 def test_failed_create_pod_event_fails_at_once_with_its_message():
     verdict = assess(snap(elasticjob(), [], [event("SuccessfulCreateService", "Created service: train-run-1-worker-0"),
                                              event("FailedCreatePod", REFUSED)]), 30, HOUR)

@@ -54,7 +54,8 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert provider["inputs"]["deleteUnreachable"] == "true"  # provider config arrives as strings
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
-    assert len(objects) == 21
+    # every in-cluster object (22 in dev: platform, policies, the run's PDB and workloads) is a manifest
+    assert len(objects) == len(dev.manifests) == 22
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
 
