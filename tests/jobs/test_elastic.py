@@ -1,18 +1,25 @@
 """Two torchrun agents as two nodes, etcd rendezvous (Debian etcd, v2 API), the flag shape the
-ElasticJob gives them on the cluster: a normal run, and three runs in which one training
-worker is SIGKILLed mid-run and the job must finish from its last checkpoint.
+ElasticJob gives them on the cluster: a normal run; two runs in which one training worker (rank 1,
+then rank 0) is SIGKILLed mid-run and the job must finish from its last checkpoint; and two runs
+in which one whole agent is evicted, i.e. jobs.agent (the pod's command) gets SIGTERM:
+- "evict-alone": the evicted agent exits 143 (retryable for the controller), the survivor
+  re-forms the group at world size 1 and finishes;
+- "evict-rejoin": as soon as the evicted agent has exited, a new one with the same command starts
+  (the controller recreating the pod), and the group is back at world size 2.
 
-The four jobs run at the same time against one etcd (each with its own rendezvous id, as jobs
-on the cluster share etcd-service): a fault run spends ~10 s waiting for the dead round's
-etcd lease to expire, and on 2 cores the jobs' start-ups overlap that wait. The fault runs
-train on 40 images (2 steps per worker and epoch) for 3 epochs: the kill comes right after
-epoch 1's checkpoint, so it always lands while epoch 2 is running.
+The five jobs run at the same time against one etcd (each with its own rendezvous id, as jobs
+on the cluster share etcd-service): a fault run spends ~10 s waiting for the dead round's etcd
+lease to expire, and a lone survivor etcd's 30 s last call for more nodes; on 2 cores the jobs'
+start-ups and training overlap those waits. The fault and eviction runs train on 40 images (2
+steps per worker and epoch): the kill comes right after epoch 1's checkpoint, so it always lands
+while epoch 2 is running. What torch and the controller do on SIGTERM is in test_eviction.py.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +30,10 @@ from torchrun_harness import TorchrunJob, agent_environment, cluster_style_torch
 
 from jobs import checkpoint, evaluate
 
-DEADLINE_SECONDS = 150  # for all four jobs together; a hang fails the tests, never the suite
-FAULT_RUNS = {"fault-a": 1, "fault-b": 0, "fault-c": 1}  # run -> rank of the worker to kill
+DEADLINE_SECONDS = 170  # for all five jobs together; a hang fails the tests, never the suite
+FAULT_RUNS = {"fault-a": 1, "fault-b": 0}  # run -> rank of the worker to kill
+EVICTION_RUNS = {"evict-alone": False, "evict-rejoin": True}  # run -> whether the evicted agent comes back
+EVICTION_EPOCHS = 4
 
 
 @dataclass
@@ -34,6 +43,11 @@ class Run:
     job: TorchrunJob
     kill_rank: int | None = None
     killed: dict = field(default_factory=dict)  # pid, rank, agent, seconds after start
+    rejoin: bool | None = None  # an eviction run: whether a new agent replaces the evicted one
+    evicted_at: float | None = None  # time.time() of the SIGTERM to agent 0
+    evicted_exit: int | None = None
+    evicted_after: float | None = None  # seconds from SIGTERM to its exit
+    replacement: int | None = None  # agent index of the recreated worker
 
 
 def _worker_rank(pid: int) -> int | None:
@@ -59,28 +73,52 @@ def _kill_worker_after_first_checkpoint(run: Run) -> None:
                 return
 
 
+def _evict_after_first_checkpoint(run: Run) -> None:
+    """SIGTERM agent 0 (what the kubelet does to the pod's main process, jobs.agent) once epoch 1's
+    checkpoint is written; once it has exited, start its replacement if the run has one."""
+    evicted = run.job.agents[0]
+    if run.evicted_at is None:
+        if any(record["event"] == "epoch" for record in checkpoint.read_history(run.run_dir)):
+            evicted.send_signal(signal.SIGTERM)
+            run.evicted_at = time.time()
+    elif run.evicted_exit is None and evicted.poll() is not None:
+        run.evicted_exit = evicted.returncode
+        run.evicted_after = round(time.time() - run.evicted_at, 1)
+        if run.rejoin:
+            run.replacement = run.job.add_agent(run.job.commands[0])
+
+
+def _agent_command(torchrun_flags: list[str], module_args: list[str]) -> list[str]:
+    """The worker pod's command line: jobs.agent in front of torchrun's arguments."""
+    return [sys.executable, "-m", "jobs.agent", *torchrun_flags, "-m", "jobs.train", *module_args]
+
+
 @pytest.fixture(scope="module")
 def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("elastic")
-    fault_cifar = make_synthetic_cifar(base / "fault-data", train_per_class=4, test_per_class=1)
+    small_cifar = make_synthetic_cifar(base / "fault-data", train_per_class=4, test_per_class=2)
     runs = {}
-    for name in ["normal", *FAULT_RUNS]:
+    for name in ["normal", *FAULT_RUNS, *EVICTION_RUNS]:
         run_dir = base / name
-        data_dir, epochs = (tiny_cifar, 2) if name == "normal" else (fault_cifar, 3)
+        data_dir, epochs = {"normal": (tiny_cifar, 2)}.get(name, (small_cifar, EVICTION_EPOCHS if name in EVICTION_RUNS else 3))
         train_args = ["--data", str(data_dir), "--run-dir", str(run_dir), "--epochs", str(epochs),
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
-        command = torchrun_command(cluster_style_torchrun_flags(etcd_server.endpoint, name), "jobs.train", train_args)
+        flags = cluster_style_torchrun_flags(etcd_server.endpoint, name)
+        command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.train", train_args)
         job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
-        runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name))
+        runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name), rejoin=EVICTION_RUNS.get(name))
 
     def inject_faults():
         for run in runs.values():
             if run.kill_rank is not None:
                 _kill_worker_after_first_checkpoint(run)
+            elif run.rejoin is not None and run.job.agents:
+                _evict_after_first_checkpoint(run)
 
     run_torchrun_jobs([run.job for run in runs.values()], DEADLINE_SECONDS, on_tick=inject_faults)
     for run in runs.values():
-        print(f"\n{run.name}: {run.job.seconds:.1f} s, agents {[r.returncode for r in run.job.results()]}, killed {run.killed}")
+        print(f"\n{run.name}: {run.job.seconds:.1f} s, agents {[r.returncode for r in run.job.results()]}, "
+              f"killed {run.killed}, evicted agent exited {run.evicted_exit} after {run.evicted_after} s")
     return runs
 
 
@@ -124,3 +162,42 @@ def test_killed_worker_resumes_from_last_checkpoint(elastic_runs, name):
     assert f"exitcode: -9) local_rank: 0 (pid: {run.killed['pid']})" in killed_agent_log
     assert "will restart worker group" in killed_agent_log
     assert "resuming from" in killed_agent_log and "1 of 3 epochs done" in killed_agent_log
+
+
+def _history_after_eviction(run: Run) -> tuple[list[dict], list[dict]]:
+    history = checkpoint.read_history(run.run_dir)
+    assert run.evicted_at is not None, f"{run.name}: never reached epoch 1's checkpoint: {history}"
+    return history, [r for r in history if r["event"] == "start" and r["time"] > run.evicted_at]
+
+
+def _assert_finished_once_and_evaluates(run: Run, history: list[dict], tmp_path: Path) -> None:
+    assert [r["epoch"] for r in history if r["event"] == "epoch"] == list(range(1, EVICTION_EPOCHS + 1)), history
+    assert [r["event"] for r in history].count("finished") == 1 and history[-1]["event"] == "finished"
+    assert evaluate.main(["--data", str(run.run_dir.parent / "fault-data" / "cifar-10-batches-py"),
+                          "--model", str(run.run_dir / "model.pt"), "--metrics-out", str(tmp_path / "metrics.json"),
+                          "--min-accuracy", "0"]) == 0  # fmt: skip
+
+
+def test_evicted_agent_exits_143_and_the_survivor_finishes_alone(elastic_runs, tmp_path):
+    run = elastic_runs["evict-alone"]
+    results = run.job.results()
+    assert run.evicted_exit == 143, results[0].log[-3000:]
+    assert results[1].returncode == 0, results[1].log[-3000:]
+    history, restarts = _history_after_eviction(run)
+    assert restarts and restarts[0]["world_size"] == 1 and restarts[0]["epochs_done"] >= 1, history
+    print(f"\nlost peer to training resumed alone: {restarts[0]['time'] - run.evicted_at:.1f} s")
+    _assert_finished_once_and_evaluates(run, history, tmp_path)
+
+
+def test_recreated_agent_rejoins_and_the_world_is_back_to_two(elastic_runs, tmp_path):
+    run = elastic_runs["evict-rejoin"]
+    results = run.job.results()
+    assert run.evicted_exit == 143, results[0].log[-3000:]
+    assert run.replacement is not None
+    assert results[1].returncode == 0 and results[run.replacement].returncode == 0, \
+        "\n".join(r.log[-2000:] for r in results)
+    history, restarts = _history_after_eviction(run)
+    back = [r for r in restarts if r["world_size"] == 2 and r["epochs_done"] >= 1]
+    assert back, history
+    print(f"\nlost peer to training resumed at world size 2: {back[0]['time'] - run.evicted_at:.1f} s")
+    _assert_finished_once_and_evaluates(run, history, tmp_path)
