@@ -7,4 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install-system-deps.sh
 bash scripts/setup.sh
 bash scripts/setup-scanners.sh
-.venv/bin/python -m pytest -q "$@"
+# Two worker processes, whole files to each (module fixtures such as the concurrent torchrun jobs
+# run once): the torchrun tests spend much of their time waiting on etcd, which the other files fill.
+.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
