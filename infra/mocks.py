@@ -251,14 +251,14 @@ class RecordingMocks(pulumi.runtime.Mocks):
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             return describe_availability_zones(self.region, dict(args.args))
         if args.token == "aws:eks/getAddonVersion:getAddonVersion":
-            # Offline there is no list of what EKS publishes; answer with the version last run
+            # Offline there is no list of what EKS publishes; answer with the placeholder versions
             # (infra/versions.py), for the versions a stack may ask for only.
             request = dict(args.args)
             if request.get("kubernetesVersion") not in versions.SUPPORTED_KUBERNETES_VERSIONS:
                 raise ValueError(f"no add-on versions for Kubernetes {request.get('kubernetesVersion')!r}")
             return {"addonName": request["addonName"], "kubernetesVersion": request["kubernetesVersion"],
                     "mostRecent": bool(request.get("mostRecent")),
-                    "version": versions.LAST_RUN_ADDON_VERSIONS[request["addonName"]], "id": request["addonName"]}
+                    "version": versions.OFFLINE_ADDON_VERSIONS[request["addonName"]], "id": request["addonName"]}
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
             return {"userName": "AWS", "password": "mock-password", "authorizationToken": "bW9jaw==",
                     "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com"}

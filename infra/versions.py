@@ -62,12 +62,13 @@ def eks_support_phase(version: str, today: date) -> str:
 # `aws.eks.get_addon_version(addon_name, kubernetes_version=<the stack's>, most_recent=True)`, for
 # the newest build EKS publishes for exactly the stack's Kubernetes version, and the resolved
 # version is written into the Addon (so `pulumi preview` shows when it moves). The versions below
-# are the ones this project last ran with; `synth`'s mocks answer the lookup with them (offline).
+# are the ones this project pinned before (never checked against EKS from here); `synth`'s mocks
+# answer the lookup with them, as offline placeholders.
 EFS_CSI_ADDON = "aws-efs-csi-driver"
 METRICS_SERVER_ADDON = "metrics-server"
 EFS_CSI_ADDON_VERSION = "v2.1.10-eksbuild.1"
 METRICS_SERVER_ADDON_VERSION = "v0.8.0-eksbuild.2"
-LAST_RUN_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION}
+OFFLINE_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION}
 
 # TorchElastic controller (pytorch/elastic kubernetes/, amd64-only, distroless nonroot).
 ELASTIC_CONTROLLER_IMAGE = "docker.io/torchelastic/kubernetes:0.1.0"
