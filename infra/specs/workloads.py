@@ -259,7 +259,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
                 "template": {"metadata": {"labels": labels}, "spec": pod},
             }},
         },
-    }, image_by_tag=_image_by_tag(settings))
+    })
 
 
 def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
