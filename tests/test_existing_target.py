@@ -160,3 +160,14 @@ def test_rwo_needs_every_worker_on_one_node():
     assert load_settings({**base, f"{P}:workersPerNode": "2"}, "t").workers_per_node == 2
     # ReadWriteMany may spread one worker per node, on any cluster.
     assert load_settings({f"{P}:target": "existing", f"{P}:imageUri": IMAGE}, "t").workers_per_node == 1
+
+
+def test_rendered_pull_policy_follows_the_image_reference():
+    dev = load_settings(read_stack_file("dev"), "dev")
+    built = specs.data_prep_job(dev, "repo@sha256:" + "0" * 64)  # the image the stack builds: by digest
+    assert built["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    latest = replace(dev, image_uri="docker.io/library/trainer:latest")
+    for obj in (specs.data_prep_job(latest, latest.image_uri), specs.test_job(latest, latest.image_uri)):
+        assert obj["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+    worker = specs.elastic_job(latest, latest.image_uri, "--rdzv_id=x")["spec"]["replicaSpecs"]["Worker"]
+    assert worker["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
