@@ -26,6 +26,7 @@ last log lines, which go with its pod, are appended.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -243,15 +244,31 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         sleep(poll_seconds)
 
 
+def _api_client(kubeconfig: str, context: str) -> Any:
+    """A client for the same cluster the stack's Kubernetes provider talks to. `kubeconfig` is what
+    the provider's `kubeconfig` argument takes (pulumi-kubernetes ProviderArgs: "the contents of a
+    kubeconfig file or the path to a kubeconfig file"): pulumi-eks's document (JSON) on eks, a file
+    path on target existing; `context` picks one of its contexts ("" is its current-context)."""
+    import yaml
+    from kubernetes import config  # imported here: only `pulumi up` needs it
+
+    document = yaml.safe_load(kubeconfig)  # JSON is YAML; a path is a plain YAML string
+    if isinstance(document, dict):
+        return config.new_client_from_config_dict(document, context=context or None)
+    # From the file itself, so relative certificate paths resolve against its folder as kubectl's do.
+    return config.new_client_from_config(config_file=os.path.expanduser(kubeconfig), context=context or None)
+
+
 class KubernetesCluster:
     """The ElasticJob, its pods and events, through the official client and the stack's kubeconfig
-    (pulumi-eks's: an exec plugin running `aws eks get-token`)."""
+    (pulumi-eks's: an exec plugin running `aws eks get-token`; on target existing, the kubeconfig
+    file and context the provider uses)."""
 
-    def __init__(self, kubeconfig: str, namespace: str, name: str, job_label: str):
-        from kubernetes import client, config  # imported here: only `pulumi up` needs it
+    def __init__(self, kubeconfig: str, namespace: str, name: str, job_label: str, context: str = ""):
+        from kubernetes import client  # imported here: only `pulumi up` needs it
 
         self.namespace, self.name, self._job_label = namespace, name, job_label
-        self._api_client = config.new_client_from_config_dict(json.loads(kubeconfig))
+        self._api_client = _api_client(kubeconfig, context)
         self._custom = client.CustomObjectsApi(self._api_client)
         self._core = client.CoreV1Api(self._api_client)
 
@@ -306,7 +323,8 @@ class KubernetesCluster:
 
 class _CompletionProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
-        cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"])
+        cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"],
+                                    props.get("context") or "")
         verdict = wait_for(cluster, float(props["timeoutSeconds"]))
         if verdict.state != "succeeded":
             raise RuntimeError(verdict.message)
@@ -329,9 +347,9 @@ class ElasticJobCompletion(Resource):
     result: pulumi.Output[str]
 
     def __init__(self, name: str, *, kubeconfig: pulumi.Input[str], namespace: str, elasticjob_name: str,
-                 job_label: str, timeout_seconds: int, spec_hash: pulumi.Input[str],
+                 job_label: str, timeout_seconds: int, spec_hash: pulumi.Input[str], context: str = "",
                  opts: pulumi.ResourceOptions | None = None):
-        props = {"kubeconfig": kubeconfig, "namespace": namespace, "name": elasticjob_name, "jobLabel": job_label,
-                 "timeoutSeconds": timeout_seconds, "specHash": spec_hash, "result": None}
+        props = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace, "name": elasticjob_name,
+                 "jobLabel": job_label, "timeoutSeconds": timeout_seconds, "specHash": spec_hash, "result": None}
         super().__init__(_CompletionProvider(), name, props,
                          pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))

@@ -217,12 +217,42 @@ class ConfigKey:
         return self.parse(self.default) if self.parse else self.default
 
 
+# Where the stack runs: `eks` builds the whole AWS platform; `existing` deploys the same
+# Kubernetes objects into a cluster someone already has (kind, minikube, k3d, a company cluster)
+# and creates no AWS resource at all.
+EKS, EXISTING = "eks", "existing"
+TARGETS = (EKS, EXISTING)
+READ_WRITE_MANY, READ_WRITE_ONCE = "ReadWriteMany", "ReadWriteOnce"
+ACCESS_MODES = (READ_WRITE_MANY, READ_WRITE_ONCE)
+
+
+def _kubeconfig_path(v: str) -> str | None:
+    # A path, as the Kubernetes provider and kubectl read it; `~` is the deployer's home.
+    if v.strip() == v and v and "\n" not in v:
+        return None
+    return "must be the path of a kubeconfig file, e.g. ~/.kube/config"
+
+
+def _kube_context(v: str) -> str | None:
+    # Empty: the kubeconfig's current-context. Context names are free text in a kubeconfig, but
+    # never blank or multi-line.
+    return None if v == "" or (v.strip() == v and "\n" not in v) else "must be empty (the current context) or a context name of the kubeconfig"
+
+
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("target", "target", "string", EKS,
+              "Where the stack runs: `eks` creates the AWS platform (VPC, EKS, EFS, ECR); `existing` deploys into "
+              "the cluster of `kubeconfig`/`kubeContext` and creates no AWS resources.", _one_of(TARGETS)),
+    ConfigKey("kubeconfig", "kubeconfig", "string", "~/.kube/config",
+              "target existing: path of the kubeconfig file of the cluster.", _kubeconfig_path),
+    ConfigKey("kubeContext", "kube_context", "string", "",
+              "target existing: context of that kubeconfig to use; empty uses its current-context.", _kube_context),
     # network + cluster
     ConfigKey("availabilityZoneCount", "availability_zone_count", "integer", 2,
               "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).", _between(2, 4)),
     ConfigKey("kubernetesVersion", "kubernetes_version", "string", versions.DEFAULT_KUBERNETES_VERSION,
-              "EKS Kubernetes version.", _one_of(versions.SUPPORTED_KUBERNETES_VERSIONS)),
+              "EKS Kubernetes version (target existing: the cluster's version, which the manifests are checked against).",
+              _one_of(versions.SUPPORTED_KUBERNETES_VERSIONS)),
     ConfigKey("nodeInstanceType", "node_instance_type", "string", "c5.4xlarge",
               "EC2 instance type of the managed nodes (x86-64).", _instance_type),
     ConfigKey("nodeCount", "node_count", "integer", 2, "Desired number of nodes.", _between(1, 100)),
@@ -240,14 +270,20 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     # storage + names others refer to
     ConfigKey("namespace", "namespace", "string", "training",
               "Namespace of the training workloads, the PVC and etcd.", _workload_namespace),
-    ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc", "StorageClass of the EFS volume.", _dns_label(253)),
+    ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc",
+              "StorageClass of the shared volume: the EFS class the stack creates (eks), or an existing class of "
+              "the cluster (existing), e.g. kind's `standard`.", _dns_label(253)),
+    ConfigKey("storageAccessMode", "storage_access_mode", "string", READ_WRITE_MANY,
+              "Access mode of the shared volume: ReadWriteMany (EFS, NFS; workers on many nodes) or ReadWriteOnce "
+              "(target existing only: one node's disk, so every worker runs on that node).", _one_of(ACCESS_MODES)),
     ConfigKey("persistentVolumeName", "persistent_volume_name", "string", "efs-pv", "PersistentVolume of the EFS file system.", _dns_label(253)),
     ConfigKey("pvcName", "pvc_name", "string", "efs-pvc", "ReadWriteMany PersistentVolumeClaim the jobs mount.", _dns_label(253)),
     ConfigKey("retainData", "retain_data", "boolean", False,
               "Keep the EFS file system and the ECR repository (with their data) when the stack is destroyed.", None),
     # workloads
     ConfigKey("imageUri", "image_uri", "string", "",
-              "Prebuilt training image to use; empty builds images/ and pushes it to the stack's ECR repository.", _image_uri),
+              "Prebuilt training image to use; empty builds images/ and pushes it to the stack's ECR repository "
+              "(target eks only; existing needs an image the cluster can pull, or one loaded into kind).", _image_uri),
     ConfigKey("dataSource", "data_source", "string", CIFAR10_URL,
               "Where data-prep gets CIFAR-10: https:// or s3:// tarball URL, or 'synthetic[:N]' for generated data.", _data_source),
     ConfigKey("dataMd5", "data_md5", "string", CIFAR10_MD5,
@@ -255,7 +291,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("runId", "run_id", "string", "run-1",
               "Training run id: part of the Job/ElasticJob names and of the run directory on EFS. A new id is a new run.",
               _dns_label(40)),
-    ConfigKey("workers", "workers", "integer", 2, "Training workers (pods, one per node) to start.", _between(1, 100)),
+    ConfigKey("workers", "workers", "integer", 2, "Training workers (pods) to start.", _between(1, 100)),
+    ConfigKey("workersPerNode", "workers_per_node", "integer", 1,
+              "Most training workers on one node: 1 spreads them one per node; with ReadWriteOnce storage it must "
+              "be at least maxWorkers (all workers share the volume's node).", _between(1, 100)),
     ConfigKey("minWorkers", "min_workers", "integer", 1, "Fewest workers the elastic job keeps training with.", _between(1, 100)),
     ConfigKey("maxWorkers", "max_workers", "integer", 2, "Most workers the elastic job admits.", _between(1, 100)),
     ConfigKey("maxRestarts", "max_restarts", "integer", 3,
@@ -283,7 +322,10 @@ class Settings:
 
     project: str
     stack: str
-    region: str
+    region: str  # "" for target existing without aws:region: nothing there talks to AWS
+    target: str
+    kubeconfig: str
+    kube_context: str
     availability_zone_count: int
     kubernetes_version: str
     node_instance_type: str
@@ -296,6 +338,7 @@ class Settings:
     log_retention_days: int
     namespace: str
     storage_class_name: str
+    storage_access_mode: str
     persistent_volume_name: str
     pvc_name: str
     retain_data: bool
@@ -304,6 +347,7 @@ class Settings:
     data_md5: str
     run_id: str
     workers: int
+    workers_per_node: int
     min_workers: int
     max_workers: int
     max_restarts: int
@@ -340,21 +384,26 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
         values[key.field] = value
 
     region = raw.get("aws:region", "")
-    if not region:
+    # target existing creates nothing in AWS and calls no AWS API, so it needs no region; one that
+    # is set anyway is still checked (a typo should not wait until someone switches to eks).
+    if not region and values["target"] == EKS:
         raise ConfigError("aws:region", region, "must be set to an AWS region of the commercial aws partition "
                                                 "such as us-west-2 (pulumi config set aws:region us-west-2)")
     # Regions of the commercial `aws` partition only, as botocore's partition data lists them.
-    problem = regions.region_problem(region)
+    problem = regions.region_problem(region) if region else None
     if problem:
         raise ConfigError("aws:region", region, problem)
 
     _check_relations(values)
+    if values["target"] == EXISTING:
+        _check_existing(values)
     warnings = []
-    support_warning = _kubernetes_support(values["kubernetes_version"],
-                                          today if today is not None else datetime.now(timezone.utc).date())
-    if support_warning:
-        warnings.append(support_warning)
-    if "0.0.0.0/0" in values["api_allowed_cidrs"]:
+    if values["target"] == EKS:
+        support_warning = _kubernetes_support(values["kubernetes_version"],
+                                              today if today is not None else datetime.now(timezone.utc).date())
+        if support_warning:
+            warnings.append(support_warning)
+    if values["target"] == EKS and "0.0.0.0/0" in values["api_allowed_cidrs"]:
         warnings.append(
             f"config {PROJECT}:apiAllowedCidrs includes 0.0.0.0/0: the Kubernetes API endpoint is reachable "
             "from the whole internet (still authenticated by IAM); list your own ranges to close it")
@@ -384,13 +433,62 @@ def _check_relations(v: dict[str, Any]) -> None:
         raise ConfigError(f"{p}:minWorkers", v["min_workers"], f"must be <= workers ({v['workers']})")
     if not v["workers"] <= v["max_workers"]:
         raise ConfigError(f"{p}:workers", v["workers"], f"must be <= maxWorkers ({v['max_workers']})")
-    # One worker per node and no cluster autoscaler: more workers than nodes would never schedule.
-    if not v["workers"] <= v["node_count"]:
-        raise ConfigError(f"{p}:workers", v["workers"], f"must be <= nodeCount ({v['node_count']}): each worker takes a whole node")
-    if not v["max_workers"] <= v["node_max_count"]:
-        raise ConfigError(f"{p}:maxWorkers", v["max_workers"], f"must be <= nodeMaxCount ({v['node_max_count']}): each worker takes a whole node")
+    # At most workersPerNode workers per node and no cluster autoscaler: more workers than the
+    # nodes hold would never schedule. (Node counts are the stack's own on eks only.)
+    per_node = v["workers_per_node"]
+    if v["target"] == EKS and not v["workers"] <= v["node_count"] * per_node:
+        raise ConfigError(f"{p}:workers", v["workers"], f"must be <= nodeCount ({v['node_count']})"
+                          + (": each worker takes a whole node" if per_node == 1 else f" x workersPerNode ({per_node})"))
+    if v["target"] == EKS and not v["max_workers"] <= v["node_max_count"] * per_node:
+        raise ConfigError(f"{p}:maxWorkers", v["max_workers"], f"must be <= nodeMaxCount ({v['node_max_count']})"
+                          + (": each worker takes a whole node" if per_node == 1 else f" x workersPerNode ({per_node})"))
+    if v["target"] == EKS and v["storage_access_mode"] != READ_WRITE_MANY:
+        raise ConfigError(f"{p}:storageAccessMode", v["storage_access_mode"],
+                          f"must be {READ_WRITE_MANY} with target eks (the EFS volume is shared by nodes in every zone)")
+    # A ReadWriteOnce volume is attached to one node at a time: every worker must fit on that node,
+    # including the most the elastic job admits.
+    if v["storage_access_mode"] == READ_WRITE_ONCE and per_node < v["max_workers"]:
+        raise ConfigError(f"{p}:workersPerNode", per_node,
+                          f"must be >= maxWorkers ({v['max_workers']}) with storageAccessMode {READ_WRITE_ONCE}: "
+                          "the volume is on one node, so every worker must fit there")
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
+
+
+def _check_existing(v: dict[str, Any]) -> None:
+    """Rules of target existing: nothing is built or pushed, and nothing in AWS is reachable."""
+    p = PROJECT
+    if not v["image_uri"]:
+        raise ConfigError(f"{p}:imageUri", v["image_uri"],
+                          "must be set with target existing (an image the cluster can pull, or one loaded with "
+                          "`kind load docker-image`): only target eks builds images/ and pushes it to ECR")
+    if not pins_the_image(v["image_uri"]):
+        raise ConfigError(f"{p}:imageUri", v["image_uri"],
+                          "must name a tag other than latest, or a digest, with target existing: Kubernetes pulls "
+                          "a :latest or untagged image on every start (pull policy Always), so an image loaded "
+                          "into kind would never be used")
+    if v["data_source"].startswith("s3://"):
+        raise ConfigError(f"{p}:dataSource", v["data_source"],
+                          "must not be an s3:// URL with target existing (data-prep reads S3 through an EKS IAM "
+                          "role); use an https:// URL or synthetic")
+
+
+def pins_the_image(image: str) -> bool:
+    """Whether a reference names a digest or a tag other than latest (the last path part's `:tag`;
+    a `:port` belongs to the registry, before the first `/`)."""
+    if "@sha256:" in image:
+        return True
+    last = image.rsplit("/", 1)[-1]
+    return ":" in last and last.rsplit(":", 1)[1] != "latest"
+
+
+def image_pull_policy(image: str) -> str:
+    """The pull policy Kubernetes itself would choose for this reference, written out: IfNotPresent
+    for a digest or a tag other than latest, Always for :latest or no tag (Kubernetes docs,
+    concepts/containers/images "Image pull policy": "if you omit the imagePullPolicy field, and you
+    specify the digest ..., or the tag ... is not :latest, IfNotPresent"). An image loaded into kind
+    needs IfNotPresent or Never (kind quick start, "Loading an Image Into Your Cluster")."""
+    return "IfNotPresent" if pins_the_image(image) else "Always"
 
 
 def _kubernetes_support(version: str, today: date) -> str | None:

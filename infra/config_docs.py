@@ -9,7 +9,7 @@ from infra.config import CONFIG_KEYS, PROJECT
 
 def config_table() -> str:
     rows = ["| key | type | default | what it sets |", "|---|---|---|---|",
-            "| `aws:region` | string | (required) | AWS region of the stack. |"]
+            "| `aws:region` | string | (required for target eks) | AWS region of the stack; target existing needs none. |"]
     for key in CONFIG_KEYS:
         default = json.dumps(key.default) if not isinstance(key.default, str) else (f"`{key.default}`" if key.default else '`""`')
         if not isinstance(key.default, str):

@@ -19,8 +19,8 @@ class ElasticArgs:
     settings: Settings
     provider: pulumi.ProviderResource
     # The Deployments (controller, etcd) wait for nodes: without any, their pods stay Pending and
-    # Pulumi's await of the Deployment times out.
-    nodes: pulumi.Resource
+    # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.
+    nodes: pulumi.Resource | None = None
 
 
 class Elastic(pulumi.ComponentResource):
@@ -40,9 +40,10 @@ class Elastic(pulumi.ComponentResource):
             specs.namespace(specs.CONTROLLER_NAMESPACE, "elastic-controller", specs.CONTROLLER_NAMESPACE_ENFORCE), in_cluster)
         # NetworkPolicies before the pods they guard, so no pod starts unguarded.
         controller_policies = self._network_policies(name, specs.controller_network_policies(), args.provider, controller_ns)
+        nodes = [args.nodes] if args.nodes is not None else []
         objects: list[KubernetesObject] = []
         for obj in specs.controller_objects():
-            pods_need_nodes = [args.nodes] if obj["kind"] == "Deployment" else []
+            pods_need_nodes = nodes if obj["kind"] == "Deployment" else []
             objects.append(KubernetesObject(
                 f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
                 pulumi.ResourceOptions(parent=self, provider=args.provider,
@@ -56,7 +57,7 @@ class Elastic(pulumi.ComponentResource):
                                                    self.workload_namespace)
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
-        after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[args.nodes]))
+        after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))
         etcd_service, self.etcd = [
             KubernetesObject(f"{name}-etcd-{obj['kind'].lower()}", obj,
                              after_ns_and_nodes if obj["kind"] == "Deployment" else after_ns)

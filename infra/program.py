@@ -7,8 +7,9 @@ import pulumi
 
 from infra.addons import Addons, AddonsArgs
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import PROJECT, ConfigError, Settings
+from infra.config import EKS, PROJECT, ConfigError, Settings
 from infra.elastic import Elastic, ElasticArgs
+from infra.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
 from infra.network import Network, NetworkArgs
 from infra.registry import Registry, RegistryArgs
 from infra.specs import workloads as workload_specs
@@ -28,7 +29,28 @@ def availability_zones(count: int) -> list[str]:
 
 
 def build(settings: Settings) -> dict[str, pulumi.Input]:
-    """Register every resource; return the stack outputs."""
+    """Register every resource for the stack's target; return the stack outputs."""
+    return build_eks(settings) if settings.target == EKS else build_existing(settings)
+
+
+def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
+    """target existing: the same Kubernetes objects in a cluster someone already runs; no AWS at all."""
+    cluster = ExistingCluster("cluster", ExistingClusterArgs(settings))
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider))
+    volume = SharedVolume("storage", SharedVolumeArgs(settings, cluster.provider, elastic.workload_namespace))
+    image_ref = pulumi.Output.from_input(settings.image_uri)
+    workloads = Workloads("workloads", WorkloadsArgs(
+        settings, cluster.provider, cluster.kubeconfig, image_ref, kube_context=cluster.context,
+        prerequisites=[volume.claim, elastic.crd, elastic.controller, elastic.etcd]))
+    context = f" --context {cluster.context}" if cluster.context else ""
+    outputs = {"kubeconfig": cluster.kubeconfig, "kubeContext": cluster.context, "imageRef": image_ref,
+               **_run_outputs(settings, workloads, f"kubectl --kubeconfig {cluster.kubeconfig}{context}")}
+    del outputs["commands"]["topNodes"]  # needs a metrics-server, which only target eks installs
+    return outputs
+
+
+def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
+    """target eks: the AWS platform (network, EKS, EFS, ECR, add-ons), then the same Kubernetes objects."""
     network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
     cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
     elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.node_group))
@@ -39,31 +61,38 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
     registry = Registry("registry", RegistryArgs(settings))
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
-        cluster.oidc_provider_arn, cluster.oidc_issuer,
+        oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
                        addons.metrics_server]))
-
-    names = workload_specs.names(settings.run_id)
-    ns = settings.namespace
-    return {
+    outputs = {
         "clusterName": cluster.eks_cluster_name,
         "kubeconfig": cluster.kubeconfig,
         "imageRef": registry.image_ref,
         "repositoryUrl": registry.repository_url,
         "efsFileSystemId": storage.file_system_id,
+        **_run_outputs(settings, workloads, "kubectl"),
+    }
+    outputs["commands"]["kubeconfig"] = pulumi.Output.concat(
+        "aws eks update-kubeconfig --region ", settings.region, " --name ", cluster.eks_cluster_name)
+    return outputs
+
+
+def _run_outputs(settings: Settings, workloads: Workloads, kubectl: str) -> dict[str, pulumi.Input]:
+    """What both targets export about the run, with the kubectl commands to follow it."""
+    names = workload_specs.names(settings.run_id)
+    ns = settings.namespace
+    return {
         "pvcName": settings.pvc_name,
         "namespace": ns,
         "runId": settings.run_id,
         "runDirectory": workload_specs.run_dir(settings.run_id),
         "trainingResult": workloads.training_complete.result,
         "commands": {
-            "kubeconfig": pulumi.Output.concat("aws eks update-kubeconfig --region ", settings.region,
-                                               " --name ", cluster.eks_cluster_name),
-            "watchPods": f"kubectl get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
-            "workerLogs": f"kubectl logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "
+            "watchPods": f"{kubectl} get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
+            "workerLogs": f"{kubectl} logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "
                           f"--prefix --max-log-requests={settings.max_workers + 1}",
-            "dataPrepLogs": f"kubectl logs -f -n {ns} job/{names.data_prep}",
-            "testLogs": f"kubectl logs -n {ns} job/{names.test}",
-            "topNodes": "kubectl top nodes",
+            "dataPrepLogs": f"{kubectl} logs -f -n {ns} job/{names.data_prep}",
+            "testLogs": f"{kubectl} logs -n {ns} job/{names.test}",
+            "topNodes": f"{kubectl} top nodes",
         },
     }

@@ -67,6 +67,10 @@ def _stack_value(full: str, value: Any) -> str:
     if declared is not None and declared.type == "array" and not isinstance(value, list):
         raise ConfigError(full, value, 'must be a YAML list in the stack file, e.g. ["203.0.113.0/24"] '
                                        "(the Pulumi CLI refuses any other value for a list key)")
+    # ... and a YAML list or mapping is never a string (the program would get its JSON text).
+    if declared is not None and declared.type == "string" and isinstance(value, (list, dict)):
+        raise ConfigError(full, value, "must be a plain value in the stack file, not a YAML list or mapping "
+                                       "(the Pulumi CLI refuses it for a string key)")
     # yaml.v3 reads 2026-01-01 as a time, which the CLI passes on as "2026-01-01 00:00:00 +0000 UTC".
     if isinstance(value, (datetime.date, datetime.datetime)):
         raise ConfigError(full, str(value), "must be quoted: unquoted, YAML reads it as a date")

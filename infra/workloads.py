@@ -30,11 +30,13 @@ AWAIT_MARGIN_MINUTES = 5
 class WorkloadsArgs:
     settings: Settings
     provider: pulumi.ProviderResource
-    kubeconfig: pulumi.Input[str]
+    kubeconfig: pulumi.Input[str]         # what the provider reads: a document (eks) or a file path (existing)
     image_ref: pulumi.Output[str]
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
     prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd
+    kube_context: str = ""                # "" is the kubeconfig's current-context
+    # IRSA for an s3:// dataSource, which only target eks allows (infra/config.py).
+    oidc_provider_arn: pulumi.Input[str] | None = None
+    oidc_issuer: pulumi.Input[str] | None = None
 
 
 class Workloads(pulumi.ComponentResource):
@@ -67,7 +69,7 @@ class Workloads(pulumi.ComponentResource):
         self.training = KubernetesObject(f"{name}-training", specs.elastic_job(settings, args.image_ref, rdzv_id_arg),
                                          after(self.data_prep, self.worker_budget, *args.prerequisites))
         self.training_complete = ElasticJobCompletion(
-            f"{name}-training-complete", kubeconfig=args.kubeconfig, namespace=settings.namespace,
+            f"{name}-training-complete", kubeconfig=args.kubeconfig, context=args.kube_context, namespace=settings.namespace,
             elasticjob_name=specs.names(settings.run_id).training, job_label=specs.JOB_LABEL,
             timeout_seconds=settings.job_timeout_minutes * 60, spec_hash=rdzv_id_arg,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.training], custom_timeouts=timeouts))

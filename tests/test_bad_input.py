@@ -123,9 +123,32 @@ TABLE = [
     Bad("cpu-word", ("workerCpu=15cores",), f"{P}:workerCpu", "'15cores'", "must be a Kubernetes quantity above zero"),
     Bad("memory-gb", ("workerMemory=24GB",), f"{P}:workerMemory", "'24GB'", "must be a Kubernetes quantity above zero"),
     Bad("cpu-zero", ("workerCpu=0",), f"{P}:workerCpu", "'0'", "must be a Kubernetes quantity above zero"),
+    # target existing (issue 10) and the storage keys
+    Bad("target-unknown", ("target=gke",), f"{P}:target", "'gke'", "must be one of eks, existing"),
+    Bad("region-empty-on-eks", ("aws:region=",), "aws:region", "''", "must be set to an AWS region"),
+    Bad("kubeconfig-empty", ("kubeconfig=",), f"{P}:kubeconfig", "''", "must be the path of a kubeconfig file"),
+    Bad("kube-context-blank", ("kubeContext= ",), f"{P}:kubeContext", "' '", "must be empty (the current context) or a context name"),
+    Bad("access-mode-unknown", ("storageAccessMode=RWO",), f"{P}:storageAccessMode", "'RWO'",
+        "must be one of ReadWriteMany, ReadWriteOnce"),
+    Bad("rwo-on-eks", ("storageAccessMode=ReadWriteOnce", "workersPerNode=2"), f"{P}:storageAccessMode", "'ReadWriteOnce'",
+        "must be ReadWriteMany with target eks"),
+    Bad("workers-per-node-zero", ("workersPerNode=0",), f"{P}:workersPerNode", "0", "must be between 1 and 100"),
+    Bad("workers-above-nodes-times-per-node", ("workersPerNode=2", "workers=5", "maxWorkers=5", "nodeMaxCount=4"),
+        f"{P}:workers", "5", "must be <= nodeCount (2) x workersPerNode (2)"),
+    Bad("existing-rwo-workers-spread", ("target=existing", "imageUri=docker.io/library/trainer:1",
+                                        "storageAccessMode=ReadWriteOnce"),
+        f"{P}:workersPerNode", "1", "must be >= maxWorkers (2) with storageAccessMode ReadWriteOnce"),
+    Bad("existing-without-image", ("target=existing",), f"{P}:imageUri", "''", "must be set with target existing"),
+    Bad("existing-latest-image", ("target=existing", "imageUri=docker.io/library/trainer:latest"), f"{P}:imageUri",
+        "'docker.io/library/trainer:latest'", "must name a tag other than latest, or a digest, with target existing"),
+    Bad("existing-untagged-image", ("target=existing", "imageUri=localhost:5000/trainer"), f"{P}:imageUri",
+        "'localhost:5000/trainer'", "must name a tag other than latest"),
+    Bad("existing-s3-data", ("target=existing", "imageUri=docker.io/library/trainer:1", "dataSource=s3://bucket/cifar.tar.gz"),
+        f"{P}:dataSource", "'s3://bucket/cifar.tar.gz'", "must not be an s3:// URL with target existing"),
 ]
 # The same failures through the real command line, one per kind of rule.
-IN_A_SUBPROCESS = {"int-not-a-number", "workers-above-nodes", "cidr-ipv6", "region-typo", "typo-key"}
+IN_A_SUBPROCESS = {"int-not-a-number", "workers-above-nodes", "cidr-ipv6", "region-typo", "typo-key",
+                   "existing-rwo-workers-spread"}
 
 
 def argv(row: Bad, out) -> list[str]:
@@ -148,7 +171,8 @@ def test_the_table_covers_the_issue():
     keys = {row.key for row in TABLE}
     for needed in ("nodeCount", "nodeMinCount", "minWorkers", "workers", "maxWorkers", "runId", "namespace",
                    "apiAllowedCidrs", "nodeInstanceType", "kubernetesVersion", "imageUri", "dataSource", "dataMd5",
-                   "workerCpu", "workerMemory", "logRetentionDays"):
+                   "workerCpu", "workerMemory", "logRetentionDays", "target", "kubeconfig", "kubeContext",
+                   "storageAccessMode", "workersPerNode"):
         assert f"{P}:{needed}" in keys, needed
     assert "aws:region" in keys
     assert IN_A_SUBPROCESS <= {row.id for row in TABLE}
@@ -192,7 +216,7 @@ def test_a_typo_is_reported_with_did_you_mean(typo, meant, tmp_path, capsys):
 def test_an_unknown_key_far_from_any_lists_the_known_keys(tmp_path, capsys):
     assert infra.synth.main(["dev", "--out", str(tmp_path / "out"), "-c", "colour=blue"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"error: config {P}:colour='blue' is invalid: unknown key (known keys: availabilityZoneCount, ")
+    assert line.startswith(f"error: config {P}:colour='blue' is invalid: unknown key (known keys: target, kubeconfig, kubeContext, availabilityZoneCount, ")
 
 
 def test_first_problem_wins_and_is_the_only_line(tmp_path, capsys):

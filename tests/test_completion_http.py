@@ -324,3 +324,38 @@ def test_a_failed_worker_keeps_its_log_tail_and_the_elasticjob_is_deleted(cluste
     assert log_query == {"container": "elasticjob-worker", "tailLines": "20"}
     methods = [(m, p.rsplit("/", 1)[-1]) for m, p, _, _ in server.requests]
     assert methods[-2:] == [("GET", "log"), ("DELETE", NAME)]  # the log is read before the pod goes
+
+
+def test_the_reader_takes_the_kubeconfig_file_and_context_the_provider_uses(cluster_env, tmp_path):
+    """target existing: the wait gets the provider's `kubeconfig` (a file path, as pulumi-kubernetes'
+    ProviderArgs.kubeconfig takes one) and `kubeContext`, and must reach the cluster of that context,
+    not the file's current-context. The file is YAML, as kind and kubectl write it, with a token user
+    (kind's own user authenticates with a client certificate, which this server does not model)."""
+    start, token_log = cluster_env
+    succeeded = (200, _elasticjob(("Succeeded", "True", "ElasticJobSucceeded")))
+    right, right_json = start([succeeded], [_pod(0, "Succeeded", 0)], [])
+    wrong, wrong_json = start([(404, _status(404, "NotFound", "elasticjobs not found"))], [], [])
+    token = "kind-static-token"
+    with token_log.open("a") as log:
+        log.write(json.dumps({"token": token, "expiry": time.time() + 3600}) + "\n")
+    clusters = {name: json.loads(text)["clusters"][0]["cluster"] for name, text in (("right", right_json), ("wrong", wrong_json))}
+    lines = ["apiVersion: v1", "kind: Config", "current-context: kind-other", "clusters:"]
+    for name, cluster in clusters.items():
+        lines += [f"- name: {name}", "  cluster:", f"    server: {cluster['server']}",
+                  f"    certificate-authority-data: {cluster['certificate-authority-data']}"]
+    lines += ["contexts:", "- name: kind-other", "  context: {cluster: wrong, user: kind}",
+              "- name: kind-elastic-training", "  context: {cluster: right, user: kind}",
+              "users:", "- name: kind", f"  user: {{token: {token}}}"]
+    path = tmp_path / "kube" / "config"
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + "\n")
+
+    verdict = wait_for(KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL, context="kind-elastic-training"),
+                       timeout_seconds=3600)
+    assert verdict.state == "succeeded", verdict.message
+    assert [token for *_, token in right.requests] == [token] * 3 and wrong.requests == []
+
+    # Without a context: the file's current-context, as kubectl would.
+    wrong_verdict = wait_for(KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL), timeout_seconds=3600)
+    assert wrong_verdict.state == "failed" and "does not exist" in wrong_verdict.message
+    assert wrong.requests and len(right.requests) == 3

@@ -109,6 +109,20 @@ def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi."): -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
 
 
+def stack_target(name: str) -> str:
+    """A stack's `target` (eks, the default, or existing), read as the program reads it."""
+    from infra.config import load_settings  # noqa: PLC0415
+    from infra.stack_config import read_stack_file  # noqa: PLC0415
+
+    return load_settings(read_stack_file(name, STACKS), name).target
+
+
+def require_eks_stacks() -> list[str]:
+    """The stacks preview.yml and deploy.yml run: target eks. A target existing stack (local) needs a
+    cluster on the runner, which only e2e-kind.yml creates (tests below check it covers them)."""
+    return [name for name in require_stacks() if stack_target(name) == "eks"]
+
+
 def require_stacks() -> list[str]:
     names = stack_names()
     assert names, (
@@ -214,7 +228,7 @@ def run_actionlint(*paths: Path, cwd: Path = ROOT) -> subprocess.CompletedProces
 
 def test_expected_workflows_exist():
     names = {p.name for p in workflow_files()}
-    assert {"tests.yml", "preview.yml", "deploy.yml"} <= names, names
+    assert {"tests.yml", "preview.yml", "deploy.yml", "e2e-kind.yml"} <= names, names
 
 
 def test_actionlint_reports_nothing_on_every_workflow():
@@ -516,9 +530,11 @@ def test_preview_matrix_covers_every_stack():
     _, job = preview_job()
     matrix = (job.get("strategy") or {}).get("matrix") or {}
     assert isinstance(matrix.get("stack"), list), "preview.yml: strategy.matrix.stack must be a literal list"
-    assert sorted(matrix["stack"]) == stacks, (
-        f"preview.yml matrix {sorted(matrix['stack'])} != stacks in stacks/ {stacks}"
+    assert sorted(matrix["stack"]) == require_eks_stacks(), (
+        f"preview.yml matrix {sorted(matrix['stack'])} != the eks stacks in stacks/ {require_eks_stacks()}"
     )
+    # Every other stack is a target existing stack, which e2e-kind.yml runs on kind.
+    assert set(stacks) - set(matrix["stack"]) <= {e2e_stack()}
     assert job["strategy"].get("fail-fast") is False, "one failing stack must not cancel the others' previews"
 
 
@@ -531,7 +547,7 @@ def test_deploy_is_manual_with_stack_choice_and_up_or_destroy():
     assert set(on) == {"workflow_dispatch"}, f"deploy runs only when started by hand, got {sorted(on)}"
     inputs = on["workflow_dispatch"]["inputs"]
     assert inputs["stack"]["type"] == "choice"
-    assert sorted(inputs["stack"]["options"]) == require_stacks()
+    assert sorted(inputs["stack"]["options"]) == require_eks_stacks()  # target existing: e2e-kind.yml
     assert inputs["command"]["type"] == "choice"
     assert sorted(inputs["command"]["options"]) == ["destroy", "up"]
 
@@ -793,3 +809,150 @@ def test_readme_says_what_happens_to_a_waiting_deploy():
     assert "wait their turn" not in ci
     assert "one running and one pending" in ci
     assert "the waiting one is cancelled" in ci and "the state is untouched" in ci and "start it again" in ci
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 10: e2e-kind.yml, `pulumi up` + `destroy` of the local stack on a kind cluster
+
+
+def e2e_job() -> dict:
+    (job,) = jobs(load("e2e-kind.yml")).values()
+    return job
+
+
+def e2e_stack() -> str:
+    """The stack e2e-kind.yml deploys (its pulumi/actions steps' stack-name)."""
+    names = {str(s["with"]["stack-name"]) for s in steps_using(e2e_job(), "pulumi/actions")}
+    assert len(names) == 1, names
+    return names.pop()
+
+
+def e2e_env() -> dict:
+    return {**(load("e2e-kind.yml").get("env") or {}), **(e2e_job().get("env") or {})}
+
+
+def test_e2e_runs_on_pull_requests_touching_the_program_and_nightly():
+    on = triggers(load("e2e-kind.yml"))
+    assert set(on) == {"pull_request", "schedule"}, sorted(on)
+    patterns = on["pull_request"]["paths"]
+    for changed in ["infra/program.py", "infra/specs/workloads.py", "jobs/train.py", "images/Dockerfile",
+                    "stacks/Pulumi.local.yaml", ".github/workflows/e2e-kind.yml"]:
+        assert paths_filter_matches(patterns, changed), changed
+    for changed in ["README.md", "tests/test_workflows.py"]:
+        assert not paths_filter_matches(patterns, changed), changed
+    (cron,) = [entry["cron"] for entry in on["schedule"]]
+    assert len(cron.split()) == 5 and cron.split()[2:] == ["*", "*", "*"], cron  # once a day
+
+
+def test_e2e_has_least_privilege_and_no_secrets_or_cloud_credentials():
+    wf = load("e2e-kind.yml")
+    assert effective_permissions(wf, e2e_job()) == {"contents": "read"}
+    assert wf.get("permissions") == {}
+    text = (WORKFLOWS / "e2e-kind.yml").read_text(encoding="utf-8")
+    assert "secrets." not in text and "vars." not in text and "id-token" not in text
+    assert not steps_using(e2e_job(), "aws-actions/configure-aws-credentials")
+
+
+def test_e2e_pins_kind_and_its_node_image_by_digest():
+    env = e2e_env()
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", env["KIND_VERSION"]), env["KIND_VERSION"]
+    match = re.fullmatch(r"kindest/node:v(\d+\.\d+)\.\d+@sha256:[0-9a-f]{64}", env["KIND_NODE_IMAGE"])
+    assert match, env["KIND_NODE_IMAGE"]
+    # The manifests are validated for the stack's kubernetesVersion: the node runs that version.
+    from infra.config import load_settings  # noqa: PLC0415
+    from infra.stack_config import read_stack_file  # noqa: PLC0415
+
+    settings = load_settings(read_stack_file(e2e_stack(), STACKS), e2e_stack())
+    assert match.group(1) == settings.kubernetes_version
+    (install,) = [s for s in steps(e2e_job()) if "go install" in str(s.get("run", ""))]
+    assert 'go install "sigs.k8s.io/kind@${KIND_VERSION}"' in install["run"]
+    (create,) = [s for s in steps(e2e_job()) if "kind create cluster" in str(s.get("run", ""))]
+    assert '--image "${KIND_NODE_IMAGE}"' in create["run"] and '--name "${CLUSTER}"' in create["run"]
+
+
+def test_e2e_names_match_the_local_stack():
+    """What the workflow checks is what the stack creates: context, image, namespaces, Job names."""
+    from infra.config import load_settings  # noqa: PLC0415
+    from infra.specs import workloads as workload_specs  # noqa: PLC0415
+    from infra.specs.elastic import CONTROLLER_NAMESPACE  # noqa: PLC0415
+    from infra.stack_config import read_stack_file  # noqa: PLC0415
+
+    stack = e2e_stack()
+    settings = load_settings(read_stack_file(stack, STACKS), stack)
+    env = e2e_env()
+    assert settings.target == "existing"
+    # kind names the context of cluster C "kind-C" (kind quick start, "Interacting With Your Cluster").
+    assert settings.kube_context == f"kind-{env['CLUSTER']}"
+    assert settings.kubeconfig == "~/.kube/config"  # where `kind create cluster` writes it
+    assert env["IMAGE"] == settings.image_uri
+    assert env["NAMESPACE"] == settings.namespace and env["CONTROLLER_NAMESPACE"] == CONTROLLER_NAMESPACE
+    names = workload_specs.names(settings.run_id)
+    assert (env["TEST_JOB"], env["ELASTICJOB"]) == (names.test, names.training)
+
+
+def test_e2e_steps_run_in_order_and_collect_diagnostics_on_failure():
+    all_steps = steps(e2e_job())
+
+    def index(predicate) -> int:
+        found = [i for i, s in enumerate(all_steps) if predicate(s)]
+        assert len(found) == 1, found
+        return found[0]
+
+    def runs(text: str):
+        return lambda s: text in str(s.get("run", ""))
+
+    def pulumi(command: str):
+        return lambda s: action_name(s) == "pulumi/actions" and (s.get("with") or {}).get("command") == command
+
+    order = [index(runs("kind create cluster")), index(runs("skipping network policies")),
+             index(runs("docker build")), index(runs("kind load docker-image")), index(runs("scripts/setup.sh")),
+             index(runs("PULUMI_CONFIG_PASSPHRASE")), index(pulumi("up")), index(runs("job \"${TEST_JOB}\"")),
+             index(pulumi("destroy")), index(runs("namespaces left after pulumi destroy"))]
+    assert order == sorted(order), order
+    build = shlex.split(all_steps[index(runs("docker build"))]["run"].strip().splitlines()[0])
+    assert build == ["docker", "build", "-t", "${IMAGE}", "-f", "images/Dockerfile", "."], build
+    up, destroy = all_steps[index(pulumi("up"))]["with"], all_steps[index(pulumi("destroy"))]["with"]
+    for inputs in (up, destroy):
+        assert inputs["stack-name"] == "local" and str(inputs["cloud-url"]).startswith("file://")
+    assert up["upsert"] is True and "upsert" not in destroy
+    check = all_steps[index(runs("job \"${TEST_JOB}\""))]["run"]
+    assert ".status.succeeded" in check and 'logs "job/${TEST_JOB}"' in check
+    # On failure: pod logs, events and the ElasticJob described, uploaded; never on success.
+    collect = index(runs("describe elasticjob"))
+    (upload,) = [i for i, s in enumerate(all_steps) if action_name(s) == "actions/upload-artifact"]
+    assert collect < upload and collect > order[-1]
+    for i in (collect, upload):
+        assert all_steps[i].get("if") == "failure()"
+    script = all_steps[collect]["run"]
+    assert "get events -A" in script and "logs" in script
+    assert str(all_steps[upload]["with"]["path"]).rstrip("/") == "e2e-logs"
+
+
+def test_e2e_passphrase_is_made_per_run_and_masked():
+    (step,) = [s for s in steps(e2e_job()) if "PULUMI_CONFIG_PASSPHRASE" in str(s.get("run", ""))]
+    script = step["run"]
+    assert "::add-mask::" in script and "openssl rand" in script and "GITHUB_ENV" in script
+    assert script.index("::add-mask::") < script.index("GITHUB_ENV")
+
+
+@pytest.mark.parametrize("listed", [["namespace/default", "namespace/kube-system"],
+                                    ["namespace/default", "namespace/training-old", "namespace/elastic-job-2"]],
+                         ids=["gone", "only-look-alikes-left"])
+def test_e2e_namespace_check_passes_once_ours_are_gone(tmp_path, listed):
+    """`kubectl get namespace -o name` prints one `namespace/<name>` per line; only our two names count."""
+    (step,) = [s for s in steps(e2e_job()) if "namespaces left after pulumi destroy" in str(s.get("run", ""))]
+    (tmp_path / "bin").mkdir()
+    fake_tool(tmp_path / "bin", "kubectl", '[ "$*" = "get namespace -o name" ] || exit 2\n'
+              f"cat <<'EOF'\n" + "\n".join(listed) + "\nEOF\n")
+    fake_tool(tmp_path / "bin", "sleep", "exit 0\n")
+    result, _ = run_step(step["run"], tmp_path, NAMESPACE="training", CONTROLLER_NAMESPACE="elastic-job")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_e2e_namespace_check_fails_while_one_is_left(tmp_path):
+    (step,) = [s for s in steps(e2e_job()) if "namespaces left after pulumi destroy" in str(s.get("run", ""))]
+    (tmp_path / "bin").mkdir()
+    fake_tool(tmp_path / "bin", "kubectl", "printf 'namespace/default\\nnamespace/training\\n'\n")
+    fake_tool(tmp_path / "bin", "sleep", "exit 0\n")  # no real waiting in the test
+    result, _ = run_step(step["run"], tmp_path, NAMESPACE="training", CONTROLLER_NAMESPACE="elastic-job")
+    assert result.returncode == 1 and "namespaces left after pulumi destroy: namespace/training" in result.stdout

@@ -54,3 +54,22 @@ def persistent_volume_claim(name: str, namespace: str, storage_class_name: str, 
             "resources": {"requests": {"storage": NOMINAL_CAPACITY}},
         },
     })
+
+
+# What a claim on an existing cluster's StorageClass asks for. The data (CIFAR-10, about 180 MB
+# unpacked, or generated images), checkpoints and metrics of a few runs fit in it with room to
+# spare; a class that enforces sizes (EBS, Persistent Disk) provisions exactly this much.
+PROVISIONED_CAPACITY = "5Gi"
+
+
+def provisioned_claim(name: str, namespace: str, storage_class_name: str, access_mode: str) -> dict[str, Any]:
+    """A claim that the cluster's own provisioner fills from an existing StorageClass (target
+    existing): no PersistentVolume of ours, no volumeName."""
+    return annotate({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(name, namespace),
+        "spec": {
+            "accessModes": [access_mode],
+            "storageClassName": storage_class_name,
+            "resources": {"requests": {"storage": PROVISIONED_CAPACITY}},
+        },
+    })

@@ -24,6 +24,18 @@ def _third_party_image(image: str) -> str:
             "(or mirror the image to ECR) and drop this line")
 
 
+# Our own workloads normally run the image the stack built, by digest. An `imageUri` pinned by a tag
+# instead (an image loaded into kind has no registry digest) fails two checks, for a reason:
+# (checkov scans the Jobs; it has no checks for the ElasticJob, a custom resource.)
+WORKLOAD_COMPONENTS = ("data-prep", "evaluation")
+TAG_PINNED_IMAGE: list[tuple[str, str]] = [
+    ("CKV_K8S_43", "imageUri names a tag, not a digest: an image built and loaded into the cluster (kind load "
+                   "docker-image) has no registry digest; stacks that push to a registry should pin by digest"),
+    ("CKV_K8S_15", "an image loaded into the node (kind load docker-image) exists only there: Always would pull "
+                   "it from a registry that does not have it (kind quick start, Loading an Image Into Your Cluster)"),
+]
+TAG_PINNED_OBJECTS = "our Jobs (data-prep, evaluation) when `imageUri` names a tag"
+
 # (kind, component) -> [(check id, reason)]
 SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
     CONTROLLER: [
@@ -45,14 +57,31 @@ SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
 }
 
 
+def _images(obj: dict[str, Any]) -> list[Any]:
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or ((spec.get("replicaSpecs") or {}).get("Worker") or {}).get("template") or {}
+    return [c.get("image") for c in (template.get("spec") or {}).get("containers") or []]
+
+
+def pinned_by_tag(image: Any) -> bool:
+    """A plain reference without a digest; the image the stack builds is an Output of repo@digest."""
+    return isinstance(image, str) and "@sha256:" not in image
+
+
 def suppressions_for(obj: dict[str, Any]) -> list[tuple[str, str]]:
     component = obj.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component", "")
-    return SUPPRESSIONS.get((obj["kind"], component), [])
+    found = list(SUPPRESSIONS.get((obj["kind"], component), []))
+    if obj["kind"] == "Job" and component in WORKLOAD_COMPONENTS and any(pinned_by_tag(image) for image in _images(obj)):
+        found += TAG_PINNED_IMAGE
+    return found
 
 
-def annotate(obj: dict[str, Any]) -> dict[str, Any]:
-    """Add `checkov.io/skipN: CHECK=reason` annotations for this object's suppressions."""
+def annotate(obj: dict[str, Any], image_by_tag: bool = False) -> dict[str, Any]:
+    """Add `checkov.io/skipN: CHECK=reason` annotations for this object's suppressions.
+    `image_by_tag`: the object runs `imageUri` pinned by a tag (its image may still be an Output here)."""
     entries = suppressions_for(obj)
+    if image_by_tag and not any(entry in entries for entry in TAG_PINNED_IMAGE):
+        entries += TAG_PINNED_IMAGE
     if entries:
         annotations = obj["metadata"].setdefault("annotations", {})
         for index, (check, reason) in enumerate(entries, start=1):
@@ -62,8 +91,9 @@ def annotate(obj: dict[str, Any]) -> dict[str, Any]:
 
 def markdown_rows() -> list[str]:
     """One Markdown table row per suppression: check, object, reason."""
-    return [f"| {check} | {kind} `app.kubernetes.io/component: {component}`: {OBJECT_NAMES[(kind, component)]} | {reason} |"
-            for (kind, component), entries in SUPPRESSIONS.items() for check, reason in entries]
+    return [*(f"| {check} | {kind} `app.kubernetes.io/component: {component}`: {OBJECT_NAMES[(kind, component)]} | {reason} |"
+              for (kind, component), entries in SUPPRESSIONS.items() for check, reason in entries),
+            *(f"| {check} | {TAG_PINNED_OBJECTS} | {reason} |" for check, reason in TAG_PINNED_IMAGE)]
 
 
 def markdown_table() -> str:

@@ -11,11 +11,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config import Settings, data_md5_for
+from infra.config import EKS, Settings, data_md5_for, image_pull_policy
 from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
-from infra.specs.suppressions import annotate
+from infra.specs.suppressions import annotate, pinned_by_tag
 
 MOUNT_PATH = "/efs-shared"
 DATA_ROOT = f"{MOUNT_PATH}/data"
@@ -83,12 +83,18 @@ def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]
     return volumes, mounts
 
 
+def pull_policy(settings: Settings) -> str:
+    """The image the stack builds runs by digest (IfNotPresent); an `imageUri` gets the policy its
+    reference calls for (infra/config.py image_pull_policy)."""
+    return image_pull_policy(settings.image_uri) if settings.image_uri else "IfNotPresent"
+
+
 def _container(name: str, image: Any, command: list[str], args: list[Any], cpu: str, memory: str,
-               mounts: list[dict[str, Any]], env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+               mounts: list[dict[str, Any]], pull: str, env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "name": name,
         "image": image,
-        "imagePullPolicy": "IfNotPresent",
+        "imagePullPolicy": pull,
         "command": command,
         "args": args,
         "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}, *(env or [])],
@@ -107,6 +113,10 @@ def _pod_spec(containers: list[dict[str, Any]], volumes: list[dict[str, Any]], *
         "volumes": volumes,
         **extra,
     }
+
+
+def _image_by_tag(settings: Settings) -> bool:
+    return pinned_by_tag(settings.image_uri) if settings.image_uri else False
 
 
 def _job(name: str, component: str, settings: Settings, container: dict[str, Any], volumes: list[dict[str, Any]],
@@ -128,7 +138,7 @@ def _job(name: str, component: str, settings: Settings, container: dict[str, Any
             "template": {"metadata": {"labels": labels},
                          "spec": {"restartPolicy": "Never", **_pod_spec([container], volumes, **pod_extra)}},
         },
-    })
+    }, image_by_tag=_image_by_tag(settings))
 
 
 def reads_from_s3(settings: Settings) -> bool:
@@ -169,7 +179,7 @@ def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     # metadata service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/cluster.py).
     region = [{"name": "AWS_REGION", "value": settings.region}] if reads_from_s3(settings) else []
     container = _container("prepare", image, ["python", "-m", "jobs.prepare"], data_prep_args(settings),
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, region)
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
     return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
 
@@ -194,6 +204,26 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
     ]
 
 
+def worker_placement(settings: Settings, job_name: str) -> dict[str, Any]:
+    """Where the worker pods may run.
+
+    - workersPerNode 1: a required pod anti-affinity on the host name, so no two workers of this job
+      share a node. Above 1 there is none: Kubernetes has no "at most N per node" rule that the
+      controller would pass on (topologySpreadConstraints came in Kubernetes 1.16, after the
+      k8s.io/api v0.15 types it copies pods through, upstream-facts.md fact 1), so the workers'
+      CPU and memory requests decide how many share a node; with ReadWriteOnce storage the volume's
+      node affinity puts them all on its node.
+    - target eks: only the stack's node group's instance type (the nodes are ours); an existing
+      cluster's nodes carry whatever labels their owner gave them, so none is required there."""
+    placement: dict[str, Any] = {}
+    if settings.workers_per_node == 1:
+        placement["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {JOB_LABEL: job_name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    if settings.target == EKS:
+        placement["nodeSelector"] = {"node.kubernetes.io/instance-type": settings.node_instance_type}
+    return placement
+
+
 def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, Any]:
     """`rdzv_id_arg` is the whole "--rdzv_id=..." argument (a string, or an Output of one)."""
     name = names(settings.run_id).training
@@ -201,12 +231,8 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     volumes, mounts = _volumes(settings, shm=True)
     env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
-                        settings.worker_cpu, settings.worker_memory, mounts, env)
-    one_per_node = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {JOB_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    pod = _pod_spec([worker], volumes, affinity=one_per_node,
-                    nodeSelector={"node.kubernetes.io/instance-type": settings.node_instance_type},
-                    terminationGracePeriodSeconds=WORKER_GRACE_SECONDS)
+                        settings.worker_cpu, settings.worker_memory, mounts, pull_policy(settings), env)
+    pod = _pod_spec([worker], volumes, **worker_placement(settings, name), terminationGracePeriodSeconds=WORKER_GRACE_SECONDS)
     return annotate({
         "apiVersion": "elastic.pytorch.org/v1alpha1",
         "kind": "ElasticJob",
@@ -260,6 +286,7 @@ def test_job(settings: Settings, image: Any) -> dict[str, Any]:
     directory = run_dir(settings.run_id)
     args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
             "--min-accuracy", str(settings.min_accuracy)]
-    container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts)
+    container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
+                           pull_policy(settings))
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
