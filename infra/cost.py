@@ -96,7 +96,13 @@ def usd(value: float | None) -> str:
     return "$" + (text if len(text.split(".")[1]) >= 2 else f"{value:,.2f}")
 
 
-def summary(cost: dict[str, Any]) -> str:
-    """One line: '$0.145/hour, $3.48/day (lower bound: ...)'."""
-    bound = "" if cost["note"].startswith("complete") or not cost["items"] else " or more"
-    return f"{usd(cost['hourlyUsd'])}/hour{bound}, {usd(cost['dailyUsd'])}/day{bound}"
+def summary(cost_object: dict[str, Any]) -> str:
+    """One line: '$0.145/hour or more, $3.48/day or more'."""
+    hourly, daily = readme_cells(cost_object)
+    return f"{hourly} per hour, {daily} per day"
+
+
+def readme_cells(cost_object: dict[str, Any]) -> tuple[str, str]:
+    """The README stack table's hourly and daily cells for a cost object (tests/test_cost.py keeps them in step)."""
+    bound = "" if cost_object["note"].startswith("complete") or not cost_object["items"] else " or more"
+    return f"{usd(cost_object['hourlyUsd'])}{bound}", f"{usd(cost_object['dailyUsd'])}{bound}"

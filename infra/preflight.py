@@ -397,7 +397,7 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see --help)")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m infra.preflight", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml (required)")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
@@ -406,7 +406,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", default=False,
                         help="print exactly one JSON object {stack, region, checks, cost} instead of the table "
                              "(default: off, the table)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def table(checks: list[Check]) -> list[str]:

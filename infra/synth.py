@@ -209,7 +209,7 @@ def synth(stack: str, out: Path, overrides: list[str]) -> Settings:
     return settings
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m infra.synth", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml (required)")
     parser.add_argument("--out", required=True, type=Path,
@@ -217,7 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: none, "
                              "the stack file's values)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         settings = synth(args.stack, args.out, args.config)
     except SynthError as error:
