@@ -1,6 +1,6 @@
 """Know before you pay: check the account, zones, quotas, versions and local tools for a stack.
 
-    python -m infra.preflight STACK [-c KEY=VALUE ...] [--json]
+    python -m infra.preflight STACK [-c KEY=VALUE ...] [--json | --markdown]
 
 Reads the stack exactly as `synth` and `pulumi up` do (stacks/Pulumi.<STACK>.yaml, `-c` overrides
 with `pulumi config set` meaning, infra/config.load_settings), then makes only read-only AWS calls
@@ -403,8 +403,12 @@ def build_parser() -> OneLineParser:
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: "
                              "none, the stack file's values)")
-    parser.add_argument("--json", action="store_true", default=False,
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", default=False,
                         help="print exactly one JSON object {stack, region, checks, cost} instead of the table "
+                             "(default: off, the table)")
+    output.add_argument("--markdown", action="store_true", default=False,
+                        help="print the checks and the cost as Markdown, e.g. for a CI job summary "
                              "(default: off, the table)")
     return parser
 
@@ -434,6 +438,22 @@ def cost_lines(estimate: dict[str, Any]) -> list[str]:
     return lines
 
 
+def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], notes: list[str]) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [f"### preflight of `{settings.stack}` in {settings.region}", "", "| check | status | message |", "|---|---|---|"]
+    lines += [f"| `{c.id}` | {c.status.upper()} | {cell(c.as_json()['message'])} |" for c in checks]
+    lines += ["", f"**Cost while the stack exists:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
+              "| item | unit price | per hour |", "|---|---|---|"]
+    for item in estimate["items"]:
+        unit = "not read" if item["unitUsd"] is None else f"{cost.usd(item['unitUsd'])}/{item['unit']}"
+        hourly = "per GB, not in the total" if item["quantity"] is None else cost.usd(item["hourlyUsd"])
+        lines.append(f"| {cell(item['what'])} | {unit} | {hourly} |")
+    lines += ["", f"Prices from: {cell(estimate['pricesFrom'])}"] + [f"Note: {cell(n)}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None, make_client: ClientMaker = default_client, today: date | None = None,
          which: Callable[[str], str | None] = shutil.which) -> int:
     try:
@@ -452,6 +472,8 @@ def main(argv: list[str] | None = None, make_client: ClientMaker = default_clien
     if args.json:
         print(json.dumps({"stack": settings.stack, "region": settings.region,
                           "checks": [c.as_json() for c in checks], "cost": estimate}))
+    elif args.markdown:
+        print(markdown(settings, checks, estimate, notes), end="")
     else:
         print(f"preflight {PROJECT}/{settings.stack} in {settings.region}")
         for warning in settings.warnings:

@@ -21,6 +21,7 @@ Each scenario lists the status it expects for every check; the table is the cont
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -346,3 +347,41 @@ def test_the_table_output_has_one_line_per_check_and_the_fix(aws_env, tools, cap
     for check_id in IDS:
         assert any(line.split()[1:2] == [check_id] for line in out.splitlines() if line[:4] in ("PASS", "WARN", "FAIL", "SKIP"))
     assert "fix: request 64: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A" in out
+
+
+IAM_PREFIX = {"ec2": "ec2", "service-quotas": "servicequotas", "eks": "eks", "pricing": "pricing"}
+
+
+def test_readme_preview_policy_allows_every_call_preflight_makes(aws_env, tools, capsys, monkeypatch):
+    """The calls are recorded from a real run (botocore's provide-client-params event on every client), not listed by hand."""
+    calls: set[tuple[str, str]] = set()
+    scenario = SCENARIOS[0]
+    stubbers: list[Stubber] = []
+    world = stubbed_world(scenario, "us-west-2", stubbers)
+
+    def recording(service: str, region: str):
+        client = world(service, region)
+        client.meta.events.register("provide-client-params.*.*", lambda model, **_: calls.add((service, model.name)))
+        return client
+
+    assert preflight.main(["dev", "--json"], make_client=recording, today=TODAY, which=tools) == 0
+    capsys.readouterr()
+    readme = (ROOT / "README.md").read_text()
+    policy = json.loads(re.search(r'```json\n(\{\n  "Version": "2012-10-17",\n  "Statement": \[\n    \{\n      "Sid": "PulumiStateList".*?)```',
+                                  readme, re.DOTALL).group(1))
+    allowed = {action for statement in policy["Statement"] for action in
+               ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])}
+    made = {f"{IAM_PREFIX[service]}:{operation}" for service, operation in calls if service != "sts"}
+    assert {"ec2:DescribeInstanceTypeOfferings", "servicequotas:GetServiceQuota", "eks:DescribeClusterVersions",
+            "pricing:GetProducts"} <= made
+    assert made - allowed == set(), "add these read-only actions to the README's preview policy (Sid Preflight)"
+
+
+def test_markdown_is_one_table_row_per_check_and_the_cost(aws_env, tools, capsys):
+    scenario = SCENARIOS[0]
+    assert preflight.main(["dev", "--markdown"], make_client=stubbed_world(scenario, "us-west-2", []), today=TODAY,
+                          which=tools) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == list(IDS)
+    assert "**Cost while the stack exists:**" in out and "| NAT gateway | $0.045/NAT-gateway-hour | $0.045 |" in out
