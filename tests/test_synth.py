@@ -17,7 +17,7 @@ def test_every_stack_synthesizes(synth_stack):
     assert STACKS, "stacks/ holds no Pulumi.<stack>.yaml"
     for stack in STACKS:
         synth = synth_stack(stack)
-        assert {p.name for p in synth.directory.iterdir()} == {"manifests", "resources.json", "graph.mmd", "outputs.json", ".synth"}
+        assert {p.name for p in synth.directory.iterdir()} == {"manifests", "resources.json", "graph.mmd", "outputs.json", "cost.json", ".synth"}
         assert len(synth.manifests) >= 17
         assert len(synth.resources) >= 60
 
