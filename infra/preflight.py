@@ -46,8 +46,11 @@ ELASTIC_IP_QUOTA = "L-0263D0A3"
 QUOTA_BY_FAMILY = {**{letter: STANDARD_FAMILIES_QUOTA for letter in "acdhimrtz"},
                    "g": G_AND_VT_QUOTA, "vt": G_AND_VT_QUOTA, "p": P_QUOTA}
 
-# The Price List API is served from us-east-1 (and two other regions); any one answers for every region.
+# The Price List API is served from us-east-1; it answers for every region.
 PRICING_REGION = "us-east-1"
+# A region that is not enabled for the account refuses API calls made in it, so who we are and which
+# regions are enabled are asked in a region every account has (us-east-1 needs no opt-in).
+ALWAYS_ENABLED_REGION = "us-east-1"
 
 ClientMaker = Callable[[str, str], Any]
 
@@ -119,7 +122,7 @@ class Preflight:
         fix = ("configure AWS credentials: `aws configure` or `aws sso login --profile NAME` and export AWS_PROFILE=NAME "
                "(or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
         try:
-            identity = self.client("sts").get_caller_identity()
+            identity = self.client("sts", ALWAYS_ENABLED_REGION).get_caller_identity()
         except NoCredentialsError:
             return Check("credentials", FAIL, "no AWS credentials found (boto3's credential chain came up empty)", fix)
         except ClientError as error:
@@ -130,7 +133,7 @@ class Preflight:
 
     def region(self) -> Check:
         name = self.settings.region
-        answer = aws_call(self.client("ec2"), "describe_regions", AllRegions=True)
+        answer = aws_call(self.client("ec2", ALWAYS_ENABLED_REGION), "describe_regions", AllRegions=True)
         found = [r for r in answer.get("Regions", []) if r.get("RegionName") == name]
         if not found:
             return Check("region", FAIL, f"{name} is not a region this account can see",
