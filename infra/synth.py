@@ -9,6 +9,7 @@ network, no Pulumi CLI) and writes:
                          protect, inputs
   DIR/graph.mmd          the component/resource graph as a Mermaid flowchart
   DIR/outputs.json       the stack outputs (secrets masked)
+  DIR/cost.json          what the stack costs per hour while it exists, item by item (infra/cost.py)
   DIR/.synth             a marker: DIR was written by synth, and the next synth may replace it
 Invalid config, or a DIR that synth did not write (a file, or a directory with other things in
 it): one line on stderr, exit status 2, nothing written and nothing deleted.
@@ -22,11 +23,13 @@ import re
 import shutil
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from infra import cost
 from infra.config import PROJECT, ConfigError, Settings, load_settings
 from infra.mocks import RecordingMocks, Registration
 from infra.stack_config import StackConfigError, apply_overrides, read_stack_file
@@ -163,7 +166,8 @@ def check_out_dir(out: Path) -> None:
             break
 
 
-def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any]) -> None:
+def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any],
+                cost_estimate: dict[str, Any] | None = None) -> None:
     """Write everything into a fresh temporary directory first, then move it into place."""
     check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -179,6 +183,8 @@ def write_synth(out: Path, registrations: list[Registration], outputs: dict[str,
         (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n")
         (staging / "graph.mmd").write_text(mermaid_graph(registrations))
         (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n")
+        if cost_estimate is not None:
+            (staging / "cost.json").write_text(json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n")
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -191,24 +197,31 @@ def synth(stack: str, out: Path, overrides: list[str]) -> Settings:
     try:
         raw = apply_overrides(read_stack_file(stack), overrides)
         settings = load_settings(raw, stack)
+        cost_estimate = cost.estimate(settings, datetime.now(timezone.utc).date())
     except (ConfigError, StackConfigError) as error:
         raise SynthError(str(error)) from None
     check_out_dir(out)  # before the program runs: a refused --out costs no time
     registrations, outputs = run_program(settings)
     try:
-        write_synth(out, registrations, outputs)
+        write_synth(out, registrations, outputs, cost_estimate)
     except OSError as error:
         raise SynthError(f"--out {out}: cannot write: {error.strerror or error}") from None
     return settings
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m infra.synth", description=__doc__.split("\n\n")[0])
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("--out", required=True, type=Path, help="directory to write: new, empty, or a previous synth output (which is replaced)")
+    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml (required)")
+    parser.add_argument("--out", required=True, type=Path,
+                        help="directory to write: new, empty, or a previous synth output, which is replaced (required, no default)")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable)")
-    args = parser.parse_args(argv)
+                        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: none, "
+                             "the stack file's values)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         settings = synth(args.stack, args.out, args.config)
     except SynthError as error:

@@ -228,19 +228,24 @@ def _check_source(source: str) -> str:
     return source
 
 
-def parse_args(argv: Sequence[str] | None):
+def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
         prog="python -m jobs.prepare",
         description="Download, check and extract CIFAR-10 (or generate a synthetic stand-in) into DEST/cifar-10-batches-py.",
     )
-    parser.add_argument("--dest", required=True, type=Path, help="folder that receives cifar-10-batches-py/")
+    parser.add_argument("--dest", required=True, type=Path, help="folder that receives cifar-10-batches-py/ (required)")
     origin = parser.add_mutually_exclusive_group()
     origin.add_argument("--source", type=_check_source, help=f"URL, local path or s3://bucket/key (default: {OFFICIAL_URL})")
     origin.add_argument("--synthetic", type=_synthetic_count, metavar="N",
-                        help="generate N images per class instead of downloading")  # fmt: skip
+                        help="generate N images per class instead of downloading (default: download --source)")  # fmt: skip
     parser.add_argument("--md5", type=_md5_hex,
                         help="expected MD5 of the archive (default: the official one for the default source)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0, help="for --synthetic")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of --synthetic (default: %(default)s)")
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.synthetic is not None and args.md5:
         parser.error("--md5 applies to a downloaded archive, not to --synthetic")

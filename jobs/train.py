@@ -243,26 +243,32 @@ def _save_model(run_dir, model, settings, normalization, split: data.CifarSplit,
 # --- command line -----------------------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None):
+def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
         prog="python -m jobs.train",
         description="Train the workshop CNN on CIFAR-10 (run under torchrun for several workers).",
     )
-    parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder")
-    parser.add_argument("--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go")
-    parser.add_argument("--epochs", type=cli.positive_int, default=10)
-    parser.add_argument("--batch-size", type=cli.positive_int, default=128, help="images per step per worker")
+    parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
+    parser.add_argument("--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go (required)")
+    parser.add_argument("--epochs", type=cli.positive_int, default=10, help="passes over the training split (default: %(default)s)")
+    parser.add_argument("--batch-size", type=cli.positive_int, default=128, help="images per step per worker (default: %(default)s)")
     parser.add_argument("--lr", type=cli.positive_float, default=None, help="peak learning rate (default: by recipe)")
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="improved")
-    parser.add_argument("--seed", type=int, default=0, help="shuffling, augmentation and initial weights")
-    parser.add_argument("--log-every", type=cli.positive_int, default=50, help="steps between progress lines")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="improved",
+                        help="improved (normalisation, augmentation, warm-up + cosine) or the workshop's plain one (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="shuffling, augmentation and initial weights (default: %(default)s)")
+    parser.add_argument("--log-every", type=cli.positive_int, default=50, help="steps between progress lines (default: %(default)s)")
     parser.add_argument(
         "--pg-timeout",
         type=cli.positive_float,
         default=30.0,
-        help="seconds a worker waits for a peer in a collective before failing (so its agent restarts the group)",
+        help="seconds a worker waits for a peer in a collective before failing, so its agent restarts the group "
+             "(default: %(default)s)",
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

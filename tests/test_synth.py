@@ -19,7 +19,7 @@ def test_every_stack_synthesizes(synth_stack):
     assert STACKS, "stacks/ holds no Pulumi.<stack>.yaml"
     for stack in STACKS:
         synth = synth_stack(stack)
-        assert {p.name for p in synth.directory.iterdir()} == {"manifests", "resources.json", "graph.mmd", "outputs.json", ".synth"}
+        assert {p.name for p in synth.directory.iterdir()} == {"manifests", "resources.json", "graph.mmd", "outputs.json", "cost.json", ".synth"}
         assert len(synth.manifests) >= 17
         if load_settings(read_stack_file(stack), stack).target == "existing":
             # No AWS platform: the provider, four components, the wait and the in-cluster objects
