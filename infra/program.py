@@ -6,8 +6,10 @@ from __future__ import annotations
 import pulumi
 
 from infra.addons import Addons, AddonsArgs
+from infra.artifacts import Artifacts, ArtifactsArgs, run_prefix
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import PROJECT, ConfigError, Settings
+from infra.config import PROJECT, ConfigError, Settings, is_gpu_stack
+from infra.device_plugin import DevicePlugin, DevicePluginArgs
 from infra.elastic import Elastic, ElasticArgs
 from infra.network import Network, NetworkArgs
 from infra.registry import Registry, RegistryArgs
@@ -31,17 +33,23 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
     """Register every resource; return the stack outputs."""
     network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
     cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
-    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.node_group))
+    # System pods wait for the nodes they run on: the system group on GPU stacks (cluster.py).
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
-        cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.node_group))
-    addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.node_group))
+        cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.system_nodes))
+    addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.system_nodes))
     registry = Registry("registry", RegistryArgs(settings))
+    artifacts = Artifacts("artifacts", ArtifactsArgs(settings))
+    gpu_support = []
+    if is_gpu_stack(settings):
+        gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, cluster.node_group)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
         cluster.oidc_provider_arn, cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
-                       addons.metrics_server]))
+                       addons.metrics_server, *gpu_support],
+        artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
 
     names = workload_specs.names(settings.run_id)
     ns = settings.namespace
@@ -56,6 +64,9 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
         "runId": settings.run_id,
         "runDirectory": workload_specs.run_dir(settings.run_id),
         "trainingResult": workloads.training_complete.result,
+        "artifactsBucket": artifacts.bucket_name,
+        "modelUri": pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id), "/model.pt"),
+        "metricsUri": pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id), "/metrics.json"),
         "commands": {
             "kubeconfig": pulumi.Output.concat("aws eks update-kubeconfig --region ", settings.region,
                                                " --name ", cluster.eks_cluster_name),
@@ -64,6 +75,7 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
                           f"--prefix --max-log-requests={settings.max_workers + 1}",
             "dataPrepLogs": f"kubectl logs -f -n {ns} job/{names.data_prep}",
             "testLogs": f"kubectl logs -n {ns} job/{names.test}",
+            "exportLogs": f"kubectl logs -n {ns} job/{names.export}",
             "topNodes": "kubectl top nodes",
         },
     }

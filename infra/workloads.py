@@ -1,5 +1,6 @@
 """Workloads: the pipeline as stack resources, in order, each waited on by `pulumi up`:
-data-prep Job -> training ElasticJob (awaited by ElasticJobCompletion) -> test Job.
+data-prep Job -> training ElasticJob (awaited by ElasticJobCompletion) -> test Job -> export Job
+(the run's model and metrics to the stack's artifacts bucket, infra/artifacts.py).
 
 A failed step fails `pulumi up` with its reason; a failed Job is replaced on the next `up`
 (pulumi.com/replaceUnready), and every object has a fixed name, so it is deleted before it
@@ -15,7 +16,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from infra import iam
+from infra import artifacts, iam
 from infra.completion import ElasticJobCompletion
 from infra.config import Settings
 from infra.k8s_object import KubernetesObject
@@ -34,7 +35,9 @@ class WorkloadsArgs:
     image_ref: pulumi.Output[str]
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
-    prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd
+    prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd (and the device plugin)
+    artifacts_bucket: pulumi.Output[str]
+    artifacts_ready: list[pulumi.Resource]  # the bucket's settings (encryption, policy ...), in place before writes
 
 
 class Workloads(pulumi.ComponentResource):
@@ -43,6 +46,7 @@ class Workloads(pulumi.ComponentResource):
     training: KubernetesObject
     training_complete: ElasticJobCompletion
     test: KubernetesObject
+    export: KubernetesObject
 
     def __init__(self, name: str, args: WorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("Workloads"), name, None, opts)
@@ -74,6 +78,9 @@ class Workloads(pulumi.ComponentResource):
 
         self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref),
                                      after(self.training_complete))
+        destination = pulumi.Output.concat("s3://", args.artifacts_bucket, "/", artifacts.run_prefix(settings.run_id))
+        self.export = KubernetesObject(f"{name}-export", specs.export_job(settings, args.image_ref, destination),
+                                       after(self.test, self._exporter(name, args)))
         self.register_outputs({"runId": settings.run_id})
 
     def _s3_reader(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
@@ -93,3 +100,20 @@ class Workloads(pulumi.ComponentResource):
         return KubernetesObject(f"{name}-data-prep-sa", specs.data_prep_service_account(settings, role.arn),
                                 pulumi.ResourceOptions(parent=self, provider=args.provider,
                                                        depends_on=[policy, *args.prerequisites]))
+
+    def _exporter(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
+        """IRSA for the export Job: a role only its service account can assume, allowed to write
+        (and read back, for the checksum comparison) objects under runs/<runId>/ of the bucket."""
+        settings = args.settings
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-export-role",
+            assume_role_policy=iam.irsa_trust_policy_output(args.oidc_provider_arn, args.oidc_issuer, settings.namespace,
+                                                            specs.EXPORT_SERVICE_ACCOUNT),
+            tags=aws_tags(settings), opts=child)
+        policy = aws.iam.RolePolicy(
+            f"{name}-export-write", role=role.id,
+            policy=args.artifacts_bucket.apply(lambda bucket: artifacts.export_policy(bucket, settings.run_id)), opts=child)
+        return KubernetesObject(f"{name}-export-sa", specs.export_service_account(settings, role.arn),
+                                pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                                       depends_on=[policy, *args.artifacts_ready, *args.prerequisites]))
