@@ -453,7 +453,7 @@ def _check_relations(v: dict[str, Any]) -> None:
 
 
 def _check_image_variant(v: dict[str, Any]) -> None:
-    """Resolve imageVariant ("" -> from the node type) and refuse an image that cannot use the nodes:
+    """Refuse an image that cannot use the nodes (image_variant() resolves an empty imageVariant):
     a CPU torch on GPU nodes would train on the CPUs beside idle GPUs, a CUDA build on CPU nodes is
     gigabytes of unused libraries. A prebuilt imageUri cannot be inspected offline, so on a GPU
     stack its variant must be declared (imageVariant=cuda): the user states what it holds."""
@@ -465,7 +465,12 @@ def _check_image_variant(v: dict[str, Any]) -> None:
                                    "declare that the image holds a CUDA build of torch")
     if v["image_variant"] not in ("", wanted):
         raise ConfigError(key, v["image_variant"], f"must be {wanted} or empty: {nodes}")
-    v["image_variant"] = wanted
+
+
+def image_variant(settings: Settings) -> str:
+    """The torch build the image holds or is built with: cuda on NVIDIA nodes, else cpu (an empty
+    imageVariant follows the nodes; a set one was checked to match them)."""
+    return CUDA if gpu_instances.nvidia_instance(settings.node_instance_type) else CPU
 
 
 def _check_gpu_worker_fits(v: dict[str, Any]) -> None:

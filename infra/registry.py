@@ -28,7 +28,7 @@ import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
 from infra import versions
-from infra.config import Settings
+from infra.config import Settings, image_variant
 from infra.naming import aws_tags, component_type
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -116,8 +116,8 @@ class Registry(pulumi.ComponentResource):
                 dockerfile=docker_build.DockerfileArgs(location=str(REPO_ROOT / "images" / "Dockerfile")),
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
                 # The torch build follows the nodes: CUDA on GPU stacks (config.py, imageVariant).
-                build_args=build_args(settings.image_variant),
-                tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag(variant=settings.image_variant))],
+                build_args=build_args(image_variant(settings)),
+                tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag(variant=image_variant(settings)))],
                 push=True,
                 # pulumi-docker-build builds on `pulumi preview` unless told not to (buildOnPreview
                 # defaults to true, provider/internal/image.go). PR previews would need Docker and
