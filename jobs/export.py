@@ -102,7 +102,10 @@ def stored_checksum(s3: Any, bucket: str, key: str) -> str | None:
 
 def put(s3: Any, bucket: str, key: str, body: bytes, checksum: str) -> None:
     """One PutObject: S3 stores all of it, checked against `checksum`, or nothing."""
-    s3.put_object(Bucket=bucket, Key=key, Body=body, ChecksumSHA256=checksum)
+    # ChecksumAlgorithm names the algorithm of the x-amz-checksum-sha256 value (PutObject,
+    # ChecksumAlgorithm: "there must be a corresponding x-amz-checksum-algorithm ... header"). moto
+    # stores a checksum only when the algorithm header is there (moto/s3/responses.py _get_checksum).
+    s3.put_object(Bucket=bucket, Key=key, Body=body, ChecksumAlgorithm="SHA256", ChecksumSHA256=checksum)
 
 
 def export(run_dir: Path, dest: Destination, s3: Any) -> list[tuple[str, bool]]:
@@ -125,6 +128,8 @@ def export(run_dir: Path, dest: Destination, s3: Any) -> list[tuple[str, bool]]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cli.configure_logging()
+    # botocore logs where it found credentials at INFO; the log is for what was exported.
+    logging.getLogger("botocore").setLevel(logging.WARNING)
     import boto3  # only here: slow to import, and --help needs none of it
     from botocore.exceptions import BotoCoreError, ClientError
 
