@@ -21,10 +21,13 @@ class DevicePluginArgs:
 
 class DevicePlugin(pulumi.ComponentResource):
     daemonset: KubernetesObject
+    network_policy: KubernetesObject
 
     def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("DevicePlugin"), name, None, opts)
         self.daemonset = KubernetesObject(
             f"{name}-daemonset", gpu.device_plugin_daemonset(),
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.gpu_nodes]))
+        self.network_policy = KubernetesObject(f"{name}-deny-ingress", gpu.device_plugin_network_policy(),
+                                               pulumi.ResourceOptions(parent=self, provider=args.provider))
         self.register_outputs({})

@@ -70,6 +70,20 @@ def system_node_labels() -> dict[str, str]:
     return {NODE_ROLE_LABEL: SYSTEM_ROLE}
 
 
+def device_plugin_network_policy() -> dict[str, Any]:
+    """No ingress at all to the plugin's pods: the kubelet reaches it over a unix socket in the
+    hostPath, never over the pod network. Selects the plugin's pods only, so the rest of kube-system
+    (CoreDNS and the add-ons) is untouched."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{DEVICE_PLUGIN_NAME}-deny-ingress", "namespace": DEVICE_PLUGIN_NAMESPACE,
+                     "labels": common_labels(DEVICE_PLUGIN_COMPONENT)},
+        "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": DEVICE_PLUGIN_NAME}},
+                 "policyTypes": ["Ingress"]},
+    }
+
+
 def device_plugin_daemonset() -> dict[str, Any]:
     labels = common_labels(DEVICE_PLUGIN_COMPONENT)
     selector = {"app.kubernetes.io/name": DEVICE_PLUGIN_NAME}
