@@ -112,14 +112,21 @@ def export(run_dir: Path, dest: Destination, s3: Any) -> list[tuple[str, bool]]:
     """[(uri, uploaded)] for every file; uploaded is False when S3 already held the same bytes."""
     results = []
     for path in files_to_export(run_dir):
-        body = path.read_bytes()
+        try:
+            body = path.read_bytes()
+        except OSError as error:
+            raise cli.JobError(f"cannot read {path}: {error.strerror}") from None
         checksum = sha256_base64(body)
         key = dest.key(path.name)
         if stored_checksum(s3, dest.bucket, key) == checksum:
             log.info("%s unchanged (sha256 %s), not uploaded", dest.uri(path.name), checksum)
             results.append((dest.uri(path.name), False))
             continue
-        put(s3, dest.bucket, key, body, checksum)
+        try:
+            put(s3, dest.bucket, key, body, checksum)
+        except OSError as error:  # the connection or the body broke off mid-request
+            raise cli.JobError(f"the upload of {dest.uri(path.name)} broke off ({error or type(error).__name__}); "
+                               "S3 keeps no part of a PutObject: run the export again") from None
         log.info("%s uploaded, %d bytes, sha256 %s", dest.uri(path.name), len(body), checksum)
         results.append((dest.uri(path.name), True))
     return results
@@ -141,8 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                            f"{details.get('Code', '?')}: {details.get('Message', error)}") from None
     except BotoCoreError as error:
         raise cli.JobError(f"cannot reach S3 for {args.dest.uri('')}: {error}") from None
-    except OSError as error:
-        raise cli.JobError(f"cannot read {error.filename}: {error.strerror}") from None
     for uri, _ in results:
         print(uri, flush=True)
     return cli.EXIT_OK

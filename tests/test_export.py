@@ -200,5 +200,5 @@ def test_an_interrupted_upload_leaves_nothing_under_the_final_key(s3, run_dir, a
         cli.run(lambda _: export.main(["--run-dir", str(run_dir), "--dest", f"s3://{BUCKET}/runs/run-4"]), "jobs.export")
     assert exit_status.value.code == 1
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("jobs.export: error: "), line
+    assert line.startswith(f"jobs.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), line
     assert versions_of(s3, "runs/run-4/model.pt") == []
