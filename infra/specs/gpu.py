@@ -18,11 +18,11 @@ v0.20.0, commit 1b826acc6af3079d8923bac395c3124b8861a9a6):
 - it tolerates `nvidia.com/gpu` NoSchedule, drops every capability and forbids privilege
   escalation, and runs at priorityClassName system-node-critical.
 Its namespace is kube-system, as upstream's: a hostPath volume is refused by Pod Security
-"baseline" (Kubernetes Pod Security Standards, "HostPath Volumes"), so it cannot live in the
-training namespace (baseline) or any namespace of ours without a "privileged" label, and the API
-server admits the system-node-critical priority class only in kube-system by default (Kubernetes
-docs, "Limit Priority Class consumption by default"). kube-system carries no Pod Security labels
-on EKS, i.e. privileged, which the plugin's hostPath needs. The socket directory is root-owned on
+"baseline" (Kubernetes Pod Security Standards, "HostPath Volumes"; tests/pod_security.py), so it
+cannot live in the training namespace (baseline enforced) or in any namespace of ours unless that
+one were labelled "privileged"; kube-system is where upstream runs it at system-node-critical
+priority, and the stack neither creates nor labels it (it relies on kube-system admitting
+hostPath pods, as every EKS cluster's own node DaemonSets there need; not verified here beyond that). A NetworkPolicy admits no ingress to the plugin's pods (device_plugin_network_policy). The socket directory is root-owned on
 the node, so the plugin runs as root (uid 0); everything else is locked down: read-only root
 filesystem (it writes only its socket, in the hostPath), no service account token (it never calls
 the Kubernetes API in this configuration), RuntimeDefault seccomp, requests and limits.
