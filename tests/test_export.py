@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -95,6 +96,19 @@ def run_export(run_dir: Path, dest: str, env: dict[str, str]) -> subprocess.Comp
                           env={**os.environ, **env, "PYTHONPATH": str(REPO)})
 
 
+def export_in_process(run_dir: Path, dest: str, capsys) -> tuple[int, str, str]:
+    """The same as the command (cli.run around main), without a new interpreter per call."""
+    from jobs import cli
+    sigterm = signal.getsignal(signal.SIGTERM)  # cli.run installs its own; give pytest's back
+    try:
+        with pytest.raises(SystemExit) as exit_status:
+            cli.run(lambda _: export.main(["--run-dir", str(run_dir), "--dest", dest]), "jobs.export")
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
+    captured = capsys.readouterr()
+    return exit_status.value.code, captured.out, captured.err
+
+
 def versions_of(s3, prefix: str) -> list[tuple[str, str]]:
     found = s3.list_object_versions(Bucket=BUCKET, Prefix=prefix).get("Versions", [])
     return sorted((v["Key"], v["VersionId"]) for v in found)
@@ -113,49 +127,49 @@ def test_uploads_every_file_with_a_sha256_that_matches_the_stored_bytes(s3, run_
         assert stored["ChecksumSHA256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
 
 
-def test_a_rerun_with_the_same_files_uploads_nothing(s3, run_dir, aws_env):
+def test_a_rerun_with_the_same_files_uploads_nothing(s3, run_dir, aws_env, capsys):
     dest = f"s3://{BUCKET}/runs/run-1"
-    assert run_export(run_dir, dest, aws_env).returncode == 0
+    assert export_in_process(run_dir, dest, capsys)[0] == 0
     before = versions_of(s3, "runs/run-1/")
-    again = run_export(run_dir, dest, aws_env)
-    assert again.returncode == 0, again.stderr
-    assert "unchanged" in again.stdout + again.stderr
+    status, out, err = export_in_process(run_dir, dest, capsys)
+    assert status == 0, err
+    assert out.count("unchanged") == 3
     assert versions_of(s3, "runs/run-1/") == before  # no new version: nothing was put
     # A changed file is uploaded again, and only that one.
     (run_dir / "metrics.json").write_text('{"accuracy": 0.72}\n')
-    assert run_export(run_dir, dest, aws_env).returncode == 0
+    assert export_in_process(run_dir, dest, capsys)[0] == 0
     after = versions_of(s3, "runs/run-1/")
     assert len(after) == len(before) + 1 and [k for k, _ in set(after) - set(before)] == ["runs/run-1/metrics.json"]
 
 
-def test_history_is_optional(s3, run_dir, aws_env):
+def test_history_is_optional(s3, run_dir, aws_env, capsys):
     (run_dir / "history.jsonl").unlink()
-    result = run_export(run_dir, f"s3://{BUCKET}/runs/run-2", aws_env)
-    assert result.returncode == 0, result.stderr
+    status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-2", capsys)
+    assert status == 0, err
     assert [k for k, _ in versions_of(s3, "runs/run-2/")] == ["runs/run-2/metrics.json", "runs/run-2/model.pt"]
 
 
-def test_a_missing_required_file_is_one_line_and_uploads_nothing(s3, run_dir, aws_env):
+def test_a_missing_required_file_is_one_line_and_uploads_nothing(s3, run_dir, aws_env, capsys):
     (run_dir / "model.pt").unlink()
-    result = run_export(run_dir, f"s3://{BUCKET}/runs/run-3", aws_env)
-    assert result.returncode == 1
-    (line,) = result.stderr.splitlines()
+    status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-3", capsys)
+    assert status == 1
+    (line,) = err.splitlines()
     assert line.startswith("jobs.export: error: ") and "model.pt" in line, line
     assert versions_of(s3, "runs/run-3/") == []
 
 
-def test_a_missing_bucket_is_one_line(s3, run_dir, aws_env):
-    result = run_export(run_dir, "s3://no-such-bucket-here/runs/run-1", aws_env)
-    assert result.returncode == 1
-    (line,) = result.stderr.splitlines()
-    assert "NoSuchBucket" in line and "Traceback" not in result.stderr, line
+def test_a_missing_bucket_is_one_line(s3, run_dir, aws_env, capsys):
+    status, _, err = export_in_process(run_dir, "s3://no-such-bucket-here/runs/run-1", capsys)
+    assert status == 1
+    (line,) = err.splitlines()
+    assert "NoSuchBucket" in line and "Traceback" not in err, line
 
 
 @pytest.mark.parametrize("dest", ["s3://", "https://bucket/x", "s3://UPPER/x", "bucket/prefix"])
-def test_a_bad_destination_is_a_usage_error(run_dir, dest, aws_env):
-    result = run_export(run_dir, dest, aws_env)
-    assert result.returncode == 2
-    (line,) = result.stderr.splitlines()
+def test_a_bad_destination_is_a_usage_error(run_dir, dest, capsys):
+    status, _, err = export_in_process(run_dir, dest, capsys)
+    assert status == 2
+    (line,) = err.splitlines()
     assert "--dest" in line and "s3://bucket/prefix" in line, line
 
 
@@ -194,11 +208,8 @@ def test_an_interrupted_upload_leaves_nothing_under_the_final_key(s3, run_dir, a
             sent_whole(client, bucket, key, body, checksum)
 
     monkeypatch.setattr(export, "put", put_half)
-    monkeypatch.setattr(sys, "argv", ["jobs.export"])
-    with pytest.raises(SystemExit) as exit_status:
-        from jobs import cli
-        cli.run(lambda _: export.main(["--run-dir", str(run_dir), "--dest", f"s3://{BUCKET}/runs/run-4"]), "jobs.export")
-    assert exit_status.value.code == 1
-    (line,) = capsys.readouterr().err.splitlines()
+    status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-4", capsys)
+    assert status == 1
+    (line,) = err.splitlines()
     assert line.startswith(f"jobs.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), line
     assert versions_of(s3, "runs/run-4/model.pt") == []
