@@ -31,10 +31,10 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from infra import iam, versions
-from infra.config import Settings
+from infra.config import Settings, is_gpu_stack
 from infra.naming import aws_tags, component_type, eks_cluster_name
 from infra.principals import drop_deployer
-from infra.specs import node_config
+from infra.specs import gpu, node_config
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -58,7 +58,8 @@ class Cluster(pulumi.ComponentResource):
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     node_security_group_id: pulumi.Output[str]
-    node_group: eks.ManagedNodeGroup
+    node_group: eks.ManagedNodeGroup          # the training nodes
+    system_nodes: eks.ManagedNodeGroup        # where system pods run: its own group on GPU stacks, else node_group
     provider: k8s.Provider
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
@@ -150,23 +151,47 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.node_group = eks.ManagedNodeGroup(
-            f"{name}-nodes",
-            cluster=cluster,
-            node_role_arn=node_role.arn,
-            subnet_ids=args.private_subnet_ids,
-            instance_types=[settings.node_instance_type],
-            ami_type=versions.NODE_AMI_TYPE,
-            # pulumi-eks defaults the node version to the cluster's only without a launch template.
-            version=settings.kubernetes_version,
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=node_template.id, version=node_template.latest_version.apply(str)),
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                desired_size=settings.node_count, min_size=settings.node_min_count, max_size=settings.node_max_count),
-            labels={"elastic-training/role": "worker"},
-            tags=aws_tags(settings),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=node_policies),
-        )
+        def node_group(group_name: str, instance_type: str, ami_type: str, scaling: aws.eks.NodeGroupScalingConfigArgs,
+                       labels: dict[str, str], taints: list[aws.eks.NodeGroupTaintArgs] | None = None) -> eks.ManagedNodeGroup:
+            # Every group boots from the same launch template (seccompDefault, IMDSv2 hop limit 1): it
+            # names no AMI, so EKS picks each group's from its ami_type and merges its NodeConfig in.
+            return eks.ManagedNodeGroup(
+                group_name,
+                cluster=cluster,
+                node_role_arn=node_role.arn,
+                subnet_ids=args.private_subnet_ids,
+                instance_types=[instance_type],
+                ami_type=ami_type,
+                # pulumi-eks defaults the node version to the cluster's only without a launch template.
+                version=settings.kubernetes_version,
+                launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                    id=node_template.id, version=node_template.latest_version.apply(str)),
+                scaling_config=scaling,
+                labels=labels,
+                taints=taints,
+                tags=aws_tags(settings),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=node_policies),
+            )
+
+        training_scaling = aws.eks.NodeGroupScalingConfigArgs(
+            desired_size=settings.node_count, min_size=settings.node_min_count, max_size=settings.node_max_count)
+        if is_gpu_stack(settings):
+            # GPU nodes are tainted, so only pods that tolerate nvidia.com/gpu (the workers, the device
+            # plugin, the add-ons' node DaemonSets) take them; the rest runs on a small CPU group.
+            self.node_group = node_group(
+                f"{name}-nodes", settings.node_instance_type, versions.NVIDIA_NODE_AMI_TYPE, training_scaling,
+                gpu.gpu_node_labels(),
+                [aws.eks.NodeGroupTaintArgs(key=gpu.GPU_TAINT_KEY, value=gpu.GPU_TAINT_VALUE,
+                                            effect=gpu.GPU_TAINT_EFFECT_EKS)])
+            count = settings.system_node_count
+            self.system_nodes = node_group(
+                f"{name}-system-nodes", settings.system_node_instance_type, versions.NODE_AMI_TYPE,
+                aws.eks.NodeGroupScalingConfigArgs(desired_size=count, min_size=count, max_size=count),
+                gpu.system_node_labels())
+        else:
+            self.node_group = node_group(f"{name}-nodes", settings.node_instance_type, versions.NODE_AMI_TYPE,
+                                         training_scaling, {gpu.NODE_ROLE_LABEL: gpu.WORKER_ROLE})
+            self.system_nodes = self.node_group
 
         # deleteUnreachable: if the cluster is already gone, `pulumi destroy` drops the in-cluster
         # objects from state instead of failing on them.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, Callable, Mapping
 
-from infra import regions, versions
+from infra import gpu_instances, regions, versions
 
 PROJECT = "elastic-training"
 
@@ -152,6 +152,31 @@ def _instance_type(v: str) -> str | None:
     return None
 
 
+def _worker_instance_type(v: str) -> str | None:
+    problem = _instance_type(v)
+    if problem:
+        return problem
+    # A G or P type must be one whose GPUs we know (infra/gpu_instances.py): the AMI type, the
+    # device plugin, the workers' nvidia.com/gpu and --nproc_per_node all follow from that entry.
+    if gpu_instances.is_gpu_family(v) and gpu_instances.nvidia_instance(v) is None:
+        return ("is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs in infra/gpu_instances.py "
+                "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge")
+    return None
+
+
+def _system_instance_type(v: str) -> str | None:
+    problem = _instance_type(v)
+    if problem:
+        return problem
+    if gpu_instances.is_gpu_family(v):
+        return "must be a CPU instance type such as m5.large (the system nodes are there to keep GPUs free)"
+    return None
+
+
+IMAGE_VARIANTS = ("", "cpu", "cuda")
+CPU, CUDA = "cpu", "cuda"
+
+
 def _cidrs(v: list[str]) -> str | None:
     if not v:
         return "must list at least one CIDR block (e.g. your office range, or 0.0.0.0/0)"
@@ -168,6 +193,25 @@ def _cidrs(v: list[str]) -> str | None:
 def _principal_arns(v: list[str]) -> str | None:
     bad = [arn for arn in v if not IAM_PRINCIPAL_ARN.fullmatch(arn)]
     return None if not bad else f"{bad[0]!r} is not an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)"
+
+
+_MEMORY_UNITS_MIB = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024,
+                     "k": 1000 / 1048576, "M": 1000**2 / 1048576, "G": 1000**3 / 1048576, "T": 1000**4 / 1048576}
+# The least /dev/shm a GPU worker gets (infra/specs/workloads.py sizes it at half workerMemory):
+# PyTorch's tutorials CI runs its NCCL jobs with `docker run --shm-size=2gb` because with less
+# NCCL crashed in ncclShmOpen (pytorch/tutorials commit 0ba3e39d736a1f5d46da5728e564569f8cd3fe8c,
+# .github/workflows/build-tutorials.yml).
+NCCL_SHM_MIN_MIB = 2048
+
+
+def memory_mib(quantity: str) -> float:
+    """A memory quantity that passed _quantity, in MiB ("24Gi" -> 24576; a bare number is bytes).
+    The millis suffix 'm' makes no sense for memory and counts as bytes/1000."""
+    match = QUANTITY.fullmatch(quantity)
+    number, unit = float(match[1]), match[3]
+    if unit == "m":
+        return number / 1000 / 1048576
+    return number * _MEMORY_UNITS_MIB[unit] if unit else number / 1048576
 
 
 def _quantity(v: str) -> str | None:
@@ -254,10 +298,17 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "EKS Kubernetes version (target existing: the cluster's version, which the manifests are checked against).",
               _one_of(versions.SUPPORTED_KUBERNETES_VERSIONS)),
     ConfigKey("nodeInstanceType", "node_instance_type", "string", "c5.4xlarge",
-              "EC2 instance type of the managed nodes (x86-64).", _instance_type),
+              "EC2 instance type of the training nodes (x86-64); a G/P type with NVIDIA GPUs makes a GPU stack.",
+              _worker_instance_type),
     ConfigKey("nodeCount", "node_count", "integer", 2, "Desired number of nodes.", _between(1, 100)),
     ConfigKey("nodeMinCount", "node_min_count", "integer", 1, "Minimum nodes of the node group.", _between(0, 100)),
     ConfigKey("nodeMaxCount", "node_max_count", "integer", 4, "Maximum nodes of the node group.", _between(1, 100)),
+    ConfigKey("systemNodeInstanceType", "system_node_instance_type", "string", "m5.large",
+              "GPU stacks only: CPU instance type of the untainted system node group (CoreDNS, metrics-server, "
+              "controller, etcd, CSI controller, the small Jobs), so nothing but training takes GPU nodes.",
+              _system_instance_type),
+    ConfigKey("systemNodeCount", "system_node_count", "integer", 2,
+              "GPU stacks only: nodes of the system node group (fixed size).", _between(1, 10)),
     ConfigKey("nodeDiskGiB", "node_disk_gib", "integer", 100, "Root volume size of each node in GiB.", _between(20, 16384)),
     ConfigKey("apiAllowedCidrs", "api_allowed_cidrs", "array", ["0.0.0.0/0"],
               "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on).", _cidrs),
@@ -284,6 +335,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("imageUri", "image_uri", "string", "",
               "Prebuilt training image to use; empty builds images/ and pushes it to the stack's ECR repository "
               "(target eks only; existing needs an image the cluster can pull, or one loaded into kind).", _image_uri),
+    ConfigKey("imageVariant", "image_variant", "string", "",
+              "torch build of the image: cpu or cuda; empty picks it from nodeInstanceType (cuda on G/P types). "
+              "Must be set (and match the nodes) when imageUri is given on a GPU stack.", _one_of(IMAGE_VARIANTS)),
     ConfigKey("dataSource", "data_source", "string", CIFAR10_URL,
               "Where data-prep gets CIFAR-10: https:// or s3:// tarball URL, or 'synthetic[:N]' for generated data.", _data_source),
     ConfigKey("dataMd5", "data_md5", "string", CIFAR10_MD5,
@@ -332,6 +386,8 @@ class Settings:
     node_count: int
     node_min_count: int
     node_max_count: int
+    system_node_instance_type: str
+    system_node_count: int
     node_disk_gib: int
     api_allowed_cidrs: tuple[str, ...]
     cluster_admin_arns: tuple[str, ...]
@@ -343,6 +399,7 @@ class Settings:
     pvc_name: str
     retain_data: bool
     image_uri: str
+    image_variant: str
     data_source: str
     data_md5: str
     run_id: str
@@ -451,6 +508,8 @@ def _check_relations(v: dict[str, Any]) -> None:
         raise ConfigError(f"{p}:workersPerNode", per_node,
                           f"must be >= maxWorkers ({v['max_workers']}) with storageAccessMode {READ_WRITE_ONCE}: "
                           "the volume is on one node, so every worker must fit there")
+    _check_image_variant(v)
+    _check_gpu_worker_fits(v)
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
 
@@ -489,6 +548,62 @@ def image_pull_policy(image: str) -> str:
     specify the digest ..., or the tag ... is not :latest, IfNotPresent"). An image loaded into kind
     needs IfNotPresent or Never (kind quick start, "Loading an Image Into Your Cluster")."""
     return "IfNotPresent" if pins_the_image(image) else "Always"
+
+
+def _check_image_variant(v: dict[str, Any]) -> None:
+    """Refuse an image that cannot use the nodes (image_variant() resolves an empty imageVariant):
+    a CPU torch on GPU nodes would train on the CPUs beside idle GPUs, a CUDA build on CPU nodes is
+    gigabytes of unused libraries. A prebuilt imageUri cannot be inspected offline, so on a GPU
+    stack its variant must be declared (imageVariant=cuda): the user states what it holds."""
+    key = f"{PROJECT}:imageVariant"
+    wanted = CUDA if gpu_instances.nvidia_instance(v["node_instance_type"]) else CPU
+    nodes = f"nodeInstanceType {v['node_instance_type']} has {'NVIDIA GPUs' if wanted == CUDA else 'no GPUs'}"
+    if v["image_variant"] == "" and v["image_uri"] and wanted == CUDA:
+        raise ConfigError(key, "", f"must be cuda when imageUri is given on a GPU stack ({nodes}): "
+                                   "declare that the image holds a CUDA build of torch")
+    if v["image_variant"] not in ("", wanted):
+        raise ConfigError(key, v["image_variant"], f"must be {wanted} or empty: {nodes}")
+
+
+def image_variant(settings: Settings) -> str:
+    """The torch build the image holds or is built with: cuda on NVIDIA nodes, else cpu (an empty
+    imageVariant follows the nodes; a set one was checked to match them)."""
+    return CUDA if gpu_instances.nvidia_instance(settings.node_instance_type) else CPU
+
+
+def _check_gpu_worker_fits(v: dict[str, Any]) -> None:
+    """On GPU nodes, where we know the node (infra/gpu_instances.py): the worker must fit on one,
+    and leave /dev/shm room for NCCL. (Allocatable is less than the instance's memory; the kubelet
+    tells the rest by leaving the pod Pending.)"""
+    instance = gpu_instances.nvidia_instance(v["node_instance_type"])
+    if instance is None:
+        return
+    if v["workers_per_node"] != 1:
+        raise ConfigError(f"{PROJECT}:workersPerNode", v["workers_per_node"],
+                          "must be 1 on GPU nodes: each worker takes every GPU of its node")
+    memory = memory_mib(v["worker_memory"])
+    if memory >= instance.memory_mib:
+        raise ConfigError(f"{PROJECT}:workerMemory", v["worker_memory"],
+                          f"must be below the {instance.memory_mib} MiB of one {v['node_instance_type']} node")
+    if memory / 2 < NCCL_SHM_MIN_MIB:
+        raise ConfigError(f"{PROJECT}:workerMemory", v["worker_memory"],
+                          f"must be at least {2 * NCCL_SHM_MIN_MIB}Mi on GPU nodes: half of it is /dev/shm, "
+                          f"which NCCL needs {NCCL_SHM_MIN_MIB}Mi of")
+    cpu = v["worker_cpu"]
+    cpus = float(cpu[:-1]) / 1000 if cpu.endswith("m") else float(QUANTITY.fullmatch(cpu)[1])
+    if cpus >= instance.vcpus:
+        raise ConfigError(f"{PROJECT}:workerCpu", cpu, f"must be below the {instance.vcpus} vCPUs of one "
+                                                       f"{v['node_instance_type']} node")
+
+
+def gpus_per_node(settings: Settings) -> int:
+    """GPUs of one training node (0 on CPU stacks): each worker pod takes them all."""
+    instance = gpu_instances.nvidia_instance(settings.node_instance_type)
+    return instance.gpus if instance else 0
+
+
+def is_gpu_stack(settings: Settings) -> bool:
+    return gpus_per_node(settings) > 0
 
 
 def _kubernetes_support(version: str, today: date) -> str | None:

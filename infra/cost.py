@@ -18,7 +18,7 @@ from datetime import date
 from typing import Any
 
 from infra import prices, versions
-from infra.config import Settings
+from infra.config import Settings, is_gpu_stack
 
 
 def _item(what: str, quantity: float | None, price: prices.Price, hourly_factor: float | None) -> dict[str, Any]:
@@ -33,8 +33,9 @@ def billed_items(settings: Settings) -> list[tuple[str, str]]:
     """(what, region) of every price the stack's estimate needs, as infra/prices.py keys them."""
     if getattr(settings, "target", "eks") != "eks":
         return []
+    system = [f"ec2:{settings.system_node_instance_type}"] if is_gpu_stack(settings) else []
     return [(what, settings.region) for what in (
-        "eks-standard", "eks-extended", "nat-gateway", f"ec2:{settings.node_instance_type}", "ebs-gp3",
+        "eks-standard", "eks-extended", "nat-gateway", f"ec2:{settings.node_instance_type}", *system, "ebs-gp3",
         "efs-standard", "ecr-storage")]
 
 
@@ -65,13 +66,20 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None,
     rate = "eks-extended" if phase == versions.EXTENDED else "eks-standard"
     support = "extended support" if phase == versions.EXTENDED else "standard support"
     ec2 = node_price or prices.find(f"ec2:{settings.node_instance_type}", region, "instance-hour")
-    disk_gib = settings.node_count * settings.node_disk_gib
+    # GPU stacks run a CPU system node group beside the GPU one (infra/cluster.py), on the same disk size.
+    system_nodes = settings.system_node_count if is_gpu_stack(settings) else 0
+    all_nodes = settings.node_count + system_nodes
+    disk_gib = all_nodes * settings.node_disk_gib
     per_month = 1 / prices.HOURS_PER_BILLING_MONTH
+    system_items = [_item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} on-demand", system_nodes,
+                          prices.find(f"ec2:{settings.system_node_instance_type}", region, "instance-hour"), 1)
+                    ] if system_nodes else []
     items = [
         _item(f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})", 1, prices.find(rate, region, "cluster-hour"), 1),
         _item("NAT gateway", 1, prices.find("nat-gateway", region, "NAT-gateway-hour"), 1),
         _item(f"nodes: {settings.node_count} x {settings.node_instance_type} on-demand", settings.node_count, ec2, 1),
-        _item(f"EBS gp3 root volumes: {settings.node_count} x {settings.node_disk_gib} GiB", disk_gib,
+        *system_items,
+        _item(f"EBS gp3 root volumes: {all_nodes} x {settings.node_disk_gib} GiB", disk_gib,
               prices.find("ebs-gp3", region, "GB-month"), per_month),
         _item("EFS storage, per GB stored (not in the total)", None, prices.find("efs-standard", region, "GB-month"), None),
         _item("ECR storage, per GB of images (not in the total)", None, prices.find("ecr-storage", region, "GB-month"), None),

@@ -239,6 +239,11 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 eksCluster=self._resource_ref("aws:eks/cluster:Cluster", f"{name}-eksCluster",
                                               {"name": cluster_name, "arn": self._arn("eks", f"cluster/{cluster_name}")}),
             )
+        elif typ == "aws:s3/bucket:Bucket":
+            # Auto-named like Pulumi does (name + '-' + 7 random characters); S3 ARNs carry no
+            # region or account.
+            resource_id = out.get("bucket") or f"{name}-{h[:7]}"
+            out.update(bucket=resource_id, arn=f"arn:aws:s3:::{resource_id}")
         elif typ == "aws:cloudwatch/logGroup:LogGroup":
             resource_id = out["name"]
             out.update(arn=self._arn("logs", f"log-group:{resource_id}"))

@@ -81,6 +81,9 @@ PRICES[("ecr-storage", "us-west-2")] = Price(None, "GB-month", ECR_NOT_READ)
 # The shipped stacks' node types: dev (us-west-2, c5.4xlarge) and smoke (us-east-1, m5.xlarge).
 PRICES[("ec2:c5.4xlarge", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
 PRICES[("ec2:m5.xlarge", "us-east-1")] = Price(None, "instance-hour", EC2_NOT_READ)
+# The gpu stack: GPU nodes and the CPU system nodes beside them.
+PRICES[("ec2:g6.xlarge", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
+PRICES[("ec2:m5.large", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
 
 
 def lookup(what: str, region: str) -> Price:

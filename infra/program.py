@@ -6,8 +6,10 @@ from __future__ import annotations
 import pulumi
 
 from infra.addons import Addons, AddonsArgs
+from infra.artifacts import Artifacts, ArtifactsArgs, run_prefix
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import EKS, PROJECT, ConfigError, Settings
+from infra.config import EKS, PROJECT, ConfigError, Settings, is_gpu_stack
+from infra.device_plugin import DevicePlugin, DevicePluginArgs
 from infra.elastic import Elastic, ElasticArgs
 from infra.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
 from infra.network import Network, NetworkArgs
@@ -53,25 +55,36 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     """target eks: the AWS platform (network, EKS, EFS, ECR, add-ons), then the same Kubernetes objects."""
     network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
     cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
-    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.node_group))
+    # System pods wait for the nodes they run on: the system group on GPU stacks (cluster.py).
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
-        cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.node_group))
-    addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.node_group))
+        cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.system_nodes))
+    addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.system_nodes))
     registry = Registry("registry", RegistryArgs(settings))
+    artifacts = Artifacts("artifacts", ArtifactsArgs(settings))
+    gpu_support = []
+    if is_gpu_stack(settings):
+        gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, cluster.node_group)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
-                       addons.metrics_server]))
+                       addons.metrics_server, *gpu_support],
+        artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
+    results = pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id))
     outputs = {
         "clusterName": cluster.eks_cluster_name,
         "kubeconfig": cluster.kubeconfig,
         "imageRef": registry.image_ref,
         "repositoryUrl": registry.repository_url,
         "efsFileSystemId": storage.file_system_id,
+        "artifactsBucket": artifacts.bucket_name,
+        "modelUri": pulumi.Output.concat(results, "/model.pt"),
+        "metricsUri": pulumi.Output.concat(results, "/metrics.json"),
         **_run_outputs(settings, workloads, "kubectl"),
     }
+    outputs["commands"]["exportLogs"] = f"kubectl logs -n {settings.namespace} job/{workload_specs.names(settings.run_id).export}"
     outputs["commands"]["kubeconfig"] = pulumi.Output.concat(
         "aws eks update-kubeconfig --region ", settings.region, " --name ", cluster.eks_cluster_name)
     return outputs

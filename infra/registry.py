@@ -28,7 +28,7 @@ import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
 from infra import versions
-from infra.config import Settings
+from infra.config import Settings, image_variant
 from infra.naming import aws_tags, component_type
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -65,9 +65,15 @@ def source_digest(root: Path = REPO_ROOT) -> str:
     return digest.hexdigest()[:16]
 
 
-def content_tag(root: Path = REPO_ROOT) -> str:
-    """The tag the image is pushed under: the same sources give the same tag, from any path."""
-    return CONTENT_TAG_PREFIX + source_digest(root)
+def content_tag(root: Path = REPO_ROOT, variant: str = "cpu") -> str:
+    """The tag the image is pushed under: the same sources and torch variant give the same tag,
+    from any path; the CPU and CUDA builds of the same sources get different tags."""
+    return f"{CONTENT_TAG_PREFIX}{source_digest(root)}-{variant}"
+
+
+def build_args(variant: str) -> dict[str, str]:
+    """images/Dockerfile's build arguments for a torch variant (cpu or cuda, infra/versions.py)."""
+    return {"TORCH_INDEX_URL": versions.TORCH_INDEX_URLS[variant]}
 
 
 @dataclass
@@ -109,7 +115,9 @@ class Registry(pulumi.ComponentResource):
                 context=docker_build.BuildContextArgs(location=str(REPO_ROOT)),
                 dockerfile=docker_build.DockerfileArgs(location=str(REPO_ROOT / "images" / "Dockerfile")),
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
-                tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag())],
+                # The torch build follows the nodes: CUDA on GPU stacks (config.py, imageVariant).
+                build_args=build_args(image_variant(settings)),
+                tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag(variant=image_variant(settings)))],
                 push=True,
                 # pulumi-docker-build builds on `pulumi preview` unless told not to (buildOnPreview
                 # defaults to true, provider/internal/image.go). PR previews would need Docker and

@@ -82,3 +82,23 @@ NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"
 
 # The training image's platform, matching the node AMI above.
 IMAGE_PLATFORM = "linux/amd64"
+
+# GPU node groups (NVIDIA instance types, infra/gpu_instances.py): the EKS-optimised AL2023 AMI with
+# the NVIDIA driver and container toolkit. The value is an `AMITypes` enum member of the EKS API
+# (botocore 1.44.5, data/eks/2017-11-01/service-2.json; the same string pulumi-aws passes as
+# `amiType`). It has no device plugin: we run that ourselves (NVIDIA_DEVICE_PLUGIN_IMAGE).
+NVIDIA_NODE_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+
+# NVIDIA device plugin: the image of NVIDIA/k8s-device-plugin's static DaemonSet at tag v0.20.0
+# (deployments/static/nvidia-device-plugin.yml @ 1b826acc6af3079d8923bac395c3124b8861a9a6, the
+# commit tagged v0.20.0).
+NVIDIA_DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+
+# The torch wheel index the image is built from (images/Dockerfile, build argument TORCH_INDEX_URL).
+# CPU: PyTorch's CPU-only index (torch==2.13.0 there is 2.13.0+cpu). CUDA: PyPI, whose Linux x86-64
+# torch 2.13.0 wheel is the CUDA build: its metadata (read with `pip install --dry-run --report`
+# against https://pypi.org/simple, torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl) requires
+# cuda-toolkit==13.0.3, nvidia-cudnn-cu13==9.20.0.48 and nvidia-nccl-cu13==2.29.7 on Linux, so the
+# CUDA runtime, cuDNN and NCCL come as wheels and the slim Python base image stays; the driver
+# comes from the node (the NVIDIA AMI's container toolkit).
+TORCH_INDEX_URLS = {"cpu": "https://download.pytorch.org/whl/cpu", "cuda": "https://pypi.org/simple"}

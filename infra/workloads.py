@@ -1,5 +1,6 @@
 """Workloads: the pipeline as stack resources, in order, each waited on by `pulumi up`:
-data-prep Job -> training ElasticJob (awaited by ElasticJobCompletion) -> test Job.
+data-prep Job -> training ElasticJob (awaited by ElasticJobCompletion) -> test Job -> export Job
+(the run's model and metrics to the stack's artifacts bucket, infra/artifacts.py).
 
 A failed step fails `pulumi up` with its reason; a failed Job is replaced on the next `up`
 (pulumi.com/replaceUnready), and every object has a fixed name, so it is deleted before it
@@ -8,14 +9,14 @@ is replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import json
 
 import pulumi
 import pulumi_aws as aws
 
-from infra import iam
+from infra import artifacts, iam
 from infra.completion import ElasticJobCompletion
 from infra.config import Settings
 from infra.k8s_object import KubernetesObject
@@ -32,11 +33,14 @@ class WorkloadsArgs:
     provider: pulumi.ProviderResource
     kubeconfig: pulumi.Input[str]         # what the provider reads: a document (eks) or a file path (existing)
     image_ref: pulumi.Output[str]
-    prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd
+    prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd (and the device plugin)
     kube_context: str = ""                # "" is the kubeconfig's current-context
-    # IRSA for an s3:// dataSource, which only target eks allows (infra/config.py).
+    # IRSA for an s3:// dataSource and for the export Job, which only target eks has (infra/config.py).
     oidc_provider_arn: pulumi.Input[str] | None = None
     oidc_issuer: pulumi.Input[str] | None = None
+    # The stack's artifacts bucket (target eks): the run's model and metrics are exported there.
+    artifacts_bucket: pulumi.Output[str] | None = None
+    artifacts_ready: list[pulumi.Resource] = field(default_factory=list)  # the bucket's settings, in place before writes
 
 
 class Workloads(pulumi.ComponentResource):
@@ -45,6 +49,7 @@ class Workloads(pulumi.ComponentResource):
     training: KubernetesObject
     training_complete: ElasticJobCompletion
     test: KubernetesObject
+    export: KubernetesObject | None  # target eks only: there is no bucket elsewhere
 
     def __init__(self, name: str, args: WorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("Workloads"), name, None, opts)
@@ -76,6 +81,11 @@ class Workloads(pulumi.ComponentResource):
 
         self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref),
                                      after(self.training_complete))
+        self.export = None
+        if args.artifacts_bucket is not None:
+            destination = pulumi.Output.concat("s3://", args.artifacts_bucket, "/", artifacts.run_prefix(settings.run_id))
+            self.export = KubernetesObject(f"{name}-export", specs.export_job(settings, args.image_ref, destination),
+                                           after(self.test, self._exporter(name, args)))
         self.register_outputs({"runId": settings.run_id})
 
     def _s3_reader(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
@@ -95,3 +105,20 @@ class Workloads(pulumi.ComponentResource):
         return KubernetesObject(f"{name}-data-prep-sa", specs.data_prep_service_account(settings, role.arn),
                                 pulumi.ResourceOptions(parent=self, provider=args.provider,
                                                        depends_on=[policy, *args.prerequisites]))
+
+    def _exporter(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
+        """IRSA for the export Job: a role only its service account can assume, allowed to write
+        (and read back, for the checksum comparison) objects under runs/<runId>/ of the bucket."""
+        settings = args.settings
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-export-role",
+            assume_role_policy=iam.irsa_trust_policy_output(args.oidc_provider_arn, args.oidc_issuer, settings.namespace,
+                                                            specs.EXPORT_SERVICE_ACCOUNT),
+            tags=aws_tags(settings), opts=child)
+        policy = aws.iam.RolePolicy(
+            f"{name}-export-write", role=role.id,
+            policy=args.artifacts_bucket.apply(lambda bucket: artifacts.export_policy(bucket, settings.run_id)), opts=child)
+        return KubernetesObject(f"{name}-export-sa", specs.export_service_account(settings, role.arn),
+                                pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                                       depends_on=[policy, *args.artifacts_ready, *args.prerequisites]))

@@ -145,6 +145,30 @@ TABLE = [
         "'localhost:5000/trainer'", "must name a tag other than latest"),
     Bad("existing-s3-data", ("target=existing", "imageUri=docker.io/library/trainer:1", "dataSource=s3://bucket/cifar.tar.gz"),
         f"{P}:dataSource", "'s3://bucket/cifar.tar.gz'", "must not be an s3:// URL with target existing"),
+    # GPU stacks (infra/gpu_instances.py, moto's EC2 instance data): whole NVIDIA GPUs only
+    Bad("gpu-fractional", ("nodeInstanceType=g6f.xlarge",), f"{P}:nodeInstanceType", "'g6f.xlarge'",
+        "is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs"),
+    Bad("gpu-unknown-type", ("nodeInstanceType=p3.2xlarge",), f"{P}:nodeInstanceType", "'p3.2xlarge'",
+        "is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs"),
+    Bad("system-nodes-gpu", ("systemNodeInstanceType=g6.xlarge",), f"{P}:systemNodeInstanceType", "'g6.xlarge'",
+        "must be a CPU instance type"),
+    Bad("system-nodes-graviton", ("systemNodeInstanceType=m6g.large",), f"{P}:systemNodeInstanceType", "'m6g.large'",
+        "must be an x86-64 instance type"),
+    Bad("system-count-zero", ("systemNodeCount=0",), f"{P}:systemNodeCount", "0", "must be between 1 and 10"),
+    Bad("variant-unknown", ("imageVariant=rocm",), f"{P}:imageVariant", "'rocm'", "must be one of , cpu, cuda"),
+    Bad("variant-cuda-on-cpu-nodes", ("imageVariant=cuda",), f"{P}:imageVariant", "'cuda'",
+        "must be cpu or empty: nodeInstanceType c5.4xlarge has no GPUs"),
+    Bad("variant-cpu-on-gpu-nodes", ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi", "imageVariant=cpu"),
+        f"{P}:imageVariant", "'cpu'", "must be cuda or empty: nodeInstanceType g6.xlarge has NVIDIA GPUs"),
+    Bad("variant-undeclared-image-on-gpu", ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi",
+                                            "imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v1"),
+        f"{P}:imageVariant", "''", "must be cuda when imageUri is given on a GPU stack"),
+    Bad("gpu-worker-memory-above-node", ("nodeInstanceType=g6.xlarge", "workerCpu=3"), f"{P}:workerMemory", "'24Gi'",
+        "must be below the 16384 MiB of one g6.xlarge node"),
+    Bad("gpu-worker-shm-too-small", ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=3Gi"), f"{P}:workerMemory",
+        "'3Gi'", "must be at least 4096Mi on GPU nodes"),
+    Bad("gpu-worker-cpu-above-node", ("nodeInstanceType=g6.xlarge", "workerMemory=12Gi"), f"{P}:workerCpu", "'15'",
+        "must be below the 4 vCPUs of one g6.xlarge node"),
 ]
 # The same failures through the real command line, one per kind of rule.
 IN_A_SUBPROCESS = {"int-not-a-number", "workers-above-nodes", "cidr-ipv6", "region-typo", "typo-key",
@@ -235,7 +259,7 @@ def test_good_overrides_still_pass_the_rules(tmp_path, capsys, monkeypatch):
             "dataSource=synthetic:500", "dataMd5=", "workerCpu=500m", "workerMemory=1.5Gi", "runId=" + "r" * 40,
             'apiAllowedCidrs=["203.0.113.0/24","198.51.100.7/32"]', "kubernetesVersion=" + versions.SUPPORTED_KUBERNETES_VERSIONS[0],
             "imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "a" * 64, "aws:region=eu-central-1",
-            "logRetentionDays=3653"]
+            "logRetentionDays=3653", "systemNodeInstanceType=c5.large", "systemNodeCount=10", "imageVariant=cpu"]
     for override in good:
         out = tmp_path / "out"
         assert infra.synth.main(["dev", "--out", str(out), "-c", override]) == 0, (override, capsys.readouterr().err)

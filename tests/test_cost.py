@@ -56,9 +56,9 @@ def test_every_item_of_every_stack_has_a_recorded_price(stack):
 
 
 def test_an_item_without_a_recorded_price_is_caught_and_never_zero():
-    settings = settings_of("dev", "nodeInstanceType=g6.xlarge")
+    settings = settings_of("dev", "nodeInstanceType=c5.9xlarge")
     assert cost.missing_prices(settings) == [
-        "no price recorded for ec2:g6.xlarge in us-west-2: add it to infra/prices.py with its source and date "
+        "no price recorded for ec2:c5.9xlarge in us-west-2: add it to infra/prices.py with its source and date "
         "(or NOT READ and why)"]
     nodes = cost.estimate(settings, STANDARD_DAY)["items"][2]
     assert nodes["unitUsd"] is None and nodes["hourlyUsd"] is None
@@ -126,7 +126,7 @@ def vcpus_from_aws_data(instance_type: str) -> int:
 @pytest.mark.parametrize("stack", STACKS)
 def test_readme_states_the_vcpu_quota_each_stack_needs(stack):
     from infra.preflight import QUOTA_BY_FAMILY
-    from infra.config import INSTANCE_TYPE
+    from infra.config import INSTANCE_TYPE, is_gpu_stack
 
     settings = settings_of(stack)
     if settings.target != "eks":  # no AWS account involved, so no quota either
@@ -135,4 +135,9 @@ def test_readme_states_the_vcpu_quota_each_stack_needs(stack):
     vcpus = vcpus_from_aws_data(settings.node_instance_type)
     code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(settings.node_instance_type)["family"]]
     expected = f"{settings.node_max_count * vcpus} of `{code}` ({settings.node_max_count} × {vcpus})"
+    if is_gpu_stack(settings):  # the CPU system node group beside the GPU one (infra/cluster.py)
+        system = settings.system_node_instance_type
+        system_vcpus = settings.system_node_count * vcpus_from_aws_data(system)
+        system_code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(system)["family"]]
+        expected += f", plus {system_vcpus} of `{system_code}` for the {settings.system_node_count} × {system} system nodes"
     assert readme_stack_rows()[stack][2] == expected

@@ -139,6 +139,6 @@ def test_workloads_stay_pinned_by_digest(dev):
     assert re.fullmatch(r".+@sha256:[0-9a-f]{64}", image_ref)
     pods = [m["spec"]["template"] for m in dev.manifests if m["kind"] == "Job"]
     pods += [m["spec"]["replicaSpecs"]["Worker"]["template"] for m in dev.manifests if m["kind"] == "ElasticJob"]
-    assert len(pods) == 3
+    assert len(pods) == 4  # data-prep, test and export Jobs, the workers
     for pod in pods:
         assert [c["image"] for c in pod["spec"]["containers"]] == [image_ref]

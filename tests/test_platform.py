@@ -181,7 +181,7 @@ def test_image_built_from_images_and_pushed(dev):
     assert image["dockerfile"]["location"].endswith("/images/Dockerfile")
     assert image["platforms"] == [versions.IMAGE_PLATFORM]
     (tag,) = image["tags"]
-    assert re.fullmatch(re.escape(repo_url) + r":src-[0-9a-f]{16}", tag)
+    assert re.fullmatch(re.escape(repo_url) + r":src-[0-9a-f]{16}-cpu", tag)
     assert image["registries"][0]["address"] == repo_url and image["registries"][0]["username"] == "AWS"
 
 

@@ -190,7 +190,7 @@ SCENARIOS = [
              message={"instance-type": "not offered in any zone of us-west-1"}),
     Scenario("vcpu-quota-standard-too-small", statuses(vcpu_quota="fail"), quotas=[(STANDARD, 32.0), (EIP, 5.0)],
              message={"vcpu-quota": "needs 64"}),
-    Scenario("vcpu-quota-g-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=g6.xlarge",),
+    Scenario("vcpu-quota-g-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi"),
              quotas=[(G_VT, 0.0), (EIP, 5.0)], message={"vcpu-quota": "L-DB2E81BA"}),
     Scenario("vcpu-quota-p-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=p5.4xlarge",),
              quotas=[(P, 0.0), (EIP, 5.0)], message={"vcpu-quota": "L-417A185B"}),

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.config import load_settings
+from infra.config import is_gpu_stack, load_settings
 from infra.specs import elastic as elastic_specs
+from infra.specs import gpu as gpu_specs
 from infra.specs.suppressions import (SUPPRESSIONS, TAG_PINNED_IMAGE, WORKLOAD_COMPONENTS, markdown_rows, pinned_by_tag,
                                       suppressions_for)
 from infra.stack_config import read_stack_file
@@ -205,7 +206,7 @@ def test_checkov_scanned_every_stack_and_every_workload(scans):
         assert {"Deployment", "Job", "Service", "ServiceAccount", "ClusterRole", "RoleBinding"} <= kinds, (stack, kinds)
 
 
-def test_every_suppression_is_explained_and_still_needed(scans):
+def test_every_suppression_is_explained_and_still_needed(scans, rendered):
     """Each skipped check comes from SUPPRESSIONS with its reason; and without the annotations
     exactly the suppressed checks fail on exactly those objects, on every stack: a fixed finding
     must take its suppression with it."""
@@ -221,8 +222,12 @@ def test_every_suppression_is_explained_and_still_needed(scans):
         reasons = dict(suppressions_for(objects[check["file_abs_path"]]))
         assert check_id in reasons, f"{check_id} skipped on {check['resource']} but not in SUPPRESSIONS"
         assert check["check_result"]["suppress_comment"] == reasons[check_id], check
+    # A suppressed object exists only in the stacks that render it (the device plugin: GPU stacks).
+    present = {stack: {(obj["kind"], component_of(obj)) for obj in rendered[stack].manifests.values()} for stack in STACKS}
+    assert not set(SUPPRESSIONS) - set().union(*present.values()), "suppressions for objects no stack renders"
     expected = {(stack, kind, component, check_id) for stack in STACKS
-                for (kind, component), entries in SUPPRESSIONS.items() for check_id, _ in entries}
+                for (kind, component), entries in SUPPRESSIONS.items() if (kind, component) in present[stack]
+                for check_id, _ in entries}
     # Workloads that run an imageUri pinned by a tag (the local stack's kind-loaded image), read
     # from the rendered objects' images, not from their annotations.
     expected |= {(Path(path).parent.name, obj["kind"], component_of(obj), check_id)
@@ -268,18 +273,39 @@ def all_pods(stack: Rendered) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(obj, template) for obj in stack.manifests.values() for template in pod_templates(obj)]
 
 
+# The one pod that needs the node itself: the NVIDIA device plugin (GPU stacks, infra/specs/gpu.py)
+# creates its socket in the kubelet's root-owned device-plugin directory, a hostPath, so it runs as
+# root in kube-system. Only those two exceptions are allowed; every other check applies to it too.
+NODE_AGENTS = {("DaemonSet", gpu_specs.DEVICE_PLUGIN_COMPONENT): gpu_specs.DEVICE_PLUGIN_DIR}
+
+
+def node_agent_dir(obj: dict[str, Any]) -> str | None:
+    return NODE_AGENTS.get((obj["kind"], component_of(obj)))
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_pod_is_hardened(rendered, stack):
     pods = all_pods(rendered[stack])
-    assert {obj["kind"] for obj, _ in pods} == {"Deployment", "Job", "ElasticJob"}
+    gpu_stack = is_gpu_stack(load_settings(read_stack_file(stack), stack))
+    assert {obj["kind"] for obj, _ in pods} == {"Deployment", "Job", "ElasticJob"} | ({"DaemonSet"} if gpu_stack else set())
     for obj, template in pods:
         where = f"{obj['kind']}/{obj['metadata']['name']}"
         spec = template["spec"]
         pod_context = spec.get("securityContext", {})
         for flag in ("hostNetwork", "hostPID", "hostIPC"):
             assert not spec.get(flag), (where, flag)
-        assert not [v for v in spec.get("volumes", []) if "hostPath" in v], where
+        host_paths = [v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v]
+        agent_dir = node_agent_dir(obj)
+        assert host_paths == ([agent_dir] if agent_dir else []), where
         assert pod_context.get("seccompProfile") == {"type": "RuntimeDefault"}, where
+        if agent_dir:  # root, see NODE_AGENTS; the container checks below still apply
+            assert obj["metadata"]["namespace"] == "kube-system", where
+            for container in spec["containers"]:
+                context = container["securityContext"]
+                assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}, where
+                assert context["readOnlyRootFilesystem"] is True and not context.get("privileged"), where
+                assert {m["mountPath"] for m in container["volumeMounts"]} == {agent_dir}, where
+            continue
         assert pod_context.get("runAsUser", 0) >= 10000 and pod_context.get("runAsGroup", 0) >= 10000, where
         talks_to_api = spec.get("serviceAccountName") in API_CLIENT_SERVICE_ACCOUNTS
         assert spec.get("automountServiceAccountToken") is (None if talks_to_api else False), where
@@ -313,6 +339,11 @@ def test_namespaces_enforce_their_pod_security_standard_and_warn_on_restricted(r
         assert {k: labels.get(k) for k in expected} == expected, obj["metadata"]["name"]
     for obj in manifests:
         if "namespace" in obj["metadata"]:
+            # The device plugin (and its NetworkPolicy) alone live in kube-system, unlabelled, i.e.
+            # privileged: its hostPath is refused by baseline (test_every_pod_is_hardened, NODE_AGENTS).
+            if component_of(obj) == gpu_specs.DEVICE_PLUGIN_COMPONENT:
+                assert obj["metadata"]["namespace"] == "kube-system"
+                continue
             assert obj["metadata"]["namespace"] in namespaces, f"{obj['kind']}/{obj['metadata']['name']} outside our namespaces"
 
 
@@ -477,13 +508,15 @@ def test_retain_data_keeps_the_file_system_and_the_repository(rendered):
     """retainData=true: `pulumi destroy` leaves EFS (and its access point) and ECR in the account
     and does not empty the repository; not `protect`, so destroy still completes. Default: both go."""
     def state(synth: Rendered) -> dict[str, tuple[bool, bool]]:
-        kept = {"aws:efs/fileSystem:FileSystem", "aws:efs/accessPoint:AccessPoint", "aws:ecr/repository:Repository"}
+        kept = {"aws:efs/fileSystem:FileSystem", "aws:efs/accessPoint:AccessPoint", "aws:ecr/repository:Repository",
+                "aws:s3/bucket:Bucket"}
         return {r["type"]: (r["retainOnDelete"], r["protect"]) for r in synth.resources if r["type"] in kept}
 
     assert set(state(rendered["dev"]).values()) == {(False, False)}
     assert state(rendered[HARDENED]) == {"aws:efs/fileSystem:FileSystem": (True, False),
                                          "aws:efs/accessPoint:AccessPoint": (True, False),
-                                         "aws:ecr/repository:Repository": (True, False)}
+                                         "aws:ecr/repository:Repository": (True, False),
+                                         "aws:s3/bucket:Bucket": (True, False)}
     assert rendered["dev"].one("aws:ecr/repository:Repository")["inputs"]["forceDelete"] is True
     assert rendered[HARDENED].one("aws:ecr/repository:Repository")["inputs"]["forceDelete"] is False
     # Nothing else is retained: the rest of the stack is deleted as usual.

@@ -43,7 +43,7 @@ def test_manifest_files_hold_one_object_in_wire_form(dev):
 def test_components_in_the_graph_and_every_child_parented(dev):
     components = {r["urn"]: r for r in dev.resources if r["type"].startswith(COMPONENT_PREFIX)}
     assert {r["type"].removeprefix(COMPONENT_PREFIX) for r in components.values()} == {
-        "Network", "Cluster", "Storage", "Registry", "Addons", "Elastic", "Workloads"}
+        "Network", "Cluster", "Storage", "Registry", "Addons", "Elastic", "Workloads", "Artifacts"}
     for resource in dev.resources:
         if resource["urn"] in components:
             assert resource["parent"].endswith("pulumi:pulumi:Stack::elastic-training-dev")
@@ -53,7 +53,7 @@ def test_components_in_the_graph_and_every_child_parented(dev):
             assert resource["name"].startswith(f"{component_name}-"), resource["name"]
     graph = (dev.directory / "graph.mmd").read_text()
     assert graph.startswith("flowchart LR")
-    assert graph.count("subgraph ") == 7 and "-->" in graph
+    assert graph.count("subgraph ") == 8 and "-->" in graph
 
 
 def test_kubernetes_objects_use_the_cluster_provider(dev):
@@ -61,8 +61,8 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert provider["inputs"]["deleteUnreachable"] == "true"  # provider config arrives as strings
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
-    # every in-cluster object (22 in dev: platform, policies, the run's PDB and workloads) is a manifest
-    assert len(objects) == len(dev.manifests) == 22
+    # every in-cluster object (24 in dev: platform, policies, the run's PDB, workloads and the export's service account) is a manifest
+    assert len(objects) == len(dev.manifests) == 24
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
 

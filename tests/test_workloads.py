@@ -17,7 +17,9 @@ from infra.stack_config import read_stack_file
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
 WORKLOAD_TYPES = {"kubernetes:batch/v1:Job", "kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob",
-                  "kubernetes:policy/v1:PodDisruptionBudget", "pulumi-python:dynamic:Resource"}
+                  "kubernetes:policy/v1:PodDisruptionBudget", "pulumi-python:dynamic:Resource",
+                  # the export role's policy: it may write runs/<runId>/* of the artifacts bucket only
+                  "aws:iam/rolePolicy:RolePolicy"}
 
 
 def rendered_specs(stack: str) -> dict[str, dict]:
@@ -173,10 +175,11 @@ def test_new_run_id_changes_exactly_the_workloads(dev, synth_stack):
     assert before.keys() == after.keys()
     changed = {urn for urn in before if before[urn]["inputs"] != after[urn]["inputs"]}
     assert {before[urn]["type"] for urn in changed} == WORKLOAD_TYPES
-    assert len(changed) == 5
+    assert len(changed) == 7  # prep, PDB, ElasticJob, its completion, eval, export Job, export role policy
     assert run2.manifest("Job", "prep-")["metadata"]["name"] == "prep-run-2"
     assert run2.manifest("ElasticJob")["metadata"]["name"] == "train-run-2"
     assert run2.manifest("Job", "eval-")["metadata"]["name"] == "eval-run-2"
+    assert run2.manifest("Job", "export-")["spec"]["template"]["spec"]["containers"][0]["args"][-1].endswith("/runs/run-2")
     assert "/efs-shared/runs/run-2" in run2.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
 
 

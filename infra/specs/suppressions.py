@@ -13,9 +13,11 @@ from infra import versions
 
 CONTROLLER = ("Deployment", "elastic-controller")
 ETCD = ("Deployment", "rendezvous")
+DEVICE_PLUGIN = ("DaemonSet", "gpu-device-plugin")
 # What each key means, for the docs table.
 OBJECT_NAMES = {CONTROLLER: "the TorchElastic controller (namespace elastic-job)",
-                ETCD: "etcd, the rendezvous store (workload namespace)"}
+                ETCD: "etcd, the rendezvous store (workload namespace)",
+                DEVICE_PLUGIN: "the NVIDIA device plugin (kube-system, GPU stacks only)"}
 
 
 def _third_party_image(image: str) -> str:
@@ -53,6 +55,20 @@ SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ("CKV_K8S_43", _third_party_image(versions.ETCD_IMAGE)),
         ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
                        "and Always would add a registry round trip to every restart of the rendezvous store"),
+    ],
+    DEVICE_PLUGIN: [
+        ("CKV_K8S_43", _third_party_image(versions.NVIDIA_DEVICE_PLUGIN_IMAGE)),
+        ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
+                       "and Always would make every GPU node's plugin restart depend on nvcr.io being reachable"),
+        ("CKV_K8S_23", "the plugin creates its gRPC socket in the kubelet's device-plugin directory "
+                       "(/var/lib/kubelet/device-plugins, root-owned on the node), so it runs as root, as upstream's "
+                       "DaemonSet does; capabilities dropped, no privilege escalation, read-only root filesystem"),
+        ("CKV_K8S_40", "runs as root for the same reason (uid 0 owns the kubelet's device-plugin directory)"),
+        ("CKV_K8S_8", "the plugin serves no health endpoint (upstream's DaemonSet has no probes); when the kubelet "
+                      "restarts it re-registers by watching kubelet.sock, and a crash ends the process, which the "
+                      "DaemonSet restarts"),
+        ("CKV_K8S_9", "nothing routes traffic to the plugin (the kubelet talks to it over a unix socket), so "
+                      "readiness would gate nothing"),
     ],
 }
 

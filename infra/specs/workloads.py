@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config import EKS, Settings, data_md5_for, image_pull_policy
+from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
+from infra.specs import gpu
 from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
@@ -37,6 +38,13 @@ WORKER_GRACE_SECONDS = TORCHRUN_SHUTDOWN_SECONDS + 15
 SIDE_JOB_CPU = "1"
 SIDE_JOB_MEMORY = "4Gi"
 DATA_PREP_SERVICE_ACCOUNT = "data-prep"
+EXPORT_SERVICE_ACCOUNT = "export"
+# /dev/shm of a worker: DataLoader workers, gloo and NCCL's intra-node transport share memory there,
+# and the container runtime's default is 64Mi. On GPU stacks it is half the worker's memory (a
+# memory-medium emptyDir counts against the container's memory limit), at most 8Gi; config.py
+# refuses a workerMemory that leaves less than config.NCCL_SHM_MIN_MIB.
+SHM_SIZE_LIMIT = "8Gi"
+SHM_MAX_MIB = 8 * 1024
 
 
 @dataclass(frozen=True)
@@ -44,10 +52,12 @@ class WorkloadNames:
     data_prep: str
     training: str
     test: str
+    export: str
 
 
 def names(run_id: str) -> WorkloadNames:
-    return WorkloadNames(data_prep=f"prep-{run_id}", training=f"train-{run_id}", test=f"eval-{run_id}")
+    return WorkloadNames(data_prep=f"prep-{run_id}", training=f"train-{run_id}", test=f"eval-{run_id}",
+                         export=f"export-{run_id}")
 
 
 def run_dir(run_id: str) -> str:
@@ -71,14 +81,21 @@ def _labels(component: str, job: str, run_id: str) -> dict[str, str]:
     return {**common_labels(component), RUN_LABEL: run_id, JOB_LABEL: job}
 
 
+def shm_size_limit(settings: Settings) -> str:
+    """8Gi on CPU stacks (as before); on GPU stacks half the worker memory, at most 8Gi."""
+    if not gpus_per_node(settings):
+        return SHM_SIZE_LIMIT
+    return f"{min(SHM_MAX_MIB, int(memory_mib(settings.worker_memory) // 2))}Mi"
+
+
 def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(volumes, mounts): the shared EFS claim, and in-memory /tmp (the root filesystem is read-only)."""
     volumes = [{"name": "shared", "persistentVolumeClaim": {"claimName": settings.pvc_name}},
                {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
     mounts = [{"name": "shared", "mountPath": MOUNT_PATH}, {"name": "tmp", "mountPath": "/tmp"}]
     if shm:
-        # DataLoader workers and gloo share memory through /dev/shm; the runtime's default is 64Mi.
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}})
+        # DataLoader workers, gloo and NCCL share memory through /dev/shm (SHM_SIZE_LIMIT).
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size_limit(settings)}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     return volumes, mounts
 
@@ -189,7 +206,8 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
     --rdzv_id/--nnodes (pytorch/elastic kubernetes/controllers/pod.go; modelled in
     tests/controller_model.py). Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
     return [
-        "--nproc_per_node=1",
+        # One local worker per GPU of the node (each takes cuda:LOCAL_RANK, jobs/runtime.py), one on CPU.
+        f"--nproc_per_node={max(1, gpus_per_node(settings))}",
         # Each re-formation after a lost peer uses one restart; when none is left, torchrun exits 1
         # and the controller's ExitCode policy makes that final.
         f"--max_restarts={settings.max_restarts}",
@@ -232,7 +250,16 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
                         settings.worker_cpu, settings.worker_memory, mounts, pull_policy(settings), env)
-    pod = _pod_spec([worker], volumes, **worker_placement(settings, name), terminationGracePeriodSeconds=WORKER_GRACE_SECONDS)
+    gpus = gpus_per_node(settings)
+    gpu_placement = {}
+    if gpus:
+        # Every GPU of the node (an extended resource: the limit is the request, Kubernetes docs
+        # "Schedule GPUs"), and the toleration of the GPU nodes' taint.
+        for bound in ("requests", "limits"):
+            worker["resources"][bound][gpu.GPU_RESOURCE] = str(gpus)
+        gpu_placement = {"tolerations": [gpu.gpu_toleration()]}
+    pod = _pod_spec([worker], volumes, **worker_placement(settings, name),
+                    terminationGracePeriodSeconds=WORKER_GRACE_SECONDS, **gpu_placement)
     return annotate({
         "apiVersion": "elastic.pytorch.org/v1alpha1",
         "kind": "ElasticJob",
@@ -290,3 +317,28 @@ def test_job(settings: Settings, image: Any) -> dict[str, Any]:
                            pull_policy(settings))
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
+
+
+def export_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
+    """The export Job's identity: IRSA maps it to a role that may write this run's prefix only."""
+    return annotate({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": EXPORT_SERVICE_ACCOUNT, "namespace": settings.namespace,
+                     "labels": common_labels("export"),
+                     "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "automountServiceAccountToken": False,
+    })
+
+
+def export_job(settings: Settings, image: Any, destination: Any) -> dict[str, Any]:
+    """python -m jobs.export: the run's model.pt, metrics.json (and history.jsonl) to `destination`
+    (s3://<bucket>/runs/<runId>, a string or an Output of one)."""
+    volumes, mounts = _volumes(settings)
+    # The bucket's region for boto3 (pods cannot reach the instance metadata service, see data-prep).
+    region = [{"name": "AWS_REGION", "value": settings.region}]
+    container = _container("export", image, ["python", "-m", "jobs.export"],
+                           ["--run-dir", run_dir(settings.run_id), "--dest", destination],
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
+    # Retries are safe: an object already there with the same checksum is not uploaded again.
+    return _job(names(settings.run_id).export, "export", settings, container, volumes, backoff_limit=2,
+                serviceAccountName=EXPORT_SERVICE_ACCOUNT)
