@@ -89,36 +89,35 @@ class Workloads(pulumi.ComponentResource):
         self.register_outputs({"runId": settings.run_id})
 
     def _s3_reader(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
-        """IRSA for data-prep: a role only data-prep's service account can assume, allowed to read
-        exactly the dataSource object; no AWS credentials live in the cluster."""
+        """IRSA for data-prep: allowed to read exactly the dataSource object."""
         settings = args.settings
-        child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-data-prep-role",
-            assume_role_policy=iam.irsa_trust_policy_output(args.oidc_provider_arn, args.oidc_issuer, settings.namespace,
-                                                            specs.DATA_PREP_SERVICE_ACCOUNT),
-            tags=aws_tags(settings), opts=child)
-        policy = aws.iam.RolePolicy(f"{name}-data-prep-read", role=role.id, policy=json.dumps({
+        policy = json.dumps({
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
-                           "Resource": specs.s3_object_arn(settings.data_source)}]}), opts=child)
-        return KubernetesObject(f"{name}-data-prep-sa", specs.data_prep_service_account(settings, role.arn),
-                                pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                                       depends_on=[policy, *args.prerequisites]))
+                           "Resource": specs.s3_object_arn(settings.data_source)}]})
+        return self._irsa_identity(args, f"{name}-data-prep", "read", specs.DATA_PREP_SERVICE_ACCOUNT, policy,
+                                   specs.data_prep_service_account, needs=args.prerequisites)
 
     def _exporter(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
-        """IRSA for the export Job: a role only its service account can assume, allowed to write
-        (and read back, for the checksum comparison) objects under runs/<runId>/ of the bucket."""
+        """IRSA for the export Job: allowed to write (and read back, for the checksum comparison)
+        objects under runs/<runId>/ of the bucket."""
+        settings = args.settings
+        policy = args.artifacts_bucket.apply(lambda bucket: artifacts.export_policy(bucket, settings.run_id))
+        return self._irsa_identity(args, f"{name}-export", "write", specs.EXPORT_SERVICE_ACCOUNT, policy,
+                                   specs.export_service_account, needs=[*args.artifacts_ready, *args.prerequisites])
+
+    def _irsa_identity(self, args: WorkloadsArgs, prefix: str, policy_suffix: str, service_account: str,
+                       policy: pulumi.Input[str], account_spec, needs: list[pulumi.Resource]) -> KubernetesObject:
+        """A Kubernetes service account mapped through IRSA to an IAM role that only it can assume
+        and that `policy` limits; no AWS credentials live in the cluster."""
         settings = args.settings
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(
-            f"{name}-export-role",
+            f"{prefix}-role",
             assume_role_policy=iam.irsa_trust_policy_output(args.oidc_provider_arn, args.oidc_issuer, settings.namespace,
-                                                            specs.EXPORT_SERVICE_ACCOUNT),
+                                                            service_account),
             tags=aws_tags(settings), opts=child)
-        policy = aws.iam.RolePolicy(
-            f"{name}-export-write", role=role.id,
-            policy=args.artifacts_bucket.apply(lambda bucket: artifacts.export_policy(bucket, settings.run_id)), opts=child)
-        return KubernetesObject(f"{name}-export-sa", specs.export_service_account(settings, role.arn),
+        role_policy = aws.iam.RolePolicy(f"{prefix}-{policy_suffix}", role=role.id, policy=policy, opts=child)
+        return KubernetesObject(f"{prefix}-sa", account_spec(settings, role.arn),
                                 pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                                       depends_on=[policy, *args.artifacts_ready, *args.prerequisites]))
+                                                       depends_on=[role_policy, *needs]))

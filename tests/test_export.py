@@ -15,46 +15,25 @@ import base64
 import hashlib
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import boto3
 import pytest
+from moto_server import running_moto_server
 
 from jobs import export
 from scanner_helpers import PYTHON, REPO
 
 BUCKET = "artifacts-test"
-MOTO_SERVER = Path(sys.executable).parent / "moto_server"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def s3_endpoint():
-    port = free_port()
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "moto_server did not start"
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with running_moto_server() as url:
+        yield url
 
 
 @pytest.fixture

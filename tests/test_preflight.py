@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -34,44 +31,24 @@ from typing import Any
 
 import boto3
 import pytest
+from moto_server import running_moto_server
 from botocore.stub import Stubber
 
 from infra import preflight, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 TODAY = date(2026, 11, 22)  # 1.35 in standard support (infra/versions.py)
-MOTO_SERVER = Path(sys.executable).parent / "moto_server"
 IDS = preflight.CHECK_IDS
 
 
 # --- moto's server --------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def moto_url():
-    port = free_port()
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    try:
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert server.poll() is None, "moto_server exited at start"
-                assert time.monotonic() < deadline, "moto_server did not listen within 30 s"
-                time.sleep(0.1)
+    with running_moto_server() as url:
         yield url
-    finally:
-        server.terminate()  # by its PID, the process this fixture started
-        server.wait(timeout=10)
 
 
 def reset(moto_url: str) -> None:
