@@ -54,9 +54,9 @@ def score(names: list[str], minimum: float) -> int:
         percent = 100.0 * caught / len(counted) if counted else 0.0
         worst = min(worst, percent)
         print(f"{name:15} {percent:5.1f} %  {caught}/{len(counted)} caught, {len(survived)} survived, "
-              f"{len(untested)} not tested, {len(mine) - len(counted)} equivalent")
-        for k in survived + untested:
-            print(f"    {'survived' if k in survived else 'untested'} {k}")
+              f"{len(untested)} not reached by the selected tests, {len(mine) - len(counted)} equivalent")
+        for k in survived:
+            print(f"    survived {k}   (mutmut show {k})")
     return 0 if worst >= minimum else 1
 
 

@@ -167,3 +167,95 @@ def test_the_crd_copy_is_the_callers_to_change():
     assert elastic.elasticjob_crd() == pristine
     assert pristine["metadata"]["labels"]["app.kubernetes.io/name"] == "elasticjobs"
     assert elastic.elasticjob_schema() == pristine["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+# --- the platform's objects: consistent with each other, restricted, and reviewed whole ---------
+
+def test_every_rbac_binding_names_the_controllers_account_and_a_role_that_exists():
+    objects = elastic.controller_objects()
+    kinds = [o["kind"] for o in objects]
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]
+    account, cluster_role, cluster_binding, role, binding, deployment = objects
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account["metadata"]["name"] == elastic.CONTROLLER_NAME
+    assert account["metadata"]["namespace"] == deployment["metadata"]["namespace"] == elastic.CONTROLLER_NAMESPACE
+    for bound, defined in ((cluster_binding, cluster_role), (binding, role)):
+        assert bound["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": defined["kind"],
+                                    "name": defined["metadata"]["name"]}
+        assert bound["subjects"] == [{"kind": "ServiceAccount", "name": elastic.CONTROLLER_NAME,
+                                      "namespace": elastic.CONTROLLER_NAMESPACE}]
+    assert role["metadata"]["namespace"] == elastic.CONTROLLER_NAMESPACE and "namespace" not in cluster_role["metadata"]
+
+
+@pytest.mark.parametrize("objects", [elastic.controller_objects(), elastic.etcd_objects("ml")], ids=["controller", "etcd"])
+def test_each_deployment_selects_its_own_pods_and_they_meet_the_restricted_level(objects):
+    from pod_security import violations
+
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    template = deployment["spec"]["template"]
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= template["metadata"]["labels"].items()
+    assert deployment["spec"]["replicas"] == 1
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": template["metadata"], "spec": template["spec"]}
+    assert not {k: v for k, v in violations(pod, "restricted").items() if v}
+    for service in (o for o in objects if o["kind"] == "Service"):
+        assert service["spec"]["selector"] == selector
+
+
+def test_etcd_serves_the_v2_api_on_the_port_the_endpoint_names():
+    _service, deployment = elastic.etcd_objects("ml")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--enable-v2=true" in container["args"]
+    assert "--listen-client-urls=http://0.0.0.0:2379" in container["args"]
+    assert f"--advertise-client-urls=http://{elastic.rendezvous_endpoint()}" in container["args"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": 2379}
+    assert {o["metadata"]["namespace"] for o in elastic.etcd_objects("ml")} == {"ml"}
+
+
+def test_the_claim_is_pre_bound_to_the_volume_of_the_class_the_driver_serves():
+    from infra.specs import storage
+
+    klass = storage.storage_class("efs-sc")
+    volume = storage.persistent_volume("efs-pv", "efs-sc", "fs-1::fsap-1")
+    claim = storage.persistent_volume_claim("efs-pvc", "ml", "efs-sc", "efs-pv")
+    assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
+    assert claim["spec"]["storageClassName"] == volume["spec"]["storageClassName"] == klass["metadata"]["name"]
+    assert claim["spec"]["accessModes"] == volume["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == volume["spec"]["capacity"]["storage"]
+    assert volume["spec"]["csi"] == {"driver": klass["provisioner"], "volumeHandle": "fs-1::fsap-1"}
+    assert volume["spec"]["mountOptions"] == ["tls"] and volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert claim["metadata"]["namespace"] == "ml" and "namespace" not in volume["metadata"]
+
+
+def platform_objects() -> dict[str, object]:
+    from infra.specs import node_config, storage
+
+    return {
+        "controller": elastic.controller_objects(),
+        "etcd": elastic.etcd_objects("training"),
+        "network-policies": elastic.controller_network_policies() + elastic.workload_network_policies("training"),
+        "namespaces": [elastic.namespace(elastic.CONTROLLER_NAMESPACE, "elastic-controller", elastic.CONTROLLER_NAMESPACE_ENFORCE),
+                       elastic.namespace("training", "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)],
+        "storage": [storage.storage_class("efs-sc"), storage.persistent_volume("efs-pv", "efs-sc", "fs-1::fsap-1"),
+                    storage.persistent_volume_claim("efs-pvc", "training", "efs-sc", "efs-pv")],
+        "crd-metadata": elastic.elasticjob_crd()["metadata"],
+        "data-prep-service-account": workloads.data_prep_service_account(settings(), "arn:aws:iam::123456789012:role/r"),
+        "node-user-data": node_config.user_data(node_config.node_config()),
+        "node-user-data-base64": node_config.launch_template_user_data(),
+    }
+
+
+def test_the_platform_objects_match_their_golden_file():
+    """The reviewed whole: UPDATE_GOLDEN=1 rewrites tests/golden/platform-objects.yaml (as
+    tests/test_workloads.py does for the workloads); the diff then shows in review."""
+    import os
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parent / "golden" / "platform-objects.yaml"
+    rendered = platform_objects()
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(yaml.safe_dump(rendered, sort_keys=True))
+    assert yaml.safe_load(path.read_text()) == rendered
