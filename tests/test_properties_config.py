@@ -5,13 +5,13 @@ Pure function tests (no synth): scripts/mutation.sh runs them against infra/conf
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime, timezone
 
 import pytest
 
 from infra import versions
 from infra.config import (CIFAR10_MD5, CLOUDWATCH_LOG_RETENTION_DAYS, CONFIG_KEYS, KEYS_BY_NAME, PROJECT, RESERVED_NAMESPACES,
-                          ConfigError, data_md5_for, load_settings)
+                          ConfigError, _between, _one_of, data_md5_for, load_settings)
 
 # A day on which the default Kubernetes version is in standard support: no support warning.
 TODAY = date(2026, 11, 25)
@@ -49,6 +49,20 @@ def test_every_integer_range_holds_exactly_at_its_ends(key):
     assert low < high
     assert key.rule(low) is None and key.rule(high) is None
     assert key.rule(low - 1) == key.rule(high + 1) == f"must be between {low} and {high}"
+
+
+@pytest.mark.parametrize("low, high", [(0, 100), (1, 4), (5, 10080)])
+def test_a_range_rule_is_closed_at_both_ends(low, high):
+    # The rules in CONFIG_KEYS are built at import time: the builders are tested here directly.
+    rule = _between(low, high)
+    assert rule(low) is None and rule(high) is None and rule((low + high) // 2) is None
+    assert rule(low - 1) == rule(high + 1) == f"must be between {low} and {high}"
+
+
+def test_a_choice_rule_takes_exactly_its_choices():
+    rule = _one_of(("1.34", "1.35"))
+    assert rule("1.34") is None and rule("1.35") is None
+    assert rule("1.3") == rule("1.36") == rule("") == "must be one of 1.34, 1.35"
 
 
 def test_min_accuracy_is_a_fraction_closed_at_both_ends():
@@ -241,18 +255,29 @@ def test_the_open_endpoint_warning_appears_exactly_when_0_0_0_0_slash_0_is_liste
     assert load(apiAllowedCidrs='["0.0.0.0/1"]').warnings == ()
 
 
-def test_today_defaults_to_the_real_utc_date():
-    # On the real date the default version is in standard or extended support, never refused.
-    settings = load_settings(BASE, "test")
-    assert all("extended support" in w for w in settings.warnings)
+def test_today_defaults_to_the_utc_date(monkeypatch):
+    """The EKS calendar's days are UTC days (tests/test_kubernetes_support.py cites it)."""
+    import infra.config
+
+    asked = []
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            asked.append(tz)
+            return datetime(2027, 3, 27, 1, 0, tzinfo=tz)  # the first UTC day of 1.35's extended support
+
+    monkeypatch.setattr(infra.config, "datetime", Clock)
+    (warning,) = load_settings(BASE, "test").warnings
+    assert asked == [timezone.utc] and "is in EKS extended support since 2027-03-27" in warning
 
 
 def test_the_extended_support_warning_lists_exactly_the_versions_in_standard_support():
-    support = versions.EKS_SUPPORT["1.34"]
+    support = versions.EKS_SUPPORT["1.31"]
     day = support.end_of_standard
-    (warning,) = load_settings({**BASE, f"{PROJECT}:kubernetesVersion": "1.34"}, "t", today=day).warnings
+    (warning,) = load_settings({**BASE, f"{PROJECT}:kubernetesVersion": "1.31"}, "t", today=day).warnings
     standard = [v for v in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(v, day) == versions.STANDARD]
-    assert standard and "1.34" not in standard
+    assert len(standard) >= 2 and "1.31" not in standard
     assert warning.endswith(f"EKS upgrades it on its own from {support.end_of_extended.isoformat()}; versions in standard "
                             f"support: {', '.join(standard)}")
     # When none is left in standard support, it says so.

@@ -259,3 +259,29 @@ def test_the_platform_objects_match_their_golden_file():
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text(yaml.safe_dump(rendered, sort_keys=True))
     assert yaml.safe_load(path.read_text()) == rendered
+
+
+def test_suppressions_apply_to_their_kind_and_component_only_and_number_from_one():
+    from infra.specs import suppressions
+
+    assert suppressions.suppressions_for({"kind": "Deployment"}) == []
+    assert suppressions.suppressions_for({"kind": "Deployment", "metadata": {}}) == []
+    assert suppressions.suppressions_for({"kind": "Service", "metadata": {"labels": {"app.kubernetes.io/component": "rendezvous"}}}) == []
+    etcd = {"kind": "Deployment", "metadata": {"labels": {"app.kubernetes.io/component": "rendezvous"}}}
+    annotated = suppressions.annotate(etcd)
+    assert annotated is etcd
+    assert annotated["metadata"]["annotations"] == {f"checkov.io/skip{i}": f"{check}={reason}" for i, (check, reason)
+                                                    in enumerate(suppressions.SUPPRESSIONS[suppressions.ETCD], start=1)}
+    plain = {"kind": "Service", "metadata": {"name": "x"}}
+    assert suppressions.annotate(plain) == {"kind": "Service", "metadata": {"name": "x"}}
+
+
+def test_the_readme_carries_the_suppression_table():
+    from pathlib import Path
+
+    from infra.specs import suppressions
+
+    table = suppressions.markdown_table()
+    assert table.startswith("| Check | Object | Reason |\n|---|---|---|\n") and table.endswith("|\n")
+    assert len(table.splitlines()) == 2 + sum(len(e) for e in suppressions.SUPPRESSIONS.values())
+    assert table in (Path(__file__).resolve().parent.parent / "README.md").read_text()
