@@ -33,11 +33,11 @@ def model_path(tmp_path_factory):
 
 
 def expected_report(model_path, cifar) -> dict:
-    """What the model predicts, computed here one image at a time."""
+    """What the model predicts, computed here in one batch."""
     model, normalization = evaluate.load_model(model_path, torch.device("cpu"))
     test = data.load_split(cifar, "test")
     with torch.inference_mode():
-        predictions = [int(model(normalization.apply(torch.from_numpy(test.images[i:i + 1]))).argmax()) for i in range(len(test.labels))]
+        predictions = model(normalization.apply(torch.from_numpy(test.images))).argmax(dim=1).tolist()
     hits = [int(p == label) for p, label in zip(predictions, test.labels.tolist())]
     per_class = {}
     for index, name in enumerate(data.CLASS_NAMES):
@@ -156,6 +156,25 @@ def test_the_loaded_model_is_in_eval_mode_with_its_normalization(model_path):
 def test_predictions_do_not_depend_on_the_batch_size(model_path, cifar):
     model, normalization = evaluate.load_model(model_path, torch.device("cpu"))
     images = torch.from_numpy(data.load_split(cifar, "test").images)
-    one = evaluate.predict(model, normalization, images, 1)
-    assert torch.equal(one, evaluate.predict(model, normalization, images, 7))
-    assert one.shape == (len(images),)
+    whole = evaluate.predict(model, normalization, images, len(images))
+    assert torch.equal(whole, evaluate.predict(model, normalization, images, 7))  # 7 + 7 + 6
+    assert whole.shape == (len(images),)
+
+
+def test_an_interrupted_metrics_write_leaves_no_temporary(tmp_path, monkeypatch):
+    """SIGTERM (the test Job's pod deleted: cli.run turns it into SystemExit) mid-write: the old
+    metrics stay and no hidden temporary is left in the run directory on EFS."""
+    path = tmp_path / "metrics.json"
+    evaluate.write_json_atomically({"accuracy": 0.5}, path)
+    real_write_text = type(path).write_text
+
+    def killed_mid_write(self, text, *args, **kwargs):
+        real_write_text(self, text[:5], *args, **kwargs)
+        raise SystemExit(143)
+
+    monkeypatch.setattr(type(path), "write_text", killed_mid_write)
+    with pytest.raises(SystemExit):
+        evaluate.write_json_atomically({"accuracy": 0.9}, path)
+    monkeypatch.undo()
+    assert json.loads(path.read_text()) == {"accuracy": 0.5}
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
