@@ -141,9 +141,12 @@ def test_data_prep_verifies_the_default_checksum_on_the_default_source_and_none_
      "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"),
     ("imageUri", ["", "public.ecr.aws/a/b", "host:5000/a/b:tag", "h.io/a/b@sha256:" + "a" * 64], ["UPPER/x", "nohost", " "],
      "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"),
-    ("dataSource", ["https://h/p.tgz", "s3://b/k", "synthetic", "synthetic:1", "synthetic:999999"],
-     ["http://h/p.tgz", "https://h", "s3://b", "synthetic:0", "synthetic:1000000", "synthetic:", "ftp://h/p"],
-     "must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>'"),
+    # jobs.prepare refuses more than MAX_SYNTHETIC_PER_CLASS images per class: so does the config, at 5001.
+    ("dataSource", ["https://h/p.tgz", "s3://b/k", "synthetic", "synthetic:1", "synthetic:5000"],
+     ["http://h/p.tgz", "https://h", "s3://b", "synthetic:0", "synthetic:5001", "synthetic:999999", "synthetic:",
+      "synthetic:05", "ftp://h/p"],
+     "must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>' "
+     "with 1 to 5000 images per class"),
     ("dataMd5", ["", "0" * 32, "abcdef" + "0" * 26], ["0" * 31, "0" * 33, "A" * 32, "g" * 32],
      "must be empty or 32 lowercase hex digits"),
     ("apiAllowedCidrs", [["0.0.0.0/0"], ["10.0.0.0/8", "203.0.113.0/24"]], [[]],

@@ -243,3 +243,12 @@ def test_an_unreachable_s3_endpoint_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(prepare.SourceError) as refused:
         prepare.fetch("s3://datasets/c.tgz", tmp_path / "out")
     assert str(refused.value) == 'cannot download s3://datasets/c.tgz: Could not connect to the endpoint URL: "https://s3.example"'
+
+
+def test_the_config_refuses_exactly_the_synthetic_counts_data_prep_refuses():
+    from infra import config
+
+    assert config.MAX_SYNTHETIC_PER_CLASS == prepare.MAX_SYNTHETIC_PER_CLASS
+    assert prepare._synthetic_count(str(prepare.MAX_SYNTHETIC_PER_CLASS)) == prepare.MAX_SYNTHETIC_PER_CLASS
+    with pytest.raises(argparse.ArgumentTypeError):
+        prepare._synthetic_count(str(prepare.MAX_SYNTHETIC_PER_CLASS + 1))
