@@ -38,6 +38,7 @@ def test_the_deadline_line_names_pods_without_a_phase_and_says_when_there_are_no
 
 
 @pytest.mark.parametrize("reason, message, detail", [("BackoffLimit", "too many", "BackoffLimit: too many"),
+                                                     ("XLimit", "over MAX", "XLimit: over MAX"),
                                                      ("", "only a message", "only a message"),
                                                      ("OnlyReason", "", "OnlyReason")])
 def test_a_failed_condition_quotes_what_it_has(reason, message, detail):
@@ -119,11 +120,11 @@ def test_a_failed_deletion_keeps_the_verdict_failed_and_the_failed_pod():
 def test_the_log_tail_keeps_trailing_spaces_and_drops_only_the_last_newlines():
     class Spacey(FakeCluster):
         def worker_log_tail(self, pod, lines):
-            return "loss 1.5  \n\n"
+            return "loss 1.5  MAX\n\n"
 
     clock = FakeClock()
     verdict = wait_for(Spacey(snap(elasticjob(RUNNING), [pod(0, "Failed", 1)])), HOUR, 15, clock, clock.sleep)
-    assert verdict.message.endswith("Last 20 lines of train-run-1-worker-0's log:\nloss 1.5  ")
+    assert verdict.message.endswith("Last 20 lines of train-run-1-worker-0's log:\nloss 1.5  MAX")
 
 
 def test_a_refused_read_retries_its_deletion_through_transient_errors():
@@ -232,3 +233,54 @@ def test_the_resource_carries_what_the_provider_reads():
         assert "__provider" in args.inputs  # the dynamic provider, serialized
 
     return resource.urn.apply(check)
+
+
+# --- the real client's calls, with the client replaced by one that answers as the API server does --
+
+class _Answer:
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+def bare_cluster(custom=None, core=None) -> KubernetesCluster:
+    cluster = object.__new__(KubernetesCluster)  # no kubeconfig: the client objects are set below
+    cluster.namespace, cluster.name, cluster._job_label = "training", "train-run-1", "elastic-training/job"
+    cluster._custom, cluster._core = custom, core
+    return cluster
+
+
+def _api_error(status):
+    error = ApiException(status=status, reason="x")
+    error.body = None
+    return error
+
+
+def test_deleting_an_elasticjob_that_is_already_gone_succeeds_and_any_other_refusal_is_raised():
+    class Custom:
+        def __init__(self, status):
+            self.status, self.calls = status, []
+
+        def delete_namespaced_custom_object(self, *args, **kwargs):
+            self.calls.append((args, kwargs))
+            raise _api_error(self.status)
+
+    gone = Custom(404)
+    assert bare_cluster(custom=gone).delete_elasticjob() is None
+    assert gone.calls == [(("elastic.pytorch.org", "v1alpha1", "training", "elasticjobs", "train-run-1"),
+                           {"propagation_policy": "Foreground"})]
+    for status in (403, 405, 409):
+        with pytest.raises(ApiError) as raised:
+            bare_cluster(custom=Custom(status)).delete_elasticjob()
+        assert raised.value.status == status
+
+
+def test_a_log_that_is_not_utf_8_is_read_with_replacement_characters():
+    class Core:
+        def read_namespaced_pod_log(self, *args, **kwargs):
+            self.asked = (args, kwargs)
+            return _Answer("epoch 1 ✓\n".encode() + b"\xff\xfe torn\n")
+
+    core = Core()
+    assert bare_cluster(core=core).worker_log_tail("train-run-1-worker-0", 20) == "epoch 1 ✓\n\ufffd\ufffd torn\n"
+    assert core.asked == (("train-run-1-worker-0", "training"),
+                          {"container": "elasticjob-worker", "tail_lines": 20, "_preload_content": False})

@@ -173,3 +173,14 @@ def test_history_is_one_sorted_json_line_per_event_and_a_torn_last_line_is_skipp
     with open(tmp_path / checkpoint.HISTORY_NAME, "a") as file:
         file.write('{"event": "epo')  # the writer died mid-line
     assert checkpoint.read_history(tmp_path) == [json.loads(line) for line in text.splitlines()]
+
+
+def test_the_first_record_after_a_torn_line_is_kept_and_so_are_the_ones_after_it(tmp_path):
+    """A crash mid-append leaves a line without its newline; the restarted run appends its start
+    record next: it must not be glued to the fragment and lost with it."""
+    checkpoint.append_history(tmp_path, {"event": "start", "n": 1})
+    with open(tmp_path / checkpoint.HISTORY_NAME, "a") as file:
+        file.write('{"event": "epo')
+    checkpoint.append_history(tmp_path, {"event": "start", "n": 2})
+    checkpoint.append_history(tmp_path, {"event": "epoch", "n": 3})
+    assert [(r["event"], r["n"]) for r in checkpoint.read_history(tmp_path)] == [("start", 1), ("start", 2), ("epoch", 3)]
