@@ -184,3 +184,43 @@ def test_the_first_record_after_a_torn_line_is_kept_and_so_are_the_ones_after_it
     checkpoint.append_history(tmp_path, {"event": "start", "n": 2})
     checkpoint.append_history(tmp_path, {"event": "epoch", "n": 3})
     assert [(r["event"], r["n"]) for r in checkpoint.read_history(tmp_path)] == [("start", 1), ("start", 2), ("epoch", 3)]
+
+
+def test_a_failure_to_create_the_temporary_is_reported_as_itself(tmp_path, monkeypatch):
+    """open() failing (no space, no permission) leaves no temporary to remove: the caller must see
+    that error, not a FileNotFoundError from the clean-up."""
+    def no_space(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "open", no_space, raising=False)
+    with pytest.raises(OSError) as raised:
+        checkpoint.save_atomically(NEW, tmp_path / "c.pt")
+    assert raised.value.errno == 28
+
+
+def test_an_empty_history_file_gets_no_blank_first_line(tmp_path):
+    (tmp_path / checkpoint.HISTORY_NAME).touch()
+    checkpoint.append_history(tmp_path, {"event": "start"})
+    text = (tmp_path / checkpoint.HISTORY_NAME).read_text()
+    assert text.count("\n") == 1 and text.startswith('{"event": "start"')
+
+
+def test_foreign_pickles_stay_refused_when_the_environment_turns_weights_only_off(tmp_path, monkeypatch):
+    """torch 2.13.0 torch/serialization.py load(): TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD "can only override
+    if callsite did not explicitly set weights_only": load() sets it, so the variable changes nothing."""
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"x": Path("/etc")}, foreign)
+    with pytest.raises(JobError, match="is not readable as a file written by jobs.train"):
+        checkpoint.load(foreign, "model")
+
+
+def test_tensors_saved_on_any_device_are_mapped_to_the_cpu(tmp_path, monkeypatch):
+    """A checkpoint written by GPU training must load on a CPU-only node: load() asks torch to map
+    every storage to the CPU (there is no GPU here to write a CUDA checkpoint with)."""
+    asked = []
+    real_load = torch.load
+    monkeypatch.setattr(checkpoint.torch, "load", lambda *a, **k: asked.append(k) or real_load(*a, **k))
+    checkpoint.save_atomically(NEW, tmp_path / "c.pt")
+    checkpoint.load(tmp_path / "c.pt", "checkpoint")
+    assert [k.get("map_location") for k in asked] == ["cpu"]
