@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -178,3 +179,37 @@ def test_an_interrupted_metrics_write_leaves_no_temporary(tmp_path, monkeypatch)
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"accuracy": 0.5}
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
+
+
+# --- the command line: defaults, required options, the help the pod's users read ---------------
+
+def test_the_command_line_defaults_and_required_options():
+    args = evaluate.parse_args(["--data", "d", "--model", "m.pt"])
+    assert vars(args) == {"data": Path("d"), "model": Path("m.pt"), "metrics_out": None, "min_accuracy": None,
+                          "batch_size": 500}
+    for missing in (["--model", "m.pt"], ["--data", "d"]):
+        with pytest.raises(cli.UsageError) as refused:
+            evaluate.parse_args(missing)
+        assert "the following arguments are required" in str(refused.value)
+
+
+def test_the_help_names_the_command_and_documents_every_option(capsys):
+    with pytest.raises(SystemExit):
+        evaluate.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.startswith("usage: python -m jobs.evaluate ")
+    for phrase in ("Accuracy of a trained model on the test split.", "the cifar-10-batches-py folder",
+                   "RUN_DIR/model.pt written by jobs.train", "JSON file to write (default: metrics.json next to --model)",
+                   "fail (exit 3) below this fraction, 0..1"):
+        assert phrase in text, phrase
+
+
+def test_synthetic_data_is_announced_and_the_model_goes_to_the_chosen_device(model_path, cifar, tmp_path, monkeypatch, capsys):
+    devices, threads = [], []
+    real_load_model = evaluate.load_model
+    monkeypatch.setattr(evaluate, "load_model", lambda path, device: devices.append(device) or real_load_model(path, device))
+    monkeypatch.setattr(evaluate, "configure_cpu_threads", lambda: threads.append(1) or 1)
+    assert run(model_path, cifar, tmp_path / "m.json") == cli.EXIT_OK
+    assert devices == [torch.device("cpu")] and threads == [1]
+    output = capsys.readouterr()
+    assert f"WARNING: {cifar} holds SYNTHETIC images, not CIFAR-10: this accuracy says nothing about CIFAR-10" in output.out + output.err
