@@ -213,3 +213,18 @@ def test_synthetic_data_is_announced_and_the_model_goes_to_the_chosen_device(mod
     assert devices == [torch.device("cpu")] and threads == [1]
     output = capsys.readouterr()
     assert f"WARNING: {cifar} holds SYNTHETIC images, not CIFAR-10: this accuracy says nothing about CIFAR-10" in output.out + output.err
+
+
+def test_the_summary_lines_are_exact(model_path, cifar, tmp_path, capsys):
+    """The workshop's summary line is kept word for word for anyone who parses it; so are ours."""
+    out = tmp_path / "m.json"
+    assert run(model_path, cifar, out) == cli.EXIT_OK
+    metrics = json.loads(out.read_text())
+    captured = capsys.readouterr()
+    lines = [line.split(" ", 1)[1] for line in (captured.out + captured.err).splitlines() if " " in line]
+    total, correct, accuracy = metrics["total"], metrics["correct"], metrics["accuracy"]
+    assert f"Accuracy of the network on the {total} test images: {int(100 * accuracy)} %" in lines
+    assert f"accuracy {100 * accuracy:.2f}% ({correct} of {total} correct)" in lines
+    for name, result in metrics["per_class"].items():
+        assert f"  {name:<10s} {100 * result['accuracy']:6.2f}% ({result['correct']} of {result['total']})" in lines
+    assert f"metrics written to {out}" in lines
