@@ -228,14 +228,22 @@ def _image_uri(v: str) -> str | None:
     return "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
 
 
+# jobs.prepare's --synthetic limit (jobs/prepare.py MAX_SYNTHETIC_PER_CLASS; infra does not import
+# jobs, tests/jobs/test_prepare_source.py compares the two): a larger count would pass here and
+# fail only in the data-prep Job, after the cluster was built.
+MAX_SYNTHETIC_PER_CLASS = 5000
+
+
 def _data_source(v: str) -> str | None:
     # A host and a path after the scheme; plain http:// is refused, since with an empty dataMd5
     # nothing else would notice a tampered download.
     if DATA_URL.fullmatch(v):
         return None
-    if re.fullmatch(r"synthetic(:[1-9][0-9]{0,5})?", v):
+    synthetic = re.fullmatch(r"synthetic(?::([1-9][0-9]*))?", v)
+    if synthetic and (synthetic[1] is None or int(synthetic[1]) <= MAX_SYNTHETIC_PER_CLASS):
         return None
-    return "must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>'"
+    return ("must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>' "
+            f"with 1 to {MAX_SYNTHETIC_PER_CLASS} images per class")
 
 
 def _md5(v: str) -> str | None:

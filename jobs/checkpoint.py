@@ -79,10 +79,25 @@ def append_history(run_dir: Path, record: dict) -> None:
     """One JSON line per event. A single writer (rank 0) appends; a torn last line after a
     crash is tolerated by read_history."""
     line = json.dumps({"time": round(time.time(), 3), **record}, sort_keys=True)
-    with open(Path(run_dir) / HISTORY_NAME, "a") as file:
-        file.write(line + "\n")
+    path = Path(run_dir) / HISTORY_NAME
+    # After a crash mid-append the last line has no newline: start on a new line, or this record
+    # would be glued to the fragment and skipped with it.
+    torn = _ends_without_newline(path)
+    with open(path, "a") as file:
+        file.write(("\n" if torn else "") + line + "\n")
         file.flush()
         os.fsync(file.fileno())
+
+
+def _ends_without_newline(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            if file.seek(0, os.SEEK_END) == 0:
+                return False
+            file.seek(-1, os.SEEK_END)
+            return file.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
 
 
 def read_history(run_dir: Path) -> list[dict]:

@@ -98,9 +98,12 @@ def write_json_atomically(payload: dict, path: Path) -> None:
     try:
         temporary.write_text(json.dumps(payload, indent=2) + "\n")
         os.replace(temporary, path)
-    except OSError as error:
+    except BaseException as error:
+        # SystemExit from SIGTERM (cli.run) too: no temporary is left in the run directory.
         temporary.unlink(missing_ok=True)
-        raise cli.JobError(f"cannot write metrics to {path}: {error.strerror}") from None
+        if isinstance(error, OSError):
+            raise cli.JobError(f"cannot write metrics to {path}: {error.strerror}") from None
+        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
