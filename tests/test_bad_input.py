@@ -117,6 +117,8 @@ TABLE = [
         "must be an https:// or s3:// URL"),
     Bad("data-url-without-path", ("dataSource=s3://bucket",), f"{P}:dataSource", "'s3://bucket'", "must be an https:// or s3:// URL"),
     Bad("data-synthetic-zero", ("dataSource=synthetic:0",), f"{P}:dataSource", "'synthetic:0'", "'synthetic:<images per class>'"),
+    Bad("data-synthetic-too-many", ("dataSource=synthetic:5001",), f"{P}:dataSource", "'synthetic:5001'",
+        "'synthetic:<images per class>'"),
     Bad("md5-uppercase", ("dataMd5=" + CIFAR10_MD5.upper(),), f"{P}:dataMd5", repr(CIFAR10_MD5.upper()),
         "must be empty or 32 lowercase hex digits"),
     Bad("md5-short", ("dataMd5=1234",), f"{P}:dataMd5", "'1234'", "must be empty or 32 lowercase hex digits"),
