@@ -169,8 +169,8 @@ def test_a_connection_error_names_its_type():
 
 # --- the Pulumi provider ---------------------------------------------------------------------------
 
-PROPS = {"kubeconfig": "{}", "namespace": "training", "name": "train-run-1", "jobLabel": "elastic-training/job",
-         "timeoutSeconds": 7200, "specHash": "--rdzv_id=run-1-abc", "result": None}
+PROPS = {"kubeconfig": "{}", "context": "kind-elastic", "namespace": "training", "name": "train-run-1",
+         "jobLabel": "elastic-training/job", "timeoutSeconds": 7200, "specHash": "--rdzv_id=run-1-abc", "result": None}
 
 
 def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_message(monkeypatch):
@@ -182,7 +182,7 @@ def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_messag
     result = provider.create(dict(PROPS))
     assert isinstance(result, CreateResult) and result.id == REF
     assert result.outs == {**PROPS, "result": f"ElasticJob {REF} succeeded"}
-    assert built == [("{}", "training", "train-run-1", "elastic-training/job")]
+    assert built == [("{}", "training", "train-run-1", "elastic-training/job", "kind-elastic")]
     assert waits == [("cluster", 7200.0)] and type(waits[0][1]) is float
     with pytest.raises(RuntimeError, match="^worker x failed$"):
         provider.create(dict(PROPS))
@@ -224,7 +224,7 @@ _recorder = _Recorder()
 def test_the_resource_carries_what_the_provider_reads():
     pulumi.runtime.set_mocks(_recorder, preview=False)
     resource = completion.ElasticJobCompletion(
-        "training-complete", kubeconfig="{}", namespace="training", elasticjob_name="train-run-1",
+        "training-complete", kubeconfig="{}", context="kind-elastic", namespace="training", elasticjob_name="train-run-1",
         job_label="elastic-training/job", timeout_seconds=7200, spec_hash="--rdzv_id=run-1-abc")
 
     def check(_urn):
