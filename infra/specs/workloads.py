@@ -167,17 +167,27 @@ def s3_object_arn(data_source: str) -> str:
     return f"arn:aws:s3:::{bucket}/{key}"
 
 
-def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
-    """The identity data-prep reads an s3:// dataSource with: IRSA maps it to an IAM role that may
-    read that one object. The EKS pod identity webhook projects its web-identity token into the pod;
-    the Kubernetes API token stays unmounted."""
+def irsa_service_account(settings: Settings, name: str, component: str, role_arn: Any) -> dict[str, Any]:
+    """A workload's identity in AWS: IRSA maps the service account to an IAM role (whose policy
+    says what it may do). The EKS pod identity webhook projects its web-identity token into the
+    pod; the Kubernetes API token stays unmounted."""
     return annotate({
         "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": DATA_PREP_SERVICE_ACCOUNT, "namespace": settings.namespace,
-                     "labels": common_labels("data-prep"),
+        "metadata": {"name": name, "namespace": settings.namespace, "labels": common_labels(component),
                      "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
         "automountServiceAccountToken": False,
     })
+
+
+def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
+    """The identity data-prep reads an s3:// dataSource with (a role that may read that one object)."""
+    return irsa_service_account(settings, DATA_PREP_SERVICE_ACCOUNT, "data-prep", role_arn)
+
+
+def aws_region_env(settings: Settings) -> list[dict[str, Any]]:
+    """The stack's region for boto3 in a pod: botocore would otherwise ask the instance metadata
+    service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/cluster.py)."""
+    return [{"name": "AWS_REGION", "value": settings.region}]
 
 
 def data_prep_args(settings: Settings) -> list[str]:
@@ -192,9 +202,7 @@ def data_prep_args(settings: Settings) -> list[str]:
 
 def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
-    # The bucket's region for boto3, from the stack: botocore would otherwise ask the instance
-    # metadata service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/cluster.py).
-    region = [{"name": "AWS_REGION", "value": settings.region}] if reads_from_s3(settings) else []
+    region = aws_region_env(settings) if reads_from_s3(settings) else []
     container = _container("prepare", image, ["python", "-m", "jobs.prepare"], data_prep_args(settings),
                            SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
@@ -320,25 +328,17 @@ def test_job(settings: Settings, image: Any) -> dict[str, Any]:
 
 
 def export_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
-    """The export Job's identity: IRSA maps it to a role that may write this run's prefix only."""
-    return annotate({
-        "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": EXPORT_SERVICE_ACCOUNT, "namespace": settings.namespace,
-                     "labels": common_labels("export"),
-                     "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
-        "automountServiceAccountToken": False,
-    })
+    """The export Job's identity (a role that may write this run's prefix only)."""
+    return irsa_service_account(settings, EXPORT_SERVICE_ACCOUNT, "export", role_arn)
 
 
 def export_job(settings: Settings, image: Any, destination: Any) -> dict[str, Any]:
     """python -m jobs.export: the run's model.pt, metrics.json (and history.jsonl) to `destination`
     (s3://<bucket>/runs/<runId>, a string or an Output of one)."""
     volumes, mounts = _volumes(settings)
-    # The bucket's region for boto3 (pods cannot reach the instance metadata service, see data-prep).
-    region = [{"name": "AWS_REGION", "value": settings.region}]
     container = _container("export", image, ["python", "-m", "jobs.export"],
                            ["--run-dir", run_dir(settings.run_id), "--dest", destination],
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), aws_region_env(settings))
     # Retries are safe: an object already there with the same checksum is not uploaded again.
     return _job(names(settings.run_id).export, "export", settings, container, volumes, backoff_limit=2,
                 serviceAccountName=EXPORT_SERVICE_ACCOUNT)
