@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from archive_server import ArchiveServer
 from torchrun_harness import REPO_ROOT, EtcdServer
 
 from jobs import data
@@ -67,3 +68,11 @@ def trained_run(tmp_path_factory, tiny_cifar) -> Path:
     assert train.main(["--data", str(tiny_cifar), "--run-dir", str(run_dir), "--epochs", "3",
                        "--batch-size", "20", "--log-every", "5"]) == 0  # fmt: skip
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def server():
+    """An ArchiveServer per test module, closed at its end."""
+    archive_server = ArchiveServer()
+    yield archive_server
+    archive_server.close()

@@ -11,16 +11,9 @@ import logging
 
 import pytest
 from conftest import make_synthetic_cifar
-from test_prepare import ArchiveServer, make_tarball, md5
+from archive_server import make_tarball, md5
 
 from jobs import data, prepare
-
-
-@pytest.fixture(scope="module")
-def server():
-    archive_server = ArchiveServer()
-    yield archive_server
-    archive_server.close()
 
 
 @pytest.fixture(scope="module")
