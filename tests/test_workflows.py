@@ -943,7 +943,7 @@ def test_e2e_namespace_check_passes_once_ours_are_gone(tmp_path, listed):
     (step,) = [s for s in steps(e2e_job()) if "namespaces left after pulumi destroy" in str(s.get("run", ""))]
     (tmp_path / "bin").mkdir()
     fake_tool(tmp_path / "bin", "kubectl", '[ "$*" = "get namespace -o name" ] || exit 2\n'
-              f"cat <<'EOF'\n" + "\n".join(listed) + "\nEOF\n")
+              "cat <<'EOF'\n" + "\n".join(listed) + "\nEOF\n")
     fake_tool(tmp_path / "bin", "sleep", "exit 0\n")
     result, _ = run_step(step["run"], tmp_path, NAMESPACE="training", CONTROLLER_NAMESPACE="elastic-job")
     assert result.returncode == 0, result.stdout + result.stderr
