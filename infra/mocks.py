@@ -113,6 +113,8 @@ class Registration:
     # Resource options that decide what `pulumi destroy` does (retainData sets them).
     retain_on_delete: bool = False
     protect: bool = False
+    # Outputs the engine is told to store encrypted (ResourceOptions.additional_secret_outputs).
+    secret_outputs: list[str] = field(default_factory=list)
 
 
 def _refs_to_urns(struct) -> None:
@@ -175,7 +177,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
             parent=request.parent if request is not None else "",
             depends_on=sorted(set(request.dependencies)) if request is not None else [],
             retain_on_delete=bool(request.retainOnDelete) if request is not None else False,
-            protect=bool(request.protect) if request is not None else False)
+            protect=bool(request.protect) if request is not None else False,
+            secret_outputs=list(request.additionalSecretOutputs) if request is not None else [])
         with self._lock:
             self.registrations.append(registration)
         resource_id, outputs = self.outputs_for(args)

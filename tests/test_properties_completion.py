@@ -5,14 +5,20 @@ kind, name and uid, and the Pulumi provider's create/diff contract. Shapes as in
 
 from __future__ import annotations
 
+import base64
+import json
+
+import dill
 import pulumi
 import pytest
+from pulumi.runtime import rpc
 import urllib3
 from kubernetes.client.exceptions import ApiException
 from pulumi.dynamic import CreateResult
 from test_completion import HOUR, RUNNING, FakeClock, FakeCluster, elasticjob, event, pod, snap
 
 from infra import completion
+from infra.mocks import RecordingMocks
 from infra.completion import ApiError, KubernetesCluster, Snapshot, TransientApiError, Verdict, assess, wait_for
 
 REF = "training/train-run-1"
@@ -120,11 +126,11 @@ def test_a_failed_deletion_keeps_the_verdict_failed_and_the_failed_pod():
 def test_the_log_tail_keeps_trailing_spaces_and_drops_only_the_last_newlines():
     class Spacey(FakeCluster):
         def worker_log_tail(self, pod, lines):
-            return "loss 1.5  MAX\n\n"
+            return "loss 1.5  MAX  \n\n"
 
     clock = FakeClock()
     verdict = wait_for(Spacey(snap(elasticjob(RUNNING), [pod(0, "Failed", 1)])), HOUR, 15, clock, clock.sleep)
-    assert verdict.message.endswith("Last 20 lines of train-run-1-worker-0's log:\nloss 1.5  MAX")
+    assert verdict.message.endswith("Last 20 lines of train-run-1-worker-0's log:\nloss 1.5  MAX  ")
 
 
 def test_a_refused_read_retries_its_deletion_through_transient_errors():
@@ -205,34 +211,75 @@ def test_snapshot_lists_default_to_empty_and_are_not_shared():
     assert a.pods == [] and a.events == [] and a.pods is not b.pods
 
 
-class _Recorder(pulumi.runtime.Mocks):
-    def __init__(self):
-        self.resources = []
+def _register_completion(**arguments):
+    """Construct the resource under the recording mocks; returns it and its one registration."""
+    mocks = RecordingMocks("elastic-training", "dev", "us-west-2")
+    mocks.install()
+    resource = completion.ElasticJobCompletion(
+        "training-complete", kubeconfig="{}", namespace="training", elasticjob_name="train-run-1",
+        job_label="elastic-training/job", timeout_seconds=7200, spec_hash="--rdzv_id=run-1-abc", **arguments)
 
-    def new_resource(self, args):
-        self.resources.append(args)
-        return f"{args.name}-id", args.inputs
+    def registration(_urn):
+        (found,) = [r for r in mocks.registrations if r.name == "training-complete"]
+        return found
 
-    def call(self, args):
-        return {}
-
-
-_recorder = _Recorder()
+    return resource, resource.urn.apply(registration)
 
 
 @pulumi.runtime.test
-def test_the_resource_carries_what_the_provider_reads():
-    pulumi.runtime.set_mocks(_recorder, preview=False)
+def test_the_resource_carries_what_the_provider_reads_and_keeps_the_kubeconfig_secret():
+    resource, registered = _register_completion(context="kind-elastic")
+
+    def check(args):
+        assert {k: v for k, v in args.inputs.items() if k in PROPS} == {k: v for k, v in PROPS.items() if v is not None}
+        # What the engine's dynamic provider host runs (pulumi/dynamic/__main__.py get_provider:
+        # dill.loads of the base64 text in "__provider"; dynamic.py sends that text as a secret).
+        provider = args.inputs["__provider"]
+        assert provider[rpc._special_sig_key] == rpc._special_secret_sig
+        assert isinstance(dill.loads(base64.b64decode(provider["value"])), completion._CompletionProvider)
+        # pulumi-eks's kubeconfig carries the cluster's CA and endpoint: never stored in plain text.
+        assert args.secret_outputs == ["kubeconfig"]
+        # `result` is an output of the resource (the program exports it as trainingResult).
+        assert isinstance(resource.result, pulumi.Output)
+
+    return registered.apply(check)
+
+
+@pulumi.runtime.test
+def test_without_a_context_the_resource_asks_for_the_kubeconfigs_current_one():
+    _, registered = _register_completion()
+    return registered.apply(lambda args: _assert_equal(args.inputs["context"], ""))
+
+
+@pulumi.runtime.test
+def test_the_callers_options_are_kept_beside_the_secret_output():
+    mocks = RecordingMocks("elastic-training", "dev", "us-west-2")
+    mocks.install()
+    parent = pulumi.ComponentResource("test:index:Parent", "parent")
     resource = completion.ElasticJobCompletion(
-        "training-complete", kubeconfig="{}", context="kind-elastic", namespace="training", elasticjob_name="train-run-1",
-        job_label="elastic-training/job", timeout_seconds=7200, spec_hash="--rdzv_id=run-1-abc")
+        "child-complete", kubeconfig="{}", namespace="training", elasticjob_name="train-run-1",
+        job_label="elastic-training/job", timeout_seconds=60, spec_hash="h",
+        opts=pulumi.ResourceOptions(parent=parent, additional_secret_outputs=["result"]))
 
     def check(_urn):
-        (args,) = [r for r in _recorder.resources if r.name == "training-complete"]
-        assert {k: v for k, v in args.inputs.items() if k in PROPS} == {k: v for k, v in PROPS.items() if v is not None}
-        assert "__provider" in args.inputs  # the dynamic provider, serialized
+        (args,) = [r for r in mocks.registrations if r.name == "child-complete"]
+        assert args.parent.endswith("test:index:Parent::parent")
+        assert sorted(args.secret_outputs) == ["kubeconfig", "result"]
 
     return resource.urn.apply(check)
+
+
+def _assert_equal(actual, expected):
+    assert actual == expected
+
+
+def test_create_without_a_context_uses_the_current_one(monkeypatch):
+    built = []
+    monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
+    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout: Verdict("succeeded", "ok"))
+    for props in ({k: v for k, v in PROPS.items() if k != "context"}, {**PROPS, "context": ""}, {**PROPS, "context": None}):
+        completion._CompletionProvider().create(props)
+    assert [args[-1] for args in built] == ["", "", ""]
 
 
 # --- the real client's calls, with the client replaced by one that answers as the API server does --
@@ -284,3 +331,29 @@ def test_a_log_that_is_not_utf_8_is_read_with_replacement_characters():
     assert bare_cluster(core=core).worker_log_tail("train-run-1-worker-0", 20) == "epoch 1 ✓\n\ufffd\ufffd torn\n"
     assert core.asked == (("train-run-1-worker-0", "training"),
                           {"container": "elasticjob-worker", "tail_lines": 20, "_preload_content": False})
+
+
+# --- which cluster the wait talks to -----------------------------------------------------------------
+
+def _two_cluster_kubeconfig() -> dict:
+    """Two contexts on two API servers; `first` is the current one (kubeconfig v1 shape)."""
+    return {
+        "apiVersion": "v1", "kind": "Config", "current-context": "first",
+        "clusters": [{"name": name, "cluster": {"server": f"https://{name}.example:6443"}} for name in ("first", "second")],
+        "users": [{"name": name, "user": {"token": f"token-{name}"}} for name in ("first", "second")],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name in ("first", "second")],
+    }
+
+
+@pytest.mark.parametrize("context, server", [("", "https://first.example:6443"), ("first", "https://first.example:6443"),
+                                             ("second", "https://second.example:6443")])
+def test_the_wait_talks_to_the_named_context_or_the_current_one(tmp_path, context, server):
+    """The real kubernetes client (kubernetes==36.0.3 config/kube_config.py), from the JSON document
+    pulumi-eks hands over and from a file path as on target existing."""
+    document = json.dumps(_two_cluster_kubeconfig())
+    path = tmp_path / "kubeconfig"
+    path.write_text(document)
+    for kubeconfig in (document, str(path)):
+        client = completion._api_client(kubeconfig, context)
+        assert client.configuration.host == server
+        assert client.configuration.api_key["BearerToken"] == f"Bearer token-{server[8:].split('.')[0]}"
