@@ -125,7 +125,7 @@ def export(run_dir: Path, dest: Destination, s3: Any) -> list[tuple[str, bool]]:
         try:
             put(s3, dest.bucket, key, body, checksum)
         except OSError as error:  # the connection or the body broke off mid-request
-            raise cli.JobError(f"the upload of {dest.uri(path.name)} broke off ({error or type(error).__name__}); "
+            raise cli.JobError(f"the upload of {dest.uri(path.name)} broke off ({str(error) or type(error).__name__}); "
                                "S3 keeps no part of a PutObject: run the export again") from None
         log.info("%s uploaded, %d bytes, sha256 %s", dest.uri(path.name), len(body), checksum)
         results.append((dest.uri(path.name), True))

@@ -94,7 +94,7 @@ def _fetch_http(url: str, writer_for) -> _HashingWriter:
     except http.client.IncompleteRead as error:
         raise SourceError(f"download of {url} was cut short after {len(error.partial)} bytes of this chunk") from None
     except (TimeoutError, ConnectionError, http.client.HTTPException) as error:
-        raise SourceError(f"download of {url} failed: {error or type(error).__name__}") from None
+        raise SourceError(f"download of {url} failed: {str(error) or type(error).__name__}") from None
     if writer.expected_bytes is not None and writer.bytes_written != writer.expected_bytes:
         raise SourceError(
             f"download of {url} is truncated: got {writer.bytes_written} of {writer.expected_bytes} bytes"
@@ -114,7 +114,8 @@ def _fetch_s3(source: str, writer_for) -> _HashingWriter:
         s3.download_fileobj(bucket, key, writer)
     except ClientError as error:
         details = error.response.get("Error", {})
-        raise SourceError(f"cannot download {source}: {details.get('Code')} {details.get('Message') or ''}".rstrip()) from None
+        said = " ".join(text for text in (details.get("Code"), details.get("Message")) if text)
+        raise SourceError(f"cannot download {source}: {said or error}") from None
     except BotoCoreError as error:
         raise SourceError(f"cannot download {source}: {error}") from None
     if writer.bytes_written != size:

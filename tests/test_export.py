@@ -192,3 +192,16 @@ def test_an_interrupted_upload_leaves_nothing_under_the_final_key(s3, run_dir, a
     (line,) = err.splitlines()
     assert line.startswith(f"jobs.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), line
     assert versions_of(s3, "runs/run-4/model.pt") == []
+
+
+def test_a_connection_error_without_a_message_is_named_by_its_type(s3, run_dir, aws_env, monkeypatch, capsys):
+    """An exception object is always true, so `error or name` never reached the name: the line
+    ended in "()" for an OSError raised without arguments."""
+    def reset(*_):
+        raise ConnectionResetError()
+
+    monkeypatch.setattr(export, "put", reset)
+    status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-5", capsys)
+    assert status == 1
+    (line,) = err.splitlines()
+    assert f"s3://{BUCKET}/runs/run-5/" in line and "broke off (ConnectionResetError);" in line, line

@@ -6,6 +6,8 @@ import hashlib
 import io
 import tarfile
 import threading
+import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -28,26 +30,38 @@ def md5(content: bytes) -> str:
     return hashlib.md5(content).hexdigest()
 
 
+@dataclass(frozen=True)
+class Route:
+    body: bytes
+    length_header: str | None  # the Content-Length sent; None sends none (the body ends at close)
+    delay_seconds: float  # silence before the response, as a stalled server
+
+
 class ArchiveServer:
-    """A real HTTP server on 127.0.0.1 serving byte strings; records every request path.
-    A route can announce more bytes than it sends, as a dropped connection would."""
+    """A real HTTP server on 127.0.0.1 serving byte strings; records every request path and the
+    User-Agent it came with. A route can announce more bytes than it sends, as a dropped
+    connection would, announce none or something that is not a number, or stall first."""
 
     def __init__(self):
-        self.routes: dict[str, tuple[bytes, int | None]] = {}
+        self.routes: dict[str, Route] = {}
         self.requests: list[str] = []
+        self.user_agents: list[str | None] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 server.requests.append(self.path)
+                server.user_agents.append(self.headers.get("User-Agent"))
                 if self.path not in server.routes:
                     self.send_error(404)
                     return
-                body, announced = server.routes[self.path]
+                route = server.routes[self.path]
+                time.sleep(route.delay_seconds)
                 self.send_response(200)
-                self.send_header("Content-Length", str(announced or len(body)))
+                if route.length_header is not None:
+                    self.send_header("Content-Length", route.length_header)
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(route.body)
                 self.close_connection = True
 
             def log_message(self, *args):
@@ -60,8 +74,12 @@ class ArchiveServer:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.httpd.server_port}{path}"
 
-    def serve(self, path: str, body: bytes, announced_length: int | None = None) -> str:
-        self.routes[path] = (body, announced_length)
+    def serve(self, path: str, body: bytes, announced_length: int | None = None, *,
+              length_header: str | None = "", delay_seconds: float = 0.0) -> str:
+        """`length_header` "" (the default) sends the announced length, or the body's."""
+        if length_header == "":
+            length_header = str(announced_length or len(body))
+        self.routes[path] = Route(body, length_header, delay_seconds)
         return self.url(path)
 
     def close(self):

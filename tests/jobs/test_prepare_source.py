@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import http.client
 import io
 import logging
 
@@ -86,7 +87,7 @@ def test_other_md5_arguments_are_refused(text):
     assert str(refused.value) == f"must be 32 hexadecimal characters, got {text!r}"
 
 
-@pytest.mark.parametrize("source", ["https://h/c.tgz", "http://h/c.tgz", "s3://b/k", "s3://b/k/deeper", "file:///x.tgz",
+@pytest.mark.parametrize("source", ["https://h/c.tgz", "https://h/c.tgz?from=s3://b/k", "http://h/c.tgz", "s3://b/k", "s3://b/k/deeper", "file:///x.tgz",
                                     "/x.tgz", "relative.tgz"])
 def test_accepted_sources(source):
     assert prepare._check_source(source) == source
@@ -245,3 +246,179 @@ def test_the_config_refuses_exactly_the_synthetic_counts_data_prep_refuses():
     assert prepare._synthetic_count(str(prepare.MAX_SYNTHETIC_PER_CLASS)) == prepare.MAX_SYNTHETIC_PER_CLASS
     with pytest.raises(argparse.ArgumentTypeError):
         prepare._synthetic_count(str(prepare.MAX_SYNTHETIC_PER_CLASS + 1))
+
+
+def test_an_s3_object_announces_its_size_and_an_s3_refusal_says_what_s3_said(tmp_path, s3, archive, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    s3.put_object(Bucket="datasets", Key="c.tgz", Body=archive)
+    sizes = []
+    prepare._fetch_s3("s3://datasets/c.tgz", lambda size: sizes.append(size) or prepare._HashingWriter(io.BytesIO(), "t", size))
+    assert sizes == [len(archive)]
+
+    import boto3
+
+    answers = iter([{"Error": {"Code": "AccessDenied"}}, {"Error": {"Message": "slow down"}}, {}])
+
+    class Refusing:
+        def head_object(self, **_):
+            raise ClientError(next(answers), "HeadObject")
+
+    monkeypatch.setattr(boto3, "client", lambda *_: Refusing())
+    said = []
+    for _ in range(3):
+        with pytest.raises(prepare.SourceError) as refused:
+            prepare.fetch("s3://datasets/c.tgz", tmp_path / "out")
+        said.append(str(refused.value))
+    assert said == ["cannot download s3://datasets/c.tgz: AccessDenied",
+                    "cannot download s3://datasets/c.tgz: slow down",
+                    "cannot download s3://datasets/c.tgz: An error occurred (Unknown) when calling the HeadObject "
+                    "operation: Unknown"]
+
+
+# --- synthetic data: what --synthetic asks for is what is written ----------------------------------
+
+def test_a_synthetic_request_writes_that_many_images_from_that_seed_and_says_they_are_fake(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    (tmp_path / "work").mkdir()
+    folder = prepare._build({"synthetic_images_per_class": 2, "seed": 5}, tmp_path / "work")
+    assert folder == tmp_path / "work" / data.FOLDER_NAME
+    assert caplog.messages == ["WARNING: generating SYNTHETIC data (2 images per class), NOT CIFAR-10"]
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert data.is_synthetic(folder)
+    train = data.load_split(folder, "train")
+    assert len(train.labels) == 2 * len(train.class_names)
+    # Exactly the images write_synthetic makes from seed 5, and not those of another seed.
+    for seed, same in ((5, True), (6, False)):
+        expected = tmp_path / f"seed-{seed}"
+        data.write_synthetic(expected, 2, seed=seed)
+        assert (train.images == data.load_split(expected, "train").images).all() == same
+    assert not (tmp_path / "work" / "archive").exists()  # nothing was downloaded
+
+
+def test_an_archive_that_is_not_a_tarball_is_named_by_its_source(tmp_path, server):
+    url = server.serve("/not-a-tarball.tgz", b"<html>a login page</html>")
+    (tmp_path / "work").mkdir()
+    with pytest.raises(prepare.SourceError) as refused:
+        prepare._build({"source": url, "md5": None}, tmp_path / "work")
+    assert str(refused.value).startswith(f"{url} is not a readable .tar.gz archive, corrupt or truncated (")
+
+
+# --- streaming: never the whole archive in memory, progress and timing told right --------------------
+
+class _Chunks:
+    """A writer that records the size of every chunk it is handed."""
+
+    def __init__(self):
+        self.sizes = []
+
+    def __call__(self, size):
+        writer = prepare._HashingWriter(io.BytesIO(), "t", size)
+        real_write = writer.write
+        writer.write = lambda chunk: self.sizes.append(len(chunk)) or real_write(chunk)
+        return writer
+
+
+def test_every_source_streams_in_bounded_chunks(tmp_path, server):
+    """The official archive is 170 MB: no fetcher may read it whole."""
+    body = bytes(range(256)) * 10_000  # 2.56 MB
+    local = tmp_path / "big.bin"
+    local.write_bytes(body)
+    for fetcher, source in ((prepare._fetch_local, str(local)), (prepare._fetch_http, server.serve("/big.bin", body))):
+        chunks = _Chunks()
+        fetcher(source, chunks)
+        assert sum(chunks.sizes) == len(body) and max(chunks.sizes) <= prepare._CHUNK_BYTES, fetcher.__name__
+
+
+def test_progress_is_reported_every_10_seconds_from_the_start(monkeypatch, caplog):
+    """Byte counts chosen so that MB rounding shows a wrong divisor (2_050_001 / 1e6 = 2.1,
+    / 1_000_001 = 2.0), and reports exactly at the 10 s marks."""
+    times = iter([0.0, 9.9, 10.0, 19.9, 20.0, 29.9, 30.0])
+    monkeypatch.setattr(prepare.time, "monotonic", lambda: next(times))
+    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    writer = prepare._HashingWriter(io.BytesIO(), "fetching x", expected_bytes=5_150_001)
+    for chunk in (1_000_000, 1_050_001, 1_000_000, 1_000_000, 1_100_000, 0):
+        writer.write(b"z" * chunk)
+    assert caplog.messages == ["fetching x: 2.1 of 5.2 MB so far", "fetching x: 4.1 of 5.2 MB so far",
+                               "fetching x: 5.2 of 5.2 MB so far"]
+    caplog.clear()
+    times = iter([0.0, 10.0])
+    unknown = prepare._HashingWriter(io.BytesIO(), "fetching y")
+    unknown.write(b"z" * 2_050_001)
+    assert caplog.messages == ["fetching y: 2.1 MB so far"]
+
+
+def test_fetch_labels_its_progress_and_times_the_whole_transfer(tmp_path, monkeypatch, caplog):
+    local = tmp_path / "c.tgz"
+    local.write_bytes(b"z" * 2_050_001)  # two chunks of at most 1 MiB
+    times = iter([100.0, 100.0, 110.0, 111.0, 112.5])  # start, writer made, two writes, end
+    monkeypatch.setattr(prepare.time, "monotonic", lambda: next(times))
+    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    prepare.fetch(str(local), tmp_path / "out")
+    assert caplog.messages == [f"fetching {local}: 1.0 of 2.1 MB so far", f"fetched {local}: 2.1 MB in 12.5 s"]
+
+
+# --- HTTP as servers really answer -------------------------------------------------------------------
+
+def test_the_download_says_who_is_asking(server, tmp_path):
+    url = server.serve("/ua.tgz", b"x")
+    prepare.fetch(url, tmp_path / "out")
+    assert server.user_agents[-1] == "jobs.prepare"
+
+
+@pytest.mark.parametrize("length_header, announced", [(None, None), ("soon", None), ("3", 3)])
+def test_a_missing_or_unreadable_content_length_means_an_unknown_size(server, length_header, announced):
+    url = server.serve(f"/length-{length_header}.tgz", b"abc", length_header=length_header)
+    chunks = _Chunks()
+    writer = prepare._fetch_http(url, chunks)
+    assert writer.expected_bytes == announced and writer.bytes_written == 3
+
+
+def test_a_server_that_stalls_past_the_timeout_is_one_line(server, tmp_path, monkeypatch):
+    monkeypatch.setattr(prepare, "_HTTP_TIMEOUT_SECONDS", 0.3)
+    url = server.serve("/stalled.tgz", b"late", delay_seconds=2.0)
+    with pytest.raises(prepare.SourceError) as refused:
+        prepare.fetch(url, tmp_path / "out")
+    assert str(refused.value) == f"download of {url} failed: timed out"
+
+
+def test_a_url_with_no_host_is_one_line(tmp_path):
+    with pytest.raises(prepare.SourceError) as refused:
+        prepare.fetch("http:///c.tgz", tmp_path / "out")
+    assert str(refused.value) == "cannot reach http:///c.tgz: no host given"
+
+
+@pytest.mark.parametrize("error, said", [
+    (http.client.IncompleteRead(b"abc"), "download of {url} was cut short after 3 bytes of this chunk"),
+    (ConnectionResetError(), "download of {url} failed: ConnectionResetError"),
+    (ConnectionResetError(104, "Connection reset by peer"), "download of {url} failed: [Errno 104] Connection reset by peer"),
+    (http.client.RemoteDisconnected("Remote end closed connection without response"),
+     "download of {url} failed: Remote end closed connection without response"),
+])
+def test_a_transfer_that_breaks_is_one_line(tmp_path, monkeypatch, error, said):
+    """Faults injected where urllib raises them: while the response is read."""
+    url = "http://mirror.example/c.tgz"
+
+    class Breaking:
+        headers = {}
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+        def read(self, _size):
+            raise error
+
+    monkeypatch.setattr(prepare.urllib.request, "urlopen", lambda *_, **__: Breaking())
+    with pytest.raises(prepare.SourceError) as refused:
+        prepare.fetch(url, tmp_path / "out")
+    assert str(refused.value) == said.format(url=url)
+
+
+def test_a_local_path_through_a_file_is_one_line(tmp_path):
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(prepare.SourceError) as refused:
+        prepare.fetch(str(tmp_path / "plain" / "c.tgz"), tmp_path / "out")
+    assert str(refused.value) == f"cannot read source file {tmp_path / 'plain' / 'c.tgz'}: Not a directory"
