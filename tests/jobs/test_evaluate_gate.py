@@ -145,8 +145,26 @@ def test_a_checkpoint_or_a_foreign_network_is_refused(model_path, tmp_path):
     checkpoint.save_atomically({**saved, "class_names": ["a", "b"]}, wrong_shape)
     with pytest.raises(cli.JobError) as error:
         evaluate.load_model(wrong_shape, torch.device("cpu"))
-    message = str(error.value)
-    assert message.startswith(f"{wrong_shape} does not fit the {ARCHITECTURE} network: ") and "\n" not in message
+    # The first line of what torch itself says about the mismatch (its later lines list every tensor).
+    with pytest.raises(RuntimeError) as torch_said:
+        WorkshopCNN(num_classes=2).load_state_dict(saved["state_dict"])
+    first_line = str(torch_said.value).splitlines()[0]
+    assert str(error.value) == f"{wrong_shape} does not fit the {ARCHITECTURE} network: {first_line}"
+
+
+def test_a_missing_model_is_named_as_a_model(tmp_path):
+    with pytest.raises(cli.JobError) as error:
+        evaluate.load_model(tmp_path / "model.pt", torch.device("cpu"))
+    assert str(error.value) == f"model {tmp_path / 'model.pt'} does not exist"
+
+
+def test_metrics_that_cannot_be_written_at_all_are_one_line(tmp_path):
+    """The write fails before the temporary exists (its folder is missing): the user still gets the
+    one line, not the clean-up's own FileNotFoundError."""
+    missing = tmp_path / "no-such-folder" / "metrics.json"
+    with pytest.raises(cli.JobError) as error:
+        evaluate.write_json_atomically({"accuracy": 1.0}, missing)
+    assert str(error.value) == f"cannot write metrics to {missing}: No such file or directory"
 
 
 def test_the_loaded_model_is_in_eval_mode_with_its_normalization(model_path):
