@@ -229,7 +229,7 @@ def test_the_claim_is_pre_bound_to_the_volume_of_the_class_the_driver_serves():
 
 
 def platform_objects() -> dict[str, object]:
-    from infra.specs import node_config, storage
+    from infra.specs import gpu, node_config, storage
 
     return {
         "controller": elastic.controller_objects(),
@@ -243,6 +243,11 @@ def platform_objects() -> dict[str, object]:
         "data-prep-service-account": workloads.data_prep_service_account(settings(), "arn:aws:iam::123456789012:role/r"),
         "node-user-data": node_config.user_data(node_config.node_config()),
         "node-user-data-base64": node_config.launch_template_user_data(),
+        "gpu-device-plugin": [gpu.device_plugin_daemonset(), gpu.device_plugin_network_policy()],
+        "gpu-node-taint-toleration": gpu.gpu_toleration(),
+        "provisioned-claim": storage.provisioned_claim("claim", "training", "standard", "ReadWriteOnce"),
+        "export": [workloads.export_service_account(settings(), "arn:aws:iam::123456789012:role/export"),
+                   workloads.export_job(settings(), IMAGE, "s3://artifacts/runs/run-1")],
     }
 
 
@@ -296,3 +301,158 @@ def test_each_third_party_image_reason_names_its_image():
     for key, image in ((suppressions.CONTROLLER, versions.ELASTIC_CONTROLLER_IMAGE), (suppressions.ETCD, versions.ETCD_IMAGE)):
         reason = dict(suppressions.SUPPRESSIONS[key])["CKV_K8S_43"]
         assert suppressions._third_party_image(image) == reason and image in reason
+
+
+# --- GPU workers: every GPU of the node, requested and limited alike, and the taint tolerated ----------
+
+@pytest.mark.parametrize("instance_type, gpus", [("g6.xlarge", 1), ("g6.12xlarge", 4)])
+def test_a_gpu_worker_takes_every_gpu_of_its_node_and_tolerates_exactly_the_gpu_taint(instance_type, gpus):
+    from infra.specs import gpu
+
+    job = workloads.elastic_job(settings(**{**DISTINCT, "nodeInstanceType": instance_type, "workerMemory": "12Gi"}),
+                                IMAGE, "--rdzv_id=x")
+    pod = job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    (worker,) = pod["containers"]
+    # An extended resource's limit must equal its request (Kubernetes docs, "Schedule GPUs").
+    assert worker["resources"]["requests"] == worker["resources"]["limits"] == {
+        "cpu": "3", "memory": "12Gi", gpu.GPU_RESOURCE: str(gpus)}
+    assert pod["tolerations"] == [{"key": gpu.GPU_TAINT_KEY, "operator": "Equal", "value": gpu.GPU_TAINT_VALUE,
+                                   "effect": gpu.GPU_TAINT_EFFECT}]
+
+
+def test_a_cpu_worker_asks_for_no_gpu_and_tolerates_nothing():
+    pod = workloads.elastic_job(settings(**DISTINCT), IMAGE, "--rdzv_id=x")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    (worker,) = pod["containers"]
+    assert set(worker["resources"]["requests"]) == set(worker["resources"]["limits"]) == {"cpu", "memory"}
+    assert "tolerations" not in pod
+
+
+@pytest.mark.parametrize("memory, shm", [("12Gi", "6144Mi"), ("16Gi", "8192Mi"), ("16386Mi", "8192Mi"),
+                                         ("16382Mi", "8191Mi"), ("4097Mi", "2048Mi"), ("64Gi", "8192Mi")])
+def test_gpu_shared_memory_is_half_the_worker_memory_up_to_8_gib(memory, shm):
+    """Whole MiB, rounded down: exactly half at 16 GiB reaches the cap, one MiB less stays under it."""
+    gpu_settings = settings(nodeInstanceType="g6.12xlarge", workerMemory=memory, workerCpu="3")
+    assert workloads.shm_size_limit(gpu_settings) == shm
+    volumes = workloads.elastic_job(gpu_settings, IMAGE, "--rdzv_id=x")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}} in volumes
+    assert workloads.shm_size_limit(settings(workerMemory=memory, workerCpu="1")) == workloads.SHM_SIZE_LIMIT == "8Gi"
+
+
+def test_the_device_plugin_runs_on_gpu_nodes_only_and_its_policy_guards_exactly_its_pods():
+    from infra.specs import gpu
+
+    plugin = gpu.device_plugin_daemonset()
+    template = plugin["spec"]["template"]
+    assert plugin["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+    assert template["spec"]["nodeSelector"].items() <= gpu.gpu_node_labels().items()
+    assert template["spec"]["tolerations"] == [gpu.gpu_toleration()]
+    assert not template["spec"]["nodeSelector"].items() <= gpu.system_node_labels().items()
+    policy = gpu.device_plugin_network_policy()
+    assert policy["metadata"]["namespace"] == plugin["metadata"]["namespace"] == gpu.DEVICE_PLUGIN_NAMESPACE
+    # Exactly the plugin's pods (not the rest of kube-system), and no ingress rule at all.
+    assert policy["spec"] == {"podSelector": {"matchLabels": plugin["spec"]["selector"]["matchLabels"]},
+                              "policyTypes": ["Ingress"]}
+
+
+# --- the export Job: this run's files to the given destination, as the export identity ----------------
+
+def test_the_export_job_sends_this_runs_files_to_the_destination_as_the_export_account():
+    s = settings(**DISTINCT)
+    job = workloads.export_job(s, IMAGE, "s3://artifacts/runs/r-8")
+    assert job["metadata"]["name"] == workloads.names("r-8").export == "export-r-8"
+    assert job["metadata"]["namespace"] == "ml" and job["spec"]["backoffLimit"] == 2
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", "jobs.export"]
+    assert container["args"] == ["--run-dir", "/efs-shared/runs/r-8", "--dest", "s3://artifacts/runs/r-8"]
+    assert container["image"] == IMAGE and {"name": "AWS_REGION", "value": "eu-west-1"} in container["env"]
+    account = workloads.export_service_account(s, "arn:aws:iam::123456789012:role/export")
+    assert pod["serviceAccountName"] == account["metadata"]["name"] == workloads.EXPORT_SERVICE_ACCOUNT
+    assert account["metadata"]["namespace"] == "ml"
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::123456789012:role/export"
+
+
+# --- a claim from the cluster's own provisioner (target existing) --------------------------------------
+
+@pytest.mark.parametrize("mode", ["ReadWriteOnce", "ReadWriteMany"])
+def test_a_provisioned_claim_asks_the_named_class_for_the_named_mode_and_binds_no_volume_of_ours(mode):
+    from infra.specs import storage
+
+    claim = storage.provisioned_claim("claim", "ml", "standard", mode)
+    assert claim["metadata"]["name"] == "claim" and claim["metadata"]["namespace"] == "ml"
+    assert claim["spec"] == {"accessModes": [mode], "storageClassName": "standard",
+                             "resources": {"requests": {"storage": storage.PROVISIONED_CAPACITY}}}
+    assert claim["apiVersion"] == "v1" and claim["kind"] == "PersistentVolumeClaim"
+
+
+# --- an imageUri pinned by a tag: its own pull policy and its two suppression rows, nowhere else ---------
+
+@pytest.mark.parametrize("uri, policy", [("registry.example/trainer:1.0", "IfNotPresent"),
+                                         ("registry.example/trainer:latest", "Always"),
+                                         ("registry.example/trainer", "Always"),
+                                         ("registry.example/trainer@sha256:" + "1" * 64, "IfNotPresent")])
+def test_an_image_uri_gets_the_pull_policy_its_reference_calls_for(uri, policy):
+    s = settings(imageUri=uri)
+    assert workloads.pull_policy(s) == policy
+    (container,) = workloads.test_job(s, uri)["spec"]["template"]["spec"]["containers"]
+    assert container["imagePullPolicy"] == policy
+    assert workloads.pull_policy(settings()) == "IfNotPresent"  # the built image, by digest
+
+
+def _skips(obj) -> list[tuple[str, str]]:
+    annotations = obj["metadata"].get("annotations", {})
+    found = [tuple(annotations[f"checkov.io/skip{i}"].split("=", 1)) for i in range(1, len(annotations) + 1)
+             if f"checkov.io/skip{i}" in annotations]
+    assert len(found) == len([k for k in annotations if k.startswith("checkov.io/skip")])
+    return found
+
+
+def test_jobs_of_a_tag_pinned_image_uri_carry_the_two_rows_even_while_the_image_is_an_output():
+    from infra.specs import suppressions
+
+    class Unresolved:  # a pulumi Output: its text is not known while the spec is built
+        pass
+
+    tagged, digest = settings(imageUri="registry.example/trainer:1.0"), settings(imageUri=IMAGE)
+    for build in (workloads.data_prep_job, workloads.test_job):
+        assert _skips(build(tagged, Unresolved())) == suppressions.TAG_PINNED_IMAGE
+        assert _skips(build(tagged, "registry.example/trainer:1.0")) == suppressions.TAG_PINNED_IMAGE  # once, not twice
+        assert _skips(build(digest, IMAGE)) == []
+        assert _skips(build(settings(), Unresolved())) == []
+
+
+def test_the_images_of_every_pod_carrying_shape_are_found():
+    from infra.specs import suppressions
+
+    def pod(*images):
+        return {"spec": {"containers": [{"name": str(i), "image": image} for i, image in enumerate(images)]}}
+
+    assert suppressions._images({"kind": "Job", "spec": {"template": pod("a", "b")}}) == ["a", "b"]
+    assert suppressions._images({"kind": "ElasticJob", "spec": {"replicaSpecs": {"Worker": {"template": pod("w")}}}}) == ["w"]
+    for empty in ({}, {"spec": None}, {"spec": {}}, {"spec": {"template": None}}, {"spec": {"template": {"spec": None}}},
+                  {"spec": {"template": {"spec": {"containers": None}}}}, {"spec": {"replicaSpecs": None}},
+                  {"spec": {"replicaSpecs": {"Worker": None}}}, {"spec": {"replicaSpecs": {"Launcher": {"template": pod("l")}}}}):
+        assert suppressions._images(empty) == [], empty
+    assert suppressions._images({"spec": {"template": pod()}}) == []
+
+
+def test_tag_rows_go_to_our_jobs_only_are_added_after_an_objects_own_rows_and_never_share_the_table():
+    from infra.specs import suppressions
+
+    def obj(kind, component, image):
+        return {"kind": kind, "metadata": {"labels": {"app.kubernetes.io/component": component}},
+                "spec": {"template": {"spec": {"containers": [{"image": image}]}}}}
+
+    tag = "registry.example/trainer:1.0"
+    for component in suppressions.WORKLOAD_COMPONENTS:
+        found = suppressions.suppressions_for(obj("Job", component, tag))
+        assert found == suppressions.TAG_PINNED_IMAGE and found is not suppressions.TAG_PINNED_IMAGE
+        assert suppressions.suppressions_for(obj("Job", component, IMAGE)) == []
+        assert suppressions.suppressions_for(obj("CronJob", component, tag)) == []
+    assert suppressions.suppressions_for(obj("Job", "export", tag)) == []
+    assert suppressions.suppressions_for(obj("Job", "training", tag)) == []
+    controller = obj(*suppressions.CONTROLLER, tag)
+    rows = suppressions.SUPPRESSIONS[suppressions.CONTROLLER]
+    assert suppressions.suppressions_for(controller) == rows
+    assert _skips(suppressions.annotate(controller, image_by_tag=True)) == rows + suppressions.TAG_PINNED_IMAGE
+    assert len(suppressions.TAG_PINNED_IMAGE) == 2 and suppressions.SUPPRESSIONS[suppressions.CONTROLLER] == rows
