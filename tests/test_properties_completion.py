@@ -123,14 +123,16 @@ def test_a_failed_deletion_keeps_the_verdict_failed_and_the_failed_pod():
     assert verdict.state == "failed" and verdict.failed_pod == "train-run-1-worker-0" and cluster.deletions == 1
 
 
-def test_the_log_tail_keeps_trailing_spaces_and_drops_only_the_last_newlines():
+@pytest.mark.parametrize("log, kept", [("loss 1.5  MAX  \n\n", "loss 1.5  MAX  "), ("step 9 of MAX\n", "step 9 of MAX"),
+                                       ("no newline X", "no newline X")])
+def test_the_log_tail_keeps_trailing_spaces_and_drops_only_the_last_newlines(log, kept):
     class Spacey(FakeCluster):
         def worker_log_tail(self, pod, lines):
-            return "loss 1.5  MAX  \n\n"
+            return log
 
     clock = FakeClock()
     verdict = wait_for(Spacey(snap(elasticjob(RUNNING), [pod(0, "Failed", 1)])), HOUR, 15, clock, clock.sleep)
-    assert verdict.message.endswith("Last 20 lines of train-run-1-worker-0's log:\nloss 1.5  MAX  ")
+    assert verdict.message.endswith(f"Last 20 lines of train-run-1-worker-0's log:\n{kept}")
 
 
 def test_a_refused_read_retries_its_deletion_through_transient_errors():
