@@ -305,3 +305,135 @@ def test_an_unknown_key_names_the_one_closest_key():
     assert str(error) == f"config {PROJECT}:colour='blue' is invalid: unknown key (known keys: {', '.join(KEYS_BY_NAME)})"
     # Keys of other namespaces (aws:, pulumi:) are not ours to refuse.
     assert load_settings({**BASE, "aws:profile": "x"}, "t", today=TODAY).region == "us-west-2"
+
+
+# --- target existing: an image Kubernetes will not re-pull, and no AWS ------------------------------
+
+EXISTING = dict(target="existing", imageUri="docker.io/library/elastic-training:local", storageClassName="standard",
+                storageAccessMode="ReadWriteOnce", workersPerNode="2", workers="2", minWorkers="2", maxWorkers="2",
+                dataSource="synthetic:100", dataMd5="")
+
+
+def test_target_existing_loads_with_a_tag_pinned_image():
+    assert load(**EXISTING).image_uri == "docker.io/library/elastic-training:local"
+
+
+@pytest.mark.parametrize("keys, line", [
+    (dict(imageUri=""), f"config {PROJECT}:imageUri='' is invalid: must be set with target existing (an image the cluster "
+                        "can pull, or one loaded with `kind load docker-image`): only target eks builds images/ and pushes "
+                        "it to ECR"),
+    (dict(imageUri="docker.io/library/elastic-training:latest"),
+     f"config {PROJECT}:imageUri='docker.io/library/elastic-training:latest' is invalid: must name a tag other than "
+     "latest, or a digest, with target existing: Kubernetes pulls a :latest or untagged image on every start (pull "
+     "policy Always), so an image loaded into kind would never be used"),
+    (dict(dataSource="s3://datasets/cifar.tgz", dataMd5=""),
+     f"config {PROJECT}:dataSource='s3://datasets/cifar.tgz' is invalid: must not be an s3:// URL with target existing "
+     "(data-prep reads S3 through an EKS IAM role); use an https:// URL or synthetic"),
+    (dict(maxWorkers="3"), f"config {PROJECT}:workersPerNode=2 is invalid: must be >= maxWorkers (3) with "
+                           "storageAccessMode ReadWriteOnce: the volume is on one node, so every worker must fit there"),
+])
+def test_target_existing_refusals_are_exact_lines(keys, line):
+    assert str(refusal(**{**EXISTING, **keys})) == line
+
+
+@pytest.mark.parametrize("image, pinned", [
+    ("elastic-training:local", True), ("elastic-training", False), ("elastic-training:latest", False),
+    ("localhost:5000/elastic-training", False), ("localhost:5000/elastic-training:1.0", True),
+    ("localhost:5000/team/elastic-training:latest", False), ("registry.example/a/b/c:v2", True),
+    ("elastic-training@sha256:" + "a" * 64, True), ("localhost:5000/t@sha256:" + "b" * 64, True),
+])
+def test_an_image_is_pinned_by_a_tag_other_than_latest_or_by_a_digest(image, pinned):
+    from infra.config import image_pull_policy, pins_the_image
+
+    assert pins_the_image(image) is pinned
+    assert image_pull_policy(image) == ("IfNotPresent" if pinned else "Always")
+
+
+@pytest.mark.parametrize("key, bad, line", [
+    ("kubeContext", " kind", "must be empty (the current context) or a context name of the kubeconfig"),
+    ("kubeContext", "a\nb", "must be empty (the current context) or a context name of the kubeconfig"),
+    ("kubeconfig", "", "must be the path of a kubeconfig file, e.g. ~/.kube/config"),
+    ("kubeconfig", "~/.kube/a\nb", "must be the path of a kubeconfig file, e.g. ~/.kube/config"),
+    ("kubeconfig", "~/.kube/config ", "must be the path of a kubeconfig file, e.g. ~/.kube/config"),
+])
+def test_kubeconfig_and_context_refusals_are_exact(key, bad, line):
+    rule = rule_of(key)
+    assert rule(bad) == line
+    assert rule("kind-elastic-training" if key == "kubeContext" else "~/.kube/config") is None
+    if key == "kubeContext":
+        assert rule("") is None  # the kubeconfig's current context
+
+
+# --- GPU nodes: the worker fits one node, at every bound -------------------------------------------
+
+GPU = dict(nodeInstanceType="g6.xlarge", workerCpu="3", workerMemory="12Gi")  # 4 vCPUs, 16384 MiB
+
+
+@pytest.mark.parametrize("keys", [dict(workerMemory="16383Mi"), dict(workerMemory="4096Mi"), dict(workerCpu="3999m"),
+                                  dict(workerCpu="3.5"), dict(workerMemory="17179868160")])
+def test_a_gpu_worker_just_inside_every_bound_is_accepted(keys):
+    assert load(**{**GPU, **keys}).node_instance_type == "g6.xlarge"
+
+
+@pytest.mark.parametrize("keys, key, value, rule", [
+    (dict(workerMemory="16Gi"), "workerMemory", "'16Gi'", "must be below the 16384 MiB of one g6.xlarge node"),
+    (dict(workerMemory="17179869184"), "workerMemory", "'17179869184'", "must be below the 16384 MiB of one g6.xlarge node"),
+    (dict(workerMemory="4095Mi"), "workerMemory", "'4095Mi'",
+     "must be at least 4096Mi on GPU nodes: half of it is /dev/shm, which NCCL needs 2048Mi of"),
+    (dict(workerCpu="4"), "workerCpu", "'4'", "must be below the 4 vCPUs of one g6.xlarge node"),
+    (dict(workerCpu="4000m"), "workerCpu", "'4000m'", "must be below the 4 vCPUs of one g6.xlarge node"),
+    (dict(workersPerNode="2", workers="2", maxWorkers="2", nodeCount="2", nodeMaxCount="2"), "workersPerNode", "2",
+     "must be 1 on GPU nodes: each worker takes every GPU of its node"),
+])
+def test_a_gpu_worker_at_or_past_every_bound_is_refused_with_its_line(keys, key, value, rule):
+    assert str(refusal(**{**GPU, **keys})) == f"config {PROJECT}:{key}={value} is invalid: {rule}"
+
+
+def test_memory_quantities_in_mib_for_every_suffix():
+    from infra.config import memory_mib
+
+    assert memory_mib("1048576") == 1 and memory_mib("2097152") == 2  # bare: bytes
+    assert memory_mib("1048576000m") == 1  # millibytes
+    assert memory_mib("1Mi") == 1 and memory_mib("1Gi") == 1024 and memory_mib("1Ki") == 1 / 1024
+    assert memory_mib("1M") == 1e6 / 1048576 and memory_mib("1G") == 1e9 / 1048576
+
+
+def test_only_a_node_with_gpus_makes_a_gpu_stack():
+    from infra.config import gpus_per_node, is_gpu_stack
+
+    cpu, one, four = load(), load(**GPU), load(nodeInstanceType="g6.12xlarge", workerMemory="12Gi")
+    assert (gpus_per_node(cpu), gpus_per_node(one), gpus_per_node(four)) == (0, 1, 4)
+    assert (is_gpu_stack(cpu), is_gpu_stack(one), is_gpu_stack(four)) == (False, True, True)
+
+
+@pytest.mark.parametrize("key, value, rule", [
+    ("imageVariant", "", "must be cuda when imageUri is given on a GPU stack (nodeInstanceType g6.xlarge has NVIDIA "
+                         "GPUs): declare that the image holds a CUDA build of torch"),
+])
+def test_a_prebuilt_image_on_gpus_must_declare_cuda(key, value, rule):
+    line = str(refusal(**GPU, imageUri="registry.example/trainer:1.0"))
+    assert line == f"config {PROJECT}:{key}={value!r} is invalid: {rule}"
+    assert load(**GPU, imageUri="registry.example/trainer:1.0", imageVariant="cuda").image_variant == "cuda"
+
+
+@pytest.mark.parametrize("key, bad, line", [
+    ("systemNodeInstanceType", "g6.xlarge", "must be a CPU instance type such as m5.large (the system nodes are there "
+                                            "to keep GPUs free)"),
+    ("nodeInstanceType", "g4ad.xlarge", "is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs in "
+                                        "infra/gpu_instances.py (fractional-GPU and AMD-GPU types are not supported), "
+                                        "e.g. g6.xlarge or g5.xlarge"),
+])
+def test_instance_type_refusals_are_exact(key, bad, line):
+    assert rule_of(key)(bad) == line
+    assert rule_of(key)("m5.large") is None
+
+
+@pytest.mark.parametrize("per_node, max_workers, ok", [(2, 6, True), (2, 7, False), (3, 9, True), (3, 10, False)])
+def test_max_workers_fit_the_most_nodes_times_workers_per_node_exactly(per_node, max_workers, ok):
+    keys = dict(nodeCount="1", nodeMinCount="1", nodeMaxCount="3", workers="1", minWorkers="1",
+                workersPerNode=str(per_node), maxWorkers=str(max_workers))
+    if ok:
+        assert load(**keys).max_workers == max_workers
+    else:
+        assert str(refusal(**keys)) == (f"config {PROJECT}:maxWorkers={max_workers} is invalid: must be <= nodeMaxCount (3)"
+                                        f" x workersPerNode ({per_node})")
