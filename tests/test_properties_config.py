@@ -437,3 +437,10 @@ def test_max_workers_fit_the_most_nodes_times_workers_per_node_exactly(per_node,
     else:
         assert str(refusal(**keys)) == (f"config {PROJECT}:maxWorkers={max_workers} is invalid: must be <= nodeMaxCount (3)"
                                         f" x workersPerNode ({per_node})")
+
+
+def test_the_image_variant_follows_the_nodes():
+    from infra.config import image_variant
+
+    assert image_variant(load()) == "cpu" and image_variant(load(imageVariant="cpu")) == "cpu"
+    assert image_variant(load(**GPU)) == "cuda" and image_variant(load(**GPU, imageVariant="cuda")) == "cuda"
