@@ -1,12 +1,13 @@
-"""moto's server (from the installed moto[server]) on a free 127.0.0.1 port, for tests that reach
+"""moto's server (from the installed moto[server]) on a 127.0.0.1 port of its own, for tests that reach
 AWS APIs the way the code does: through boto3's default session and AWS_ENDPOINT_URL."""
 
 from __future__ import annotations
 
-import socket
+import queue
+import re
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,28 +15,35 @@ from pathlib import Path
 MOTO_SERVER = Path(sys.executable).parent / "moto_server"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+# werkzeug's line when it listens (moto_server runs werkzeug.serving.run_simple): " * Running on http://HOST:PORT".
+LISTENING = re.compile(r"Running on http://127\.0\.0\.1:(\d+)")
 
 
 @contextmanager
 def running_moto_server(start_timeout: float = 30) -> Iterator[str]:
-    """Start moto_server, yield its URL once it listens, and stop it by PID whatever happens."""
-    port = free_port()
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Start moto_server on a port the OS picks for it (-p 0), yield its URL once it says where it
+    listens, and stop it by PID whatever happens.
+
+    The port is the one this process bound, never a port probed free and bound later: between the
+    two, the pytest process beside this one could start its own server there, and both tests would
+    share one server's state (a flaky failure seen once in the whole suite)."""
+    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", "0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ports: queue.Queue[int] = queue.Queue()
+
+    def read_stderr() -> None:
+        # Read to the end: the server logs every request to stderr and would block on a full pipe.
+        for line in server.stderr:
+            if match := LISTENING.search(line):
+                ports.put(int(match[1]))
+
+    threading.Thread(target=read_stderr, daemon=True).start()
     try:
-        deadline = time.monotonic() + start_timeout
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert server.poll() is None, "moto_server exited at start"
-                assert time.monotonic() < deadline, f"moto_server did not listen within {start_timeout:.0f} s"
-                time.sleep(0.1)
+        try:
+            port = ports.get(timeout=start_timeout)
+        except queue.Empty:
+            raise AssertionError(f"moto_server did not say where it listens within {start_timeout:.0f} s "
+                                 f"(exit code {server.poll()})") from None
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()

@@ -12,13 +12,13 @@ import subprocess
 import sys
 import tarfile
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from archive_server import ArchiveServer, make_tarball, md5
 from conftest import assert_one_line_error, make_synthetic_cifar, run_job
+from moto_server import running_moto_server
 from torchrun_harness import free_port
 
 from jobs import data
@@ -203,31 +203,9 @@ def test_extracted_folder_appears_complete_or_not_at_all(tmp_path, server, tmp_p
 
 @pytest.fixture(scope="module")
 def s3_endpoint():
-    """moto's S3 server on 127.0.0.1, stopped by PID."""
-    port = free_port()
-    process = subprocess.Popen(
-        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("moto_server did not start") from None
-                time.sleep(0.1)
+    """moto's S3 server on 127.0.0.1 (tests/moto_server.py), stopped by PID."""
+    with running_moto_server() as endpoint:
         yield endpoint
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def test_s3_source(tmp_path, s3_endpoint, archive):
