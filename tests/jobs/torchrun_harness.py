@@ -15,6 +15,7 @@ Process rules learnt the hard way (reference/offline-testing-details.md §5):
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -95,6 +96,10 @@ def descendants_of(pid: int) -> list[int]:
 # --- etcd -------------------------------------------------------------------------------------
 
 
+class PortTaken(RuntimeError):
+    """Another process bound the port between our probe and etcd's bind."""
+
+
 class EtcdServer:
     """A single-member etcd (Debian's etcd-server 3.4) with the v2 API that torchrun's etcd
     rendezvous needs, bound to 127.0.0.1 on free ports, with its data in `workdir`."""
@@ -103,39 +108,61 @@ class EtcdServer:
         self.workdir = Path(workdir)
         self.client_port = free_port()
         self.peer_port = free_port()
+        # A member name no other etcd on this machine has: the readiness check asks the server on
+        # the port for its members, so it never mistakes another process's etcd for this one.
+        self.name = f"test-{uuid.uuid4().hex[:12]}"
         self.process: subprocess.Popen | None = None
 
     @property
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.client_port}"
 
-    def start(self, timeout: float = 20) -> EtcdServer:
+    def start(self, timeout: float = 20, attempts: int = 3) -> EtcdServer:
+        """Start etcd; a port probed free can be taken before etcd binds it (the pytest process
+        beside this one starts servers too): then etcd exits with "address already in use" and
+        it is started again on fresh ports."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(timeout)
+            except PortTaken:
+                if attempt == attempts:
+                    raise
+                self.client_port, self.peer_port = free_port(), free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> EtcdServer:
         binary = shutil.which("etcd")
         if binary is None:
             raise RuntimeError("etcd is not installed: run scripts/install-system-deps.sh (Debian package etcd-server)")
         peer_url, client_url = f"http://127.0.0.1:{self.peer_port}", f"http://{self.endpoint}"
         self.workdir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.workdir / "data", ignore_errors=True)  # a failed attempt's member data
         self.log_path = self.workdir / "etcd.log"
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
                 [
-                    binary, "--name", "test", "--data-dir", str(self.workdir / "data"), "--enable-v2=true",
+                    binary, "--name", self.name, "--data-dir", str(self.workdir / "data"), "--enable-v2=true",
                     "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
                     "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-                    "--initial-cluster", f"test={peer_url}", "--logger=zap", "--log-level=warn",
+                    "--initial-cluster", f"{self.name}={peer_url}", "--logger=zap", "--log-level=warn",
                 ],
                 stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self.process.returncode}: {self.log_path.read_text()[-2000:]}")
+                log = self.log_path.read_text()
+                if "address already in use" in log:
+                    raise PortTaken(f"etcd could not bind {client_url} or {peer_url}")
+                raise RuntimeError(f"etcd exited with {self.process.returncode}: {log[-2000:]}")
             try:
-                with urllib.request.urlopen(f"{client_url}/v2/keys/", timeout=1) as response:
-                    if response.status == 200:
+                with urllib.request.urlopen(f"{client_url}/v2/members", timeout=1) as response:
+                    names = [member.get("name") for member in json.loads(response.read()).get("members", [])]
+                    if response.status == 200 and names == [self.name]:
                         return self
-            except OSError:
-                time.sleep(0.1)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"etcd did not answer on {client_url} within {timeout} s")
 
