@@ -121,14 +121,12 @@ class EtcdServer:
         """Start etcd; a port probed free can be taken before etcd binds it (the pytest process
         beside this one starts servers too): then etcd exits with "address already in use" and
         it is started again on fresh ports."""
-        for attempt in range(1, attempts + 1):
+        for _ in range(attempts - 1):
             try:
                 return self._start_once(timeout)
             except PortTaken:
-                if attempt == attempts:
-                    raise
                 self.client_port, self.peer_port = free_port(), free_port()
-        raise AssertionError("unreachable")
+        return self._start_once(timeout)
 
     def _start_once(self, timeout: float) -> EtcdServer:
         binary = shutil.which("etcd")
@@ -152,9 +150,11 @@ class EtcdServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 log = self.log_path.read_text()
-                if "address already in use" in log:
+                if "address already in use" in log:  # Go's text for EADDRINUSE, as etcd logs its bind error
                     raise PortTaken(f"etcd could not bind {client_url} or {peer_url}")
                 raise RuntimeError(f"etcd exited with {self.process.returncode}: {log[-2000:]}")
+            # GET /v2/members lists {"members": [{"id", "name", "peerURLs", "clientURLs"}]} (etcd docs,
+            # v2 Members API); a member not yet started has an empty name, so this also waits for ours.
             try:
                 with urllib.request.urlopen(f"{client_url}/v2/members", timeout=1) as response:
                     names = [member.get("name") for member in json.loads(response.read()).get("members", [])]
