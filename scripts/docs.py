@@ -171,6 +171,53 @@ def blocks() -> list[Block]:
     return found
 
 
+# --- the stack tables: hand-written rows whose cost cells come from the cost code ----------------
+
+STACK_TABLES = ("README.md", "docs/costs.md")  # each has a `## Stacks` section with one row per stack
+
+
+def stack_names() -> list[str]:
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+
+
+def cost_cells(stack: str) -> tuple[str, str]:
+    """The per-hour and per-day cells of a stack's row: what `synth` writes to cost.json today."""
+    from datetime import datetime, timezone
+
+    from infra.cli import cost
+    from infra.config import load_settings
+    from infra.config.stack_file import read_stack_file
+
+    settings = load_settings(read_stack_file(stack, ROOT / "stacks"), stack)
+    return cost.readme_cells(cost.estimate(settings, datetime.now(timezone.utc).date()))
+
+
+def stack_rows(text: str) -> tuple[int, int, dict[str, int]]:
+    """(start, end) of the `## Stacks` section and the line index of each stack's row in it."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.rstrip() == "## Stacks")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    rows = {}
+    for i in range(start, end):
+        match = re.match(r"\| `([a-z0-9-]+)` \|", lines[i])
+        if match:
+            rows[match.group(1)] = i
+    return start, end, rows
+
+
+def rewrite_stack_table(text: str, cells: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:
+    """The text with each row's last two cells replaced; problems: stacks without a row, rows without a stack."""
+    lines = text.splitlines(keepends=True)
+    _, _, rows = stack_rows(text)
+    problems = [f"no row for stack `{s}` in its Stacks table" for s in cells if s not in rows]
+    problems += [f"a row for `{s}`, which has no stacks/Pulumi.{s}.yaml" for s in rows if s not in cells]
+    for stack, i in rows.items():
+        if stack in cells:
+            parts = lines[i].rstrip("\n").split(" | ")
+            lines[i] = " | ".join(parts[:-2] + [cells[stack][0], cells[stack][1] + " |"]) + "\n"
+    return "".join(lines), problems
+
+
 # --- reading and writing blocks ------------------------------------------------------------------
 
 def markers(name: str) -> tuple[str, str]:
@@ -202,6 +249,13 @@ def stale(root: Path = ROOT) -> list[str]:
                             f"and {markers(block.name)[1]}, then run scripts/docs.py)")
         elif found != block.render():
             problems.append(f"{block.file}: block `{block.name}` is stale (run scripts/docs.py)")
+    cells = {stack: cost_cells(stack) for stack in stack_names()}
+    for name in STACK_TABLES:
+        text = (root / name).read_text()
+        new, missing = rewrite_stack_table(text, cells)
+        problems += [f"{name}: {problem}" for problem in missing]
+        if new != text:
+            problems.append(f"{name}: the Stacks table's cost cells are stale (run scripts/docs.py)")
     return problems
 
 
@@ -215,6 +269,13 @@ def write(root: Path = ROOT) -> list[str]:
             if new != text:
                 path.write_text(new)
                 print(f"docs: rewrote {block.file} ({block.name})")
+    cells = {stack: cost_cells(stack) for stack in stack_names()}
+    for name in STACK_TABLES:
+        text = (root / name).read_text()
+        new, _ = rewrite_stack_table(text, cells)
+        if new != text:
+            (root / name).write_text(new)
+            print(f"docs: rewrote the cost cells of {name}")
     return stale(root)
 
 
