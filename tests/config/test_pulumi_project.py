@@ -270,8 +270,8 @@ def _config_set(where: str, args: list[str], command: str) -> list[Documented]:
     flags_with_value = ("-s", "--stack", "--config-file", "--type")
     positional = [a for i, a in enumerate(args)
                   if not a.startswith("-") and (i == 0 or args[i - 1] not in flags_with_value)]
-    if len(positional) < 2 or any("<" in a for a in positional):
-        return []  # the command named in prose, or with placeholders (`pulumi config set <key> <value>`)
+    if len(positional) < 2 or any("<" in a or a.isupper() for a in positional):
+        return []  # the command named in prose, or with placeholders (`pulumi config set <key> <value>`, `KEY VALUE`)
     key, value = positional
     if not path:
         return [Documented(where, namespaced(PROJECT, key), value_from_command_line(value), command)]
