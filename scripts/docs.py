@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
 import re
 import sys
 import tomllib
@@ -113,9 +112,11 @@ def anchor(heading: str) -> str:
 
 def parser_reference(parser: argparse.ArgumentParser) -> str:
     """Usage and one row per argument, from the parser itself (what --help prints, as Markdown)."""
-    os.environ["COLUMNS"] = "100"  # argparse wraps the usage line at the terminal's width
-    formatter = parser._get_formatter()  # argparse has no public way to expand %(default)s
-    rows = ["```text", parser.format_usage().strip(), "```", "", "| argument | what it does |", "|---|---|"]
+    # A fixed width: argparse otherwise wraps at the terminal's width ($COLUMNS). argparse has no
+    # public way to expand %(default)s or format one argument, hence its formatter's methods.
+    formatter = parser.formatter_class(prog=parser.prog, width=100)
+    formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups)
+    rows = ["```text", formatter.format_help().strip(), "```", "", "| argument | what it does |", "|---|---|"]
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
