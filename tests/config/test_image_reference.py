@@ -1,4 +1,4 @@
-"""infra/image_reference.py against the grammar's own examples: the test tables of
+"""infra/config/image_reference.py against the grammar's own examples: the test tables of
 distribution/reference @ 0965666a6ade2e06035fe352e38344be1e68951a (reference_test.go
 TestReferenceParse, regexp_test.go TestFullNameRegexp and TestReferenceRegexp), read from its Go
 sources into fixtures/distribution-reference-cases.json by fixtures/make_reference_cases.py."""
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from infra import image_reference
-from infra.image_reference import ImageReference, ReferenceError
+from infra.config import image_reference
+from infra.config.image_reference import ImageReference, ReferenceError
 
-CASES = json.loads((Path(__file__).parent / "fixtures" / "distribution-reference-cases.json").read_text())
+CASES = json.loads((Path(__file__).parents[1] / "fixtures" / "distribution-reference-cases.json").read_text())
 # The Go error values the tables name, and their texts (reference.go; go-digest digest.go).
 ERRORS = {
     "ErrNameEmpty": image_reference.ERR_NAME_EMPTY,
