@@ -228,9 +228,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Where the stack runs: `eks` creates the AWS platform (VPC, EKS, EFS, ECR); `existing` deploys into "
               "the cluster of `kubeconfig`/`kubeContext` and creates no AWS resources.", _one_of(TARGETS)),
     ConfigKey("kubeconfig", "kubeconfig", "string", "~/.kube/config",
-              "target existing: path of the kubeconfig file of the cluster.", _kubeconfig_path),
+              "target existing only (refused on eks): path of the kubeconfig file of the cluster.", _kubeconfig_path),
     ConfigKey("kubeContext", "kube_context", "string", "",
-              "target existing: context of that kubeconfig to use; empty uses its current-context.", _kube_context),
+              "target existing only (refused on eks): context of that kubeconfig to use; empty uses its current-context.", _kube_context),
     # network + cluster
     ConfigKey("availabilityZoneCount", "availability_zone_count", "integer", 2,
               "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).", _between(2, 4)),
@@ -301,8 +301,12 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("minAccuracy", "min_accuracy", "string", "0.7",
               "Test accuracy, a decimal from 0 to 1, below which the test Job, and so `pulumi up`, fails.",
               _fraction, parse=parse_decimal),
-    ConfigKey("workerCpu", "worker_cpu", "string", "15", "CPU request and limit of each training worker.", _quantity),
-    ConfigKey("workerMemory", "worker_memory", "string", "24Gi", "Memory request and limit of each training worker.", _quantity),
+    ConfigKey("workerCpu", "worker_cpu", "string", "15",
+              "CPU request and limit of each training worker; workersPerNode of them must fit one node of "
+              "nodeInstanceType (checked before anything is created).", _quantity),
+    ConfigKey("workerMemory", "worker_memory", "string", "24Gi",
+              "Memory request and limit of each training worker; workersPerNode of them must fit one node of "
+              "nodeInstanceType (checked before anything is created).", _quantity),
     ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
               "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
 )

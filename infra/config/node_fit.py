@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from infra.aws import eni_limits, gpu_instances, instance_catalog, node_allocatable, node_daemonsets
@@ -28,9 +28,10 @@ from infra.config.parsers import QUANTITY, memory_mib
 
 # Kubernetes quantity suffixes as multipliers of one CPU (apimachinery resource.Quantity: decimal
 # SI k, M, G, T; binary Ki, Mi, Gi, Ti; m is a thousandth).
-_CPU_UNITS = {"m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
-              "T": Decimal(10) ** 12, "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
-              "Ti": Decimal(2) ** 40}
+# Fractions, not floats or Decimal's 28 digits: a 40-digit workerCpu must compare exactly.
+_CPU_UNITS = {"m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
+              "T": Fraction(10**12), "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
+              "Ti": Fraction(2**40)}
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,7 @@ def cpu_millicores(quantity: str) -> int:
     """A CPU quantity that passed the key's rule, in millicores, rounded up as the API server
     rounds a request below 1m (resource.Quantity keeps at most milli precision for cpu)."""
     match = QUANTITY.fullmatch(quantity)
-    value = Decimal(match[1]) * _CPU_UNITS.get(match[3] or "", Decimal(1)) * 1000
-    return int(value.to_integral_value(rounding="ROUND_CEILING"))
+    return math.ceil(Fraction(match[1]) * _CPU_UNITS.get(match[3] or "", Fraction(1)) * 1000)
 
 
 def node_room(instance_type: str) -> NodeRoom | None:
