@@ -151,6 +151,7 @@ class FakeApiServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.token_log, self.answers, self.pods, self.events = token_log, list(elasticjob_answers), pods, events
         self.logs = logs
+        self.nodes: list | tuple = []  # GET /api/v1/nodes: the items, or (status, body) to refuse
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
 
@@ -199,6 +200,11 @@ class _Handler(BaseHTTPRequestHandler):
                 items = [p for p in self.server.pods if p["metadata"]["labels"].get(key) == value]
                 return self._send(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"},
                                         "items": items})
+            if method == "GET" and url.path == "/api/v1/nodes":
+                if isinstance(self.server.nodes, tuple):  # (status, body): a refusal such as 403
+                    return self._send(*self.server.nodes)
+                return self._send(200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"},
+                                        "items": self.server.nodes})
             if method == "GET" and url.path == f"/api/v1/namespaces/{NAMESPACE}/events":
                 wanted = dict(part.split("=", 1) for part in query.get("fieldSelector", "").split(",") if part)
                 items = [e for e in self.server.events
