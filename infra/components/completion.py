@@ -16,6 +16,9 @@ kubeflow/common @ 0b3a4c3, the version its go.mod pins) decides what the wait re
   - "ElasticJob <ns>/<name>: worker <pod> failed with exit code N ..."   a permanent worker failure
   - "ElasticJob <ns>/<name>: worker <pod> failed before its container ran ..."
   - "ElasticJob <ns>/<name>: the controller cannot create worker pods: <event message>"
+  - "ElasticJob <ns>/<name>: worker <pod> can never be scheduled: ...; the scheduler says: <its message>"
+  - "ElasticJob <ns>/<name>: worker <pod> was not scheduled in 30 minutes, ...; the scheduler says: ..."
+    (infra/components/scheduling.py: a Pending worker no node can hold, or capacity that does not come)
   - "ElasticJob <ns>/<name> failed: <reason>: <message>"                 a Failed condition
   - "deadline exceeded: ElasticJob <ns>/<name> did not succeed within N minutes (<pod phases>)"
   - "the Kubernetes API kept failing for 5 minutes ..." / "the Kubernetes API refused ..."
