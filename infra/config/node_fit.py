@@ -34,6 +34,14 @@ _CPU_UNITS = {"m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6)
               "Ti": Fraction(2**40)}
 
 
+# What each of the data-prep, test and export Jobs requests (infra/specs/workloads.py SIDE_JOB_CPU and
+# SIDE_JOB_MEMORY; config sits below specs, so tests/config/test_node_fit.py compares the two). They run
+# on the system nodes of a GPU stack and on the training nodes otherwise, one at a time, before and
+# after the workers.
+SIDE_JOB_CPU_MILLICORES = 1000
+SIDE_JOB_MEMORY_MIB = 4096
+
+
 @dataclass(frozen=True)
 class NodeRoom:
     """One node of a type, and what it leaves for pods."""
@@ -101,6 +109,21 @@ def check_worker_fits(v: dict[str, Any]) -> str | None:
                           f"threshold and the VM keep {room.kubelet_memory_mib}Mi, the node's DaemonSets request "
                           f"{room.daemonset_memory_mib}Mi)")
     return None
+
+
+def check_side_jobs_fit(v: dict[str, Any]) -> None:
+    """The Jobs' pods fit the nodes they run on (when the tables can size those nodes)."""
+    gpu_stack = gpu_instances.nvidia_instance(v["node_instance_type"]) is not None
+    key, instance_type = (("systemNodeInstanceType", v["system_node_instance_type"]) if gpu_stack
+                          else ("nodeInstanceType", v["node_instance_type"]))
+    room = node_room(instance_type)
+    if room is None:
+        return
+    if room.cpu_millicores < SIDE_JOB_CPU_MILLICORES or room.memory_mib_for_pods < SIDE_JOB_MEMORY_MIB:
+        raise ConfigError(f"{PROJECT}:{key}", instance_type,
+                          f"must give the data-prep, test and export Jobs {SIDE_JOB_CPU_MILLICORES}m and "
+                          f"{SIDE_JOB_MEMORY_MIB}Mi: one {instance_type} node gives pods {room.cpu_millicores}m and "
+                          f"{room.memory_mib_for_pods}Mi")
 
 
 def largest_worker(instance_type: str, per_node: int = 1) -> tuple[str, str] | None:

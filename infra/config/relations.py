@@ -12,7 +12,7 @@ from infra import versions
 from infra.aws import gpu_instances
 from infra.config.errors import ConfigError
 from infra.config.images import pins_the_image
-from infra.config.node_fit import check_worker_fits
+from infra.config.node_fit import check_side_jobs_fit, check_worker_fits
 from infra.config.keys import (CIFAR10_MD5, CPU, CUDA, EKS, KEYS_BY_NAME, NCCL_SHM_MIN_MIB, PROJECT, READ_WRITE_MANY,
                                READ_WRITE_ONCE)
 from infra.config.parsers import memory_mib
@@ -58,6 +58,8 @@ def check_relations(v: dict[str, Any]) -> list[str]:
         fit_warning = check_worker_fits(v)
         if fit_warning:
             warnings.append(fit_warning)
+    if v["target"] == EKS:
+        check_side_jobs_fit(v)
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
     return warnings

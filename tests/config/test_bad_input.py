@@ -180,6 +180,9 @@ TABLE = [
         "must be at most 27331Mi for 1 worker per node"),
     Bad("workers-per-node-do-not-fit", ("workersPerNode=2",), f"{P}:workerCpu", "'15'",
         "must be at most 7870m for 2 workers per node"),
+    Bad("side-jobs-above-system-node", ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi",
+                                        "systemNodeInstanceType=c5.large"), f"{P}:systemNodeInstanceType", "'c5.large'",
+        "must give the data-prep, test and export Jobs 1000m and 4096Mi: one c5.large node gives pods 1780m and 3064Mi"),
     # References and keys that mean nothing on eks
     Bad("image-not-a-reference", ("imageUri=../../etc/passwd",), f"{P}:imageUri", "'../../etc/passwd'",
         "(distribution reference grammar: invalid reference format)"),

@@ -97,3 +97,24 @@ def test_target_existing_checks_no_cpu_node():
     settings = load_settings({f"{P}:target": "existing", f"{P}:imageUri": "docker.io/library/trainer:1",
                               f"{P}:workerCpu": "64"}, "t")
     assert settings.worker_cpu == "64" and settings.warnings == ()
+
+
+def test_the_side_jobs_requests_are_the_specs():
+    from infra.config import node_fit
+    from infra.specs import workloads
+
+    assert node_fit.SIDE_JOB_CPU_MILLICORES == cpu_millicores(workloads.SIDE_JOB_CPU)
+    assert node_fit.SIDE_JOB_MEMORY_MIB * 2**20 == 4 * 2**30 and workloads.SIDE_JOB_MEMORY == "4Gi"
+
+
+def test_the_side_jobs_must_fit_the_nodes_they_run_on():
+    gpu = dict(nodeInstanceType="g6.xlarge", workerCpu="3", workerMemory="12Gi")
+    # c5.large gives pods 1780m and 3064Mi: not the Jobs' 4Gi.
+    assert refusal(**gpu, systemNodeInstanceType="c5.large") == (
+        f"config {P}:systemNodeInstanceType='c5.large' is invalid: must give the data-prep, test and export Jobs "
+        "1000m and 4096Mi: one c5.large node gives pods 1780m and 3064Mi")
+    assert load(**gpu, systemNodeInstanceType="m5.large").system_node_instance_type == "m5.large"
+    assert refusal(nodeInstanceType="c5.large", workerCpu="1", workerMemory="2Gi").startswith(
+        f"config {P}:nodeInstanceType='c5.large' is invalid: must give the data-prep, test and export Jobs")
+    # On a CPU stack the system node type is not used, so it is not checked.
+    assert load(systemNodeInstanceType="c5.large").system_node_instance_type == "c5.large"
