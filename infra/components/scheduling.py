@@ -175,6 +175,7 @@ class SchedulingWatch:
     """Remembers since when each worker has been unschedulable (the wait's own clock: events and
     conditions carry the API server's time, which need not agree with ours)."""
     since: dict[str, float] = field(default_factory=dict)
+    noun: str = "worker"  # how the line names a pod: the ElasticJob's workers, a Job's pod
 
     def unschedulable(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [pod for pod in pods if unschedulable_message(pod)]
@@ -191,11 +192,11 @@ class SchedulingWatch:
             coming = capacity_coming(pod, events, why if where == "joining" else "")
             name = pod["metadata"]["name"]
             if where == "never" and not coming and waited >= UNSCHEDULABLE_GRACE_SECONDS:
-                return f"worker {name} can never be scheduled: {why}; the scheduler says: {scheduler}"
+                return f"{self.noun} {name} can never be scheduled: {why}; the scheduler says: {scheduler}"
             if waited >= CAPACITY_WAIT_SECONDS:
                 wait = f"{CAPACITY_WAIT_SECONDS // 60} minutes"
                 detail = f"waiting for capacity that did not come ({coming})" if coming else "with no capacity on its way"
-                return f"worker {name} was not scheduled in {wait}, {detail}; the scheduler says: {scheduler}"
+                return f"{self.noun} {name} was not scheduled in {wait}, {detail}; the scheduler says: {scheduler}"
         return None
 
 
