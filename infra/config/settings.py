@@ -103,10 +103,9 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     if problem:
         raise ConfigError("aws:region", region, problem)
 
-    check_relations(values)
+    warnings = check_relations(values)
     if values["target"] == EXISTING:
         check_existing(values)
-    warnings = []
     if values["target"] == EKS:
         support_warning = kubernetes_support(values["kubernetes_version"],
                                               today if today is not None else datetime.now(timezone.utc).date())
