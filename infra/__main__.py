@@ -1,19 +1,7 @@
-"""`pulumi up` entry point: validate the stack config, build the stack, export its outputs."""
+"""Kept for callers that still run the folder (`runpy.run_path("infra")`): the program's entry point
+is the project root's __main__.py (see there why it moved)."""
 
-import pulumi
+import runpy
+from pathlib import Path
 
-from infra.config import ConfigError, load_settings
-from infra.program import build
-from infra.stack_config import current_config
-
-try:
-    settings = load_settings(current_config(), pulumi.get_stack())
-except ConfigError as error:
-    # RunError: Pulumi prints the one line, without a traceback.
-    raise pulumi.RunError(str(error)) from None
-
-for warning in settings.warnings:
-    pulumi.log.warn(warning)
-
-for key, value in build(settings).items():
-    pulumi.export(key, value)
+runpy.run_path(str(Path(__file__).resolve().parent.parent / "__main__.py"), run_name="__main__")
