@@ -13,4 +13,8 @@ python=${PYTHON:-python3}
 # torch first and alone, exactly pinned: a bare "torch" would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[infra,jobs,dev]"
+# The local state backend Pulumi.yaml names (file://./.pulumi-state): Pulumi's file backend does not
+# create its directory, so `pulumi stack init` or `pulumi up` would fail on a fresh clone
+# (go-cloud blob/fileblob openBucket stats it and fails unless create_dir is set).
+mkdir -p .pulumi-state
 echo "setup: .venv ready ($(.venv/bin/python --version))"
