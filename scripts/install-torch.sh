@@ -7,7 +7,7 @@
 # exported PIP_EXTRA_INDEX_URL, say) cannot stand in for it, while `==2.13.0` ignores local labels.
 # Elsewhere (macOS, Linux arm64) PyPI's torch==2.13.0 is the one to take, as before.
 # Without --gpu, a torch 2.13.0 already installed is kept, whichever build: a later setup.sh (run by
-# up.sh, test.sh, local-run.sh) never swaps a --gpu install back to the CPU build.
+# test.sh, or the README's steps) never swaps a --gpu install back to the CPU build.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0  # = pyproject.toml's jobs extra (tests/test_install_torch.py compares them)

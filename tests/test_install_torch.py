@@ -124,7 +124,7 @@ def test_linux_x86_64_gets_the_cpu_build_and_the_gpu_build_only_on_request(world
     assert gpu.returncode == 0, gpu.stderr
     assert installed_torch(venv) == "2.13.0"
 
-    kept = run(venv, LINUX_X86_64)  # a later setup.sh (up.sh, test.sh) keeps the GPU build
+    kept = run(venv, LINUX_X86_64)  # a later setup.sh (elastic-training up, test.sh) keeps the GPU build
     assert kept.stdout == "install-torch: torch 2.13.0 is installed\n" and installed_torch(venv) == "2.13.0"
 
 
@@ -156,7 +156,8 @@ def test_setup_passes_gpu_to_the_torch_step_and_test_paths_take_the_default():
     setup = (REPO / "scripts" / "setup.sh").read_text()
     assert re.search(r"--gpu\) torch_flags=\(--gpu\)", setup)
     assert re.search(r'bash scripts/install-torch\.sh \.venv/bin/python \$\{torch_flags\[@\]\+"\$\{torch_flags\[@\]\}"\}', setup)
-    # The README's and CI's paths (.ci/run -> test.sh; up.sh; local-run.sh) run setup.sh without --gpu.
-    for script in ("test.sh", "up.sh", "local-run.sh"):
-        calls = re.findall(r"bash scripts/setup\.sh(.*)", (REPO / "scripts" / script).read_text())
-        assert calls == [""], script
+    # The README's and CI's paths (.ci/run -> test.sh, the README's blocks) run setup.sh without --gpu.
+    assert re.findall(r"bash scripts/setup\.sh(.*)", (REPO / "scripts" / "test.sh").read_text()) == [""]
+    assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec bash scripts/test.sh")
+    readme_calls = re.findall(r"bash scripts/setup\.sh([^`\n]*)", (REPO / "README.md").read_text())
+    assert readme_calls and {call.split("&&")[0].strip() for call in readme_calls} <= {"", "--gpu"}

@@ -63,8 +63,6 @@ def created_by_command(command: str, cwd: Path, expand: dict[str, str]) -> set[P
         made |= {Path(os.path.normpath(cwd / word)) for word in shlex.split(match[1])}
     for script in re.findall(r"\bbash (scripts/\w[\w-]*\.sh)\b", command):
         made |= directories_made_by(REPO / script, cwd)
-        if script == "scripts/up.sh":
-            made |= directories_made_by(REPO / "scripts" / "setup.sh", cwd)  # up.sh runs setup.sh first
     return made
 
 
