@@ -223,10 +223,14 @@ def test_a_failed_run_fails_create_with_the_verdict(cluster_env, host_in, tmp_pa
 
     with pytest.raises(grpc.RpcError) as failure:
         host.stub.Create(provider_pb2.CreateRequest(urn=URN, properties=to_struct(completion_inputs(kubeconfig))))
+    # What the engine prints after "error: " (rpcerror Error(): the status message), item 13: the job
+    # and the reason on one line, then the worker's last log lines; no traceback.
     assert failure.value.code() == grpc.StatusCode.UNKNOWN
-    details = failure.value.details()
-    assert f"ElasticJob {NAMESPACE}/{NAME}: worker {NAME}-worker-1 failed with exit code 1 (Error)" in details
-    assert details.rstrip("\n").endswith("ValueError: bad batch")  # the worker's last log line
+    first, *rest = failure.value.details().rstrip("\n").split("\n")
+    assert first == (f"TrainingFailed: ElasticJob {NAMESPACE}/{NAME}: worker {NAME}-worker-1 failed with exit code 1 "
+                     f"(Error); the controller does not restart it under restartPolicy ExitCode. The ElasticJob "
+                     f"{NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
+    assert rest == [f"Last 20 lines of {NAME}-worker-1's log:", *log.splitlines()[-20:]]
 
 
 def test_the_checkout_wins_over_an_editable_install_of_another_checkout(cluster_env, host_in, tmp_path):
