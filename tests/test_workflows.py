@@ -608,8 +608,9 @@ def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials
     assert argv == ["docker", "build", "-f", "images/Dockerfile", "."], argv
     # The same Dockerfile and context as the program's image resource builds at `pulumi up`.
     image = dev.one("docker-build:index:Image")["inputs"]
-    assert Path(image["dockerfile"]["location"]) == ROOT / argv[3]
-    assert Path(image["context"]["location"]) == ROOT / argv[4]
+    # Both relative to the project root, where the provider runs (tests/components/test_image_inputs.py).
+    assert Path(image["dockerfile"]["location"]) == Path(argv[3])
+    assert Path(image["context"]["location"]) == Path(argv[4])
     # Runs for every pull request, forks included: no condition, no secrets, no registry, read-only token.
     assert "pull_request" in triggers(wf) and "if" not in job
     text = (WORKFLOWS / "tests.yml").read_text(encoding="utf-8")
