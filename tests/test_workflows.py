@@ -449,7 +449,8 @@ def test_preview_trigger_is_pull_request_with_paths_filter():
     patterns = (on["pull_request"] or {}).get("paths")
     assert patterns, "preview.yml needs a paths filter"
     for changed in [
-        "infra/__main__.py",
+        "__main__.py",
+        "infra/program.py",
         "infra/manifests/elasticjob.yaml",
         "stacks/Pulumi.dev.yaml",
         "images/Dockerfile",
@@ -604,8 +605,9 @@ def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials
     assert argv == ["docker", "build", "-f", "images/Dockerfile", "."], argv
     # The same Dockerfile and context as the program's image resource builds at `pulumi up`.
     image = dev.one("docker-build:index:Image")["inputs"]
-    assert Path(image["dockerfile"]["location"]) == ROOT / argv[3]
-    assert Path(image["context"]["location"]) == ROOT / argv[4]
+    # Both relative to the project root, where the provider runs (tests/components/test_image_inputs.py).
+    assert Path(image["dockerfile"]["location"]) == Path(argv[3])
+    assert Path(image["context"]["location"]) == Path(argv[4])
     # Runs for every pull request, forks included: no condition, no secrets, no registry, read-only token.
     assert "pull_request" in triggers(wf) and "if" not in job
     text = (WORKFLOWS / "tests.yml").read_text(encoding="utf-8")
@@ -742,7 +744,8 @@ def preview_inputs() -> set[str]:
     from infra.components import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
 
     project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
-    entries = {"Pulumi.yaml", project["main"], project["stackConfigDir"], "pyproject.toml",
+    # No `main`: the program is the root's __main__.py, which imports infra/.
+    entries = {"Pulumi.yaml", "__main__.py", "infra/", project["stackConfigDir"], "pyproject.toml",
                ".github/workflows/preview.yml"}
     # The image's build inputs as the program hashes them for the tag ...
     entries |= set(registry.IMAGE_INPUTS)

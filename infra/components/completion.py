@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
-from infra.components import scheduling
+from infra.components import provider_errors, scheduling
 
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
 # SIGUSR1 (138) make the controller delete and recreate the pod; every other code is permanent.
@@ -363,7 +363,7 @@ class _CompletionProvider(ResourceProvider):
                                     props.get("context") or "")
         verdict = wait_for(cluster, float(props["timeoutSeconds"]))
         if verdict.state != "succeeded":
-            raise RuntimeError(verdict.message)
+            provider_errors.fail(verdict.message)  # one line and the log tail, no traceback
         return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs={**props, "result": verdict.message})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:

@@ -51,6 +51,7 @@ def check_relations(v: dict[str, Any]) -> list[str]:
     if v["target"] == EKS:
         _check_existing_only_keys(v)
     _check_image_variant(v)
+    _check_eks_image_by_digest(v)
     _check_gpu_worker_fits(v)
     warnings = []
     # The nodes are the stack's own on eks; a GPU type is the node a GPU worker needs on any target.
@@ -63,6 +64,17 @@ def check_relations(v: dict[str, Any]) -> list[str]:
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
     return warnings
+
+
+def _check_eks_image_by_digest(v: dict[str, Any]) -> None:
+    """On eks no pod runs an image by tag (README, Security): the built image is pinned by its
+    digest, so a prebuilt imageUri must be too. A tag can be moved to other contents, and a node
+    that pulls later runs whatever it names then. (Target existing allows a tag: an image loaded
+    into kind has no registry digest.)"""
+    if v["target"] == EKS and v["image_uri"] and "@sha256:" not in v["image_uri"]:
+        raise ConfigError(f"{PROJECT}:imageUri", v["image_uri"],
+                          "must be pinned by digest with target eks (registry/repo@sha256:<64 hex digits>): no pod "
+                          "runs an image by tag; `docker buildx imagetools inspect <image>` prints the digest")
 
 
 def check_existing(v: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from infra.aws import gpu_instances, regions
 from infra.config.errors import ConfigError
+from infra.config.provider_keys import check_aws_keys
 from infra.config.keys import CONFIG_KEYS, CPU, CUDA, EKS, EXISTING, KEYS_BY_NAME, PROJECT
 from infra.config.relations import check_existing, check_relations, kubernetes_support
 
@@ -76,6 +77,7 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     default: the real date) decides the Kubernetes version's EKS support phase.
     """
     _reject_unknown_keys(raw)
+    check_aws_keys(raw)
     values: dict[str, Any] = {}
     for key in CONFIG_KEYS:
         full = f"{PROJECT}:{key.name}"

@@ -417,9 +417,9 @@ def test_only_a_node_with_gpus_makes_a_gpu_stack():
                          "GPUs): declare that the image holds a CUDA build of torch"),
 ])
 def test_a_prebuilt_image_on_gpus_must_declare_cuda(key, value, rule):
-    line = str(refusal(**GPU, imageUri="registry.example/trainer:1.0"))
+    line = str(refusal(**GPU, imageUri="registry.example/trainer@sha256:" + "b" * 64))
     assert line == f"config {PROJECT}:{key}={value!r} is invalid: {rule}"
-    assert load(**GPU, imageUri="registry.example/trainer:1.0", imageVariant="cuda").image_variant == "cuda"
+    assert load(**GPU, imageUri="registry.example/trainer@sha256:" + "b" * 64, imageVariant="cuda").image_variant == "cuda"
 
 
 @pytest.mark.parametrize("key, bad, line", [
