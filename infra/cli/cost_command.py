@@ -26,14 +26,7 @@ def build_parser() -> OneLineParser:
 
 
 def lines(estimate: dict) -> list[str]:
-    out = [f"cost while the stack exists: {cost.summary(estimate)} ({estimate['note']})"]
-    for item in estimate["items"]:
-        per_hour = "per GB, not in the total" if item["quantity"] is None else (
-            "price not read" if item["hourlyUsd"] is None else f"{cost.usd(item['hourlyUsd'])}/hour")
-        unit = "not read" if item["unitUsd"] is None else f"{cost.usd(item['unitUsd'])}/{item['unit']}"
-        out.append(f"  {item['what']}: {unit} -> {per_hour}")
-    out.append(f"  prices from: {estimate['pricesFrom']}")
-    return out
+    return cost.lines(estimate)
 
 
 def main(argv: list[str] | None = None, today: date | None = None) -> int:
