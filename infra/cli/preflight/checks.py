@@ -315,10 +315,10 @@ class Preflight:
 
     # --- prices -----------------------------------------------------------------------------------
 
-    def live_prices(self) -> tuple[cost.LivePrices, list[str]]:
+    def node_prices(self, now: datetime | None = None) -> tuple[cost.LivePrices, list[str]]:
         """What AWS says the stack's node types cost (infra/aws/live_prices.py); notes for what it did not."""
         live, notes = cost.LivePrices(), []
-        now = datetime.now(timezone.utc)
+        now = now or datetime.now(timezone.utc)
         for kind in cost.node_types(self.settings):
             price, why = live_prices.on_demand(self.client("pricing", PRICING_REGION), kind, self.settings.region,
                                                self.today.isoformat())
@@ -370,11 +370,9 @@ class Preflight:
                     results[check_id] = could_not_check(check_id, error)
             checks += [results[i] for i in aws_ids]
         checks.append(self.local_tools())
-        node_price, node_from = None, None
+        live = None
         if first.status != FAIL:
-            node_price, node_from, why = self.node_price()
-            if why:
-                notes.append(why)
-        estimate = cost.estimate(self.settings, self.today, phase=self.phase, node_price=node_price,
-                                 node_price_from=node_from)
+            live, price_notes = self.node_prices()
+            notes += price_notes
+        estimate = cost.estimate(self.settings, self.today, phase=self.phase, live=live)
         return checks, estimate, notes
