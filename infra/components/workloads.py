@@ -78,6 +78,7 @@ class Workloads(pulumi.ComponentResource):
             f"{name}-training-complete", kubeconfig=args.kubeconfig, context=args.kube_context, namespace=settings.namespace,
             elasticjob_name=specs.names(settings.run_id).training, job_label=specs.JOB_LABEL,
             timeout_seconds=settings.job_timeout_minutes * 60, spec_hash=rdzv_id_arg,
+            region=settings.region, max_run_cost_usd=settings.max_run_cost_usd,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.training], custom_timeouts=timeouts))
 
         self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref),
