@@ -9,9 +9,8 @@ is replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import json
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -81,7 +80,8 @@ class Workloads(pulumi.ComponentResource):
             region=settings.region, max_run_cost_usd=settings.max_run_cost_usd,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.training], custom_timeouts=timeouts))
 
-        self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref),
+        run_cost = self.training_complete.runCost.apply(lambda measured: json.dumps(measured or {}, sort_keys=True))
+        self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref, run_cost),
                                      after(self.training_complete))
         self.export = None
         if args.artifacts_bucket is not None:
