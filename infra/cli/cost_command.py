@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date, datetime, timezone
+from types import SimpleNamespace
 
 from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
@@ -23,6 +24,21 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--json", action="store_true", default=False,
                         help="print the cost object as JSON instead of lines (default: off, lines)")
     return parser
+
+
+def stack_rows(stacks: list[str], today: date) -> list[str]:
+    """docs/costs.md's stack table (a test keeps the page in step): the stack as its file says, and the
+    same stack with Spot workers (the estimate reads `capacity_type`, which the capacityType key sets)."""
+    rows = []
+    for stack in stacks:
+        settings = load_settings(read_stack_file(stack), stack, today)
+        hourly, daily, run = cost.readme_cells(cost.estimate(settings, today))
+        spot_hourly = spot_run = "n/a"
+        if settings.target == "eks":
+            spot = SimpleNamespace(**{**vars(settings), "capacity_type": cost.SPOT})
+            spot_hourly, _, spot_run = cost.readme_cells(cost.estimate(spot, today))
+        rows.append(f"| `{stack}` | {hourly} | {daily} | {run} | {spot_hourly} | {spot_run} |")
+    return rows
 
 
 def lines(estimate: dict) -> list[str]:

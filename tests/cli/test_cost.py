@@ -194,3 +194,20 @@ def test_readme_states_the_vcpu_quota_each_stack_needs(stack):
         system_code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(system)["family"]]
         expected += f", plus {system_vcpus} of `{system_code}` for the {settings.system_node_count} × {system} system nodes"
     assert readme_stack_rows()[stack][2] == expected
+
+
+def test_the_costs_page_shows_the_figures_the_code_computes():
+    """docs/costs.md's stack table, with and without Spot workers, from infra/cli/cost_command.stack_rows."""
+    from datetime import datetime, timezone
+
+    from infra.cli.cost_command import stack_rows
+
+    page = (ROOT / "docs" / "costs.md").read_text(encoding="utf-8")
+    shown = [line for line in page.splitlines() if re.match(r"\| `[a-z0-9-]+` \|", line)]
+    expected = stack_rows(sorted(STACKS, key=shown_order(shown)), datetime.now(timezone.utc).date())
+    assert shown == expected, "docs/costs.md stack table must read:\n" + "\n".join(expected)
+
+
+def shown_order(shown: list[str]):
+    names = [line.split("`")[1] for line in shown]
+    return lambda stack: names.index(stack) if stack in names else len(names)
