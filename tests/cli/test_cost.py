@@ -211,3 +211,12 @@ def test_the_costs_page_shows_the_figures_the_code_computes():
 def shown_order(shown: list[str]):
     names = [line.split("`")[1] for line in shown]
     return lambda stack: names.index(stack) if stack in names else len(names)
+
+
+def test_a_region_without_recorded_prices_names_every_item_it_bills():
+    """eu-west-1: the catalog prices c5.4xlarge there, infra/aws/prices.py records nothing for the region."""
+    missing = cost.missing_prices(settings_of("dev", "aws:region=eu-west-1"))
+    assert [m.split(" in ")[0].removeprefix("no price recorded for ") for m in missing] == [
+        "eks-standard", "eks-extended", "nat-gateway", "public-ipv4", "ebs-gp3", "efs-standard", "ecr-storage", "nat-data"]
+    estimate = cost.estimate(settings_of("dev", "aws:region=eu-west-1"), STANDARD_DAY)
+    assert _nodes(estimate)["unitUsd"] == 0.768 and estimate["note"].startswith("lower bound")
