@@ -186,7 +186,7 @@ def summary(cost_object: dict[str, Any]) -> str:
 
 
 def readme_cells(cost_object: dict[str, Any]) -> tuple[str, str, str]:
-    """The README stack table's 'per hour', 'per day' and 'a run, at most' cells (tests keep them in step)."""
+    """The stack tables' (README.md, docs/costs.md) per hour, per day and a-run-at-most cells (tests/cli/test_cost.py)."""
     bound = "" if cost_object["note"].startswith("complete") or not cost_object["items"] else " or more"
     hourly = f"{usd(cost_object['hourlyUsd'])}{bound}"
     if cost_object["runHourlyUsd"] != cost_object["hourlyUsd"]:
