@@ -18,8 +18,8 @@ The objects, and what each field is for (fields modelled from the CRDs at aws/ka
   budgets that allow no Drifted or Underutilized disruption, `expireAfter: Never`;
   `terminationGracePeriod` equal to the workers' own grace period (see `node_termination_grace`).
 - EC2NodeClass `workers`: the EKS AL2023 AMI at a pinned release, our private subnets and the
-  cluster security group by id, the nodes' role, IMDSv2 with hop limit 1, an encrypted gp3 root
-  volume and the same kubelet NodeConfig (seccompDefault) as the system group (infra/specs/node_config.py).
+  cluster security group by id, IMDSv2 with hop limit 1, an encrypted gp3 root
+  volume, the stack's instance profile and the same kubelet NodeConfig (seccompDefault) as the system group (infra/specs/node_config.py).
 - the workers' pod template: `karpenter.sh/do-not-disrupt: "true"` (no voluntary disruption while
   a worker runs) and the toleration of the worker taint.
 """
@@ -178,16 +178,18 @@ def node_pool(pool: WorkerPool) -> dict[str, Any]:
     }
 
 
-def node_class(pool: WorkerPool, role_name: Any, subnet_ids: list[Any], security_group_id: Any,
+def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: list[Any], security_group_id: Any,
                tags: dict[str, str]) -> dict[str, Any]:
-    """`role_name`, the subnet ids and the security group id are the stack's own (strings or Outputs)."""
+    """`instance_profile` (its name), the subnet ids and the security group id are the stack's own
+    (strings or Outputs). The stack creates the instance profile, so `pulumi destroy` removes it and
+    Karpenter needs no IAM write permission at all (infra/karpenter_iam.py)."""
     return {
         "apiVersion": NODECLASS_API,
         "kind": "EC2NodeClass",
         "metadata": {"name": WORKER_POOL, "labels": common_labels(COMPONENT)},
         "spec": {
             "amiSelectorTerms": [{"alias": AMI_ALIAS}],
-            "role": role_name,
+            "instanceProfile": instance_profile,
             "subnetSelectorTerms": [{"id": subnet} for subnet in subnet_ids],
             # The EKS cluster security group, which pulumi-eks reports as the nodes' group: the
             # control plane reaches kubelets through it and the EFS mount targets admit NFS from it.
