@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from infra.aws import catalog_build  # noqa: E402
-from infra.gpu_instances import NVIDIA_INSTANCES  # noqa: E402
+from infra.aws.gpu_instances import NVIDIA_INSTANCES  # noqa: E402
 
 GITHUB_API = "https://api.github.com"
 GITHUB_RAW = "https://raw.githubusercontent.com"

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from infra.aws import catalog_build, instance_catalog
-from infra.gpu_instances import NVIDIA_INSTANCES
+from infra.aws.gpu_instances import NVIDIA_INSTANCES
 
 ROOT = Path(__file__).resolve().parents[1]
 
