@@ -9,7 +9,7 @@ Auto Mode: docs/design-notes.md, "Worker capacity". What each object is for: inf
   nodes do not, and the system group's role is not reused, so no two entries name one principal;
 - the interruption path: an SQS queue (SQS-managed encryption, TLS only) fed by four EventBridge
   rules (Spot interruption warnings, rebalance recommendations, instance state changes, AWS Health
-  scheduled changes), which the controller reads (infra/karpenter_iam.py);
+  scheduled changes), which the controller reads (infra/aws/karpenter_iam.py);
 - the controller's IAM role (IRSA: only kube-system/karpenter may assume it) and its policy;
 - the Helm release (chart and controller image pinned in infra/versions.py, values in
   infra/specs/karpenter_chart.py), which installs the NodePool/EC2NodeClass CRDs;
@@ -24,10 +24,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra import iam, karpenter_iam, versions
+from infra import versions
+from infra.aws import iam, karpenter_iam
+from infra.components.k8s_object import KubernetesObject
+from infra.components.naming import aws_tags, component_type
 from infra.config import Settings
-from infra.k8s_object import KubernetesObject
-from infra.naming import aws_tags, component_type
 from infra.specs import capacity as specs
 from infra.specs import karpenter_chart
 

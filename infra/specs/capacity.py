@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from infra.aws import gpu_instances, instance_catalog
+from infra.config import Settings, worker_instance_types
 from infra.specs import gpu, node_config
 from infra.specs.labels import common_labels
 
@@ -182,7 +184,7 @@ def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: list[Any], s
                tags: dict[str, str]) -> dict[str, Any]:
     """`instance_profile` (its name), the subnet ids and the security group id are the stack's own
     (strings or Outputs). The stack creates the instance profile, so `pulumi destroy` removes it and
-    Karpenter needs no IAM write permission at all (infra/karpenter_iam.py)."""
+    Karpenter needs no IAM write permission at all (infra/aws/karpenter_iam.py)."""
     return {
         "apiVersion": NODECLASS_API,
         "kind": "EC2NodeClass",
@@ -204,3 +206,22 @@ def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: list[Any], s
             "tags": tags,
         },
     }
+
+
+def worker_shape(instance_type: str) -> WorkerShape:
+    """One node of the pool, from the instance catalog (infra/aws/instance_catalog.py); the GPU table
+    (infra/aws/gpu_instances.py) for the GPUs, which the device plugin advertises."""
+    shape = instance_catalog.shape(instance_type)
+    if shape is None:
+        raise ValueError(f"{instance_type} is not in the instance catalog: the worker pool's limits need its shape")
+    nvidia = gpu_instances.nvidia_instance(instance_type)
+    return WorkerShape(vcpus=int(shape.vcpus), memory_mib=int(shape.memory_gib * 1024),
+                       gpus=nvidia.gpus if nvidia else 0, gpu_model=nvidia.gpu if nvidia else "")
+
+
+def worker_pool(settings: Settings, zones: list[str]) -> WorkerPool:
+    """The stack's pool: its capacity type and types, every zone of its private subnets."""
+    return WorkerPool(capacity_type=settings.capacity_type, instance_types=worker_instance_types(settings),
+                      zones=tuple(zones), shape=worker_shape(settings.node_instance_type),
+                      max_nodes=settings.node_max_count, grace_seconds=settings.worker_grace_seconds,
+                      disk_gib=settings.node_disk_gib)
