@@ -5,7 +5,9 @@
 
 Items: the EKS control plane at the standard or extended-support rate for the stack's Kubernetes
 version on the day (infra/versions.py, or EKS's own answer in preflight), the NAT gateway hours, the
-nodes (on-demand price x nodeCount), their gp3 root volumes (nodeDiskGiB each), and the per-GB rates
+on-demand system nodes, the worker nodes while a run trains (workers / workersPerNode of them, at the
+on-demand price, or with capacityType spot at the region's median Spot price from the instance
+catalog: `spot_price`; there are none between runs), their gp3 root volumes (nodeDiskGiB each), and the per-GB rates
 of EFS and ECR storage, shown as rates (they bill what is stored, not time): their hourlyUsd is null
 and they are not in the total. An item whose price was not read from any source (infra/aws/prices.py)
 has unitUsd and hourlyUsd null and is named in `unpriced`: the total then covers the priced items
@@ -18,8 +20,10 @@ from datetime import date
 from typing import Any
 
 from infra import versions
-from infra.aws import prices
-from infra.config import Settings, is_gpu_stack
+import math
+
+from infra.aws import instance_catalog, prices
+from infra.config import SPOT, Settings
 
 
 def _item(what: str, quantity: float | None, price: prices.Price, hourly_factor: float | None) -> dict[str, Any]:
@@ -34,7 +38,7 @@ def billed_items(settings: Settings) -> list[tuple[str, str]]:
     """(what, region) of every price the stack's estimate needs, as infra/aws/prices.py keys them."""
     if getattr(settings, "target", "eks") != "eks":
         return []
-    system = [f"ec2:{settings.system_node_instance_type}"] if is_gpu_stack(settings) else []
+    system = [f"ec2:{settings.system_node_instance_type}"]
     return [(what, settings.region) for what in (
         "eks-standard", "eks-extended", "nat-gateway", f"ec2:{settings.node_instance_type}", *system, "ebs-gp3",
         "efs-standard", "ecr-storage")]
@@ -49,6 +53,14 @@ def missing_prices(settings: Settings) -> list[str]:
         except prices.MissingPrice as error:
             missing.append(str(error))
     return missing
+
+
+def spot_price(settings: Settings) -> prices.Price:
+    """What a Spot worker node costs per hour offline: the median over the region's zones of
+    nodeInstanceType's Spot price in the instance catalog (the pool's other types are of the same
+    shape; price-capacity-optimized picks among them); preflight reads the current prices from EC2."""
+    found = instance_catalog.spot_median(settings.node_instance_type, settings.region)
+    return prices.Price(found.usd, "instance-hour", found.source if found.known else f"NOT READ: {found.reason}")
 
 
 def control_plane_phase(settings: Settings, today: date) -> str:
@@ -66,20 +78,23 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None,
     phase = phase or control_plane_phase(settings, today)
     rate = "eks-extended" if phase == versions.EXTENDED else "eks-standard"
     support = "extended support" if phase == versions.EXTENDED else "standard support"
-    ec2 = node_price or prices.find(f"ec2:{settings.node_instance_type}", region, "instance-hour")
-    # GPU stacks run a CPU system node group beside the GPU one (infra/components/cluster.py), on the same disk size.
-    system_nodes = settings.system_node_count if is_gpu_stack(settings) else 0
-    all_nodes = settings.node_count + system_nodes
+    spot = settings.capacity_type == SPOT
+    ec2 = node_price or (spot_price(settings) if spot else prices.find(f"ec2:{settings.node_instance_type}", region,
+                                                                      "instance-hour"))
+    # The on-demand system group is always there (infra/components/cluster.py); worker nodes only
+    # while a run trains (infra/components/capacity.py), one per workersPerNode workers.
+    system_nodes = settings.system_node_count
+    workers = math.ceil(settings.workers / settings.workers_per_node)
+    all_nodes = workers + system_nodes
     disk_gib = all_nodes * settings.node_disk_gib
     per_month = 1 / prices.HOURS_PER_BILLING_MONTH
-    system_items = [_item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} on-demand", system_nodes,
-                          prices.find(f"ec2:{settings.system_node_instance_type}", region, "instance-hour"), 1)
-                    ] if system_nodes else []
     items = [
         _item(f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})", 1, prices.find(rate, region, "cluster-hour"), 1),
         _item("NAT gateway", 1, prices.find("nat-gateway", region, "NAT-gateway-hour"), 1),
-        _item(f"nodes: {settings.node_count} x {settings.node_instance_type} on-demand", settings.node_count, ec2, 1),
-        *system_items,
+        _item(f"worker nodes while a run trains: {workers} x {settings.node_instance_type} {settings.capacity_type}",
+              workers, ec2, 1),
+        _item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} on-demand", system_nodes,
+              prices.find(f"ec2:{settings.system_node_instance_type}", region, "instance-hour"), 1),
         _item(f"EBS gp3 root volumes: {all_nodes} x {settings.node_disk_gib} GiB", disk_gib,
               prices.find("ebs-gp3", region, "GB-month"), per_month),
         _item("EFS storage, per GB stored (not in the total)", None, prices.find("efs-standard", region, "GB-month"), None),
