@@ -305,10 +305,10 @@ def test_local_tools_missing_or_too_old(aws_env, tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, text", [
-    (["dev", "-c", "nodeCount=0"], "config elastic-training:nodeCount=0 is invalid"),
+    (["dev", "-c", "nodeMaxCount=0"], "config elastic-training:nodeMaxCount=0 is invalid"),
     (["nosuchstack"], "no stack file Pulumi.nosuchstack.yaml"),
     (["dev", "--colour"], "unrecognized arguments: --colour"),
-    (["dev", "-c", "nodeCount"], "must be KEY=VALUE"),
+    (["dev", "-c", "nodeMaxCount"], "must be KEY=VALUE"),
 ])
 def test_bad_config_or_usage_is_one_line_and_exit_2(argv, text, capsys):
     assert preflight.main(argv, make_client=lambda *_: pytest.fail("no AWS call on bad input")) == 2

@@ -113,7 +113,7 @@ def test_missing_stack_is_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("override", ["nodeCount", "=3"])
+@pytest.mark.parametrize("override", ["nodeMaxCount", "=3"])
 def test_malformed_override_is_one_line(tmp_path, override):
     result = run_synth(tmp_path / "out", "dev", override)
     assert result.returncode == 2 and "must be KEY=VALUE" in result.stderr
