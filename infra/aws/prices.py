@@ -84,6 +84,8 @@ PRICES[("ec2:m5.xlarge", "us-east-1")] = Price(None, "instance-hour", EC2_NOT_RE
 # The gpu stack: GPU nodes and the CPU system nodes beside them.
 PRICES[("ec2:g6.xlarge", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
 PRICES[("ec2:m5.large", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
+# Every eks stack runs the on-demand system group (m5.large by default), smoke in us-east-1 too.
+PRICES[("ec2:m5.large", "us-east-1")] = Price(None, "instance-hour", EC2_NOT_READ)
 
 
 def lookup(what: str, region: str) -> Price:

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from infra import spot_market
+from infra.aws import spot_market
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 
