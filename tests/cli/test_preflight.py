@@ -277,7 +277,7 @@ def test_scenario(scenario, aws_env, tools, capsys, monkeypatch):
     assert set(report) == {"stack", "region", "checks", "cost"}
     assert report["cost"]["hourlyUsd"] == pytest.approx(sum(i["hourlyUsd"] or 0 for i in report["cost"]["items"]))
     cost = report["cost"]
-    nodes = next(i for i in cost["items"] if i["what"].startswith("nodes:"))
+    nodes = next(i for i in cost["items"] if i["what"].startswith("worker nodes while a run trains:"))
     if scenario.prices is not None:  # the stubbed Price List answer prices the nodes, and the cost says so
         assert cost["pricesFrom"].startswith("AWS Price List API"), cost["pricesFrom"]
         assert nodes["unitUsd"] == float(scenario.prices) and nodes["hourlyUsd"] == pytest.approx(2 * nodes["unitUsd"])
