@@ -307,7 +307,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Seconds a worker has between SIGTERM and SIGKILL (its terminationGracePeriodSeconds, and the worker "
               "pool's node grace period); with capacityType spot at most 90, inside the 2-minute notice.",
               _between(45, 3600)),
-    ConfigKey("checkpointEverySeconds", "checkpoint_every_seconds", "integer", 120,
+    ConfigKey("checkpointEverySeconds", "checkpoint_every_seconds", "integer", 30,
               "Seconds between time checkpoints within an epoch (jobs.train --checkpoint-every-seconds): the most "
               "work a preemption can cost.", _between(10, 86400)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
