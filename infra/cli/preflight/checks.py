@@ -21,13 +21,14 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from infra import versions
 from infra.cli import cost
+from infra.cli.preflight import spot
 from infra.aws import prices
 from infra.config import INSTANCE_TYPE, Settings
 from infra.aws.zones import usable_zone_names
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
-             "kubernetes-version", "addon-versions", "local-tools")
+             "kubernetes-version", "addon-versions", "spot-market", "local-tools")
 
 # Service Quotas codes (upstream-facts.md fact 18): Running On-Demand instances, in vCPUs, by family.
 STANDARD_FAMILIES_QUOTA = "L-1216C47A"   # A, C, D, H, I, M, R, T, Z
@@ -340,6 +341,13 @@ class Preflight:
         source = f"AWS Price List API (pricing.get_products, read {self.today.isoformat()})"
         return prices.Price(price, "instance-hour", source, self.today.isoformat()), source, ""
 
+    def spot_market(self) -> Check:
+        """infra/cli/preflight/spot.py; keeps the Spot price it read for the estimate."""
+        result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc),
+                                             lambda op, **kw: aws_call(self.client("ec2"), op, **kw),
+                                             Check, (PASS, WARN, SKIP))
+        return result
+
     # --- everything -------------------------------------------------------------------------------
 
     def run(self) -> tuple[list[Check], dict[str, Any], list[str]]:
@@ -359,9 +367,11 @@ class Preflight:
             steps: list[tuple[str, Callable[[], Check]]] = [
                 ("region", self.region), ("zones", self.zones_check), ("instance-type", self.instance_type),
                 ("vcpu-quota", self.vcpu_quota), ("elastic-ip-quota", self.elastic_ip_quota),
-                ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions)]
+                ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions),
+                ("spot-market", self.spot_market)]
             # What a failed check leaves nothing to check for.
-            needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region"}
+            needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region",
+                     "spot-market": "zones"}
             results: dict[str, Check] = {}
             for check_id, step in steps:
                 required = needs.get(check_id)
@@ -382,6 +392,9 @@ class Preflight:
             node_price, node_from, why = self.node_price()
             if why:
                 notes.append(why)
+        if self.settings.capacity_type == "spot":  # Spot workers bill the Spot price, never the Price List's
+            node_price = getattr(self, "spot_price", None)
+            node_from = node_price.source if node_price else None
         estimate = cost.estimate(self.settings, self.today, phase=self.phase, node_price=node_price,
                                  node_price_from=node_from)
         return checks, estimate, notes
