@@ -145,7 +145,7 @@ class Cluster(pulumi.ComponentResource):
             # IMDSv2 only; a hop limit of 1 keeps the token response from crossing into a pod's
             # network namespace, so only host-network processes (kubelet, nodeadm, the VPC CNI, the
             # EFS CSI node plugin) reach the node role's credentials. Why nothing else needs IMDS:
-            # README, section "Security".
+            # docs/security.md.
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT),
             tags=aws_tags(settings),

@@ -1,6 +1,6 @@
 """Every project config key: its type, default, description and the rule its value must meet.
 
-`CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and the README's
+`CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and docs/configuration.md's
 table are checked against it by the tests. Rules here look at one value; rules that tie keys
 together are in relations.py.
 """

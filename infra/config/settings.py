@@ -6,7 +6,7 @@ one line naming the key, the value and what is allowed; the program and `synth` 
 line and stop, with no traceback.
 
 `CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and the
-README's table are checked against it by the tests.
+docs/configuration.md's table are checked against it by the tests.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Config keys: one list, mirrored in Pulumi.yaml and the README, defaults valid, stacks valid."""
+"""Config keys: one list, mirrored in Pulumi.yaml and docs/configuration.md, defaults valid, stacks valid."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def test_pulumi_yaml_declares_every_key_with_type_description_default():
         assert entry["default"] == key.default, key.name
 
 
-def test_readme_config_table_is_generated_from_the_keys():
-    assert config_table() in (REPO / "README.md").read_text()
+def test_the_docs_config_table_is_generated_from_the_keys():
+    assert config_table() in (REPO / "docs" / "configuration.md").read_text()
 
 
 def test_defaults_pass_their_own_rules():
