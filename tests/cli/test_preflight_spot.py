@@ -85,3 +85,10 @@ def test_offline_the_spot_workers_cost_the_catalogs_median_spot_price():
     assert "Spot median" in cost.spot_price(settings()).source
     assert workers["quantity"] == 3 and "spot" in workers["what"]
     assert next(i for i in on_demand["items"] if i["what"].startswith("worker nodes"))["what"].endswith("on-demand")
+
+
+def test_the_vcpu_quota_of_spot_workers_is_not_passed_on_the_on_demand_quota():
+    """The On-Demand quota says nothing about Spot workers: the check says it did not read theirs."""
+    preflight = checks.Preflight(settings(), make_client=lambda service, region: None)
+    found = preflight.vcpu_quota()
+    assert found.status == "warn" and found.message.startswith("not checked: Spot workers count against the Spot vCPU quota")

@@ -181,6 +181,8 @@ class Preflight:
                                             f"{', '.join(offered)}", fix)
 
     def vcpu_quota(self) -> Check:
+        if self.settings.capacity_type == "spot":
+            return Check("vcpu-quota", WARN, spot.SPOT_QUOTA_NOT_READ)
         kind = self.settings.node_instance_type
         family = INSTANCE_TYPE.fullmatch(kind)["family"]
         code = QUOTA_BY_FAMILY.get(family) or QUOTA_BY_FAMILY.get(family[:1])
@@ -341,11 +343,9 @@ class Preflight:
         source = f"AWS Price List API (pricing.get_products, read {self.today.isoformat()})"
         return prices.Price(price, "instance-hour", source, self.today.isoformat()), source, ""
 
-    def spot_market(self) -> Check:
-        """infra/cli/preflight/spot.py; keeps the Spot price it read for the estimate."""
-        result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc),
-                                             lambda op, **kw: aws_call(self.client("ec2"), op, **kw),
-                                             Check, (PASS, WARN, SKIP))
+    def spot_market(self) -> Check:  # infra/cli/preflight/spot.py; keeps the Spot price it read for the estimate
+        result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc), lambda op, **kw:
+                                             aws_call(self.client("ec2"), op, **kw), Check, (PASS, WARN, SKIP))
         return result
 
     # --- everything -------------------------------------------------------------------------------
