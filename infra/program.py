@@ -7,6 +7,7 @@ import pulumi
 
 from infra.components.addons import Addons, AddonsArgs
 from infra.components.artifacts import Artifacts, ArtifactsArgs, run_prefix
+from infra.components.capacity import WorkerCapacity, WorkerCapacityArgs
 from infra.components.cluster import Cluster, ClusterArgs
 from infra.config import EKS, PROJECT, ConfigError, Settings, is_gpu_stack
 from infra.components.device_plugin import DevicePlugin, DevicePluginArgs
@@ -14,6 +15,7 @@ from infra.components.elastic import Elastic, ElasticArgs
 from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
 from infra.components.network import Network, NetworkArgs
 from infra.components.registry import Registry, RegistryArgs
+from infra.specs import capacity as capacity_specs
 from infra.specs import workloads as workload_specs
 from infra.components.storage import Storage, StorageArgs
 from infra.components.workloads import Workloads, WorkloadsArgs
@@ -53,9 +55,15 @@ def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
 
 def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     """target eks: the AWS platform (network, EKS, EFS, ECR, add-ons), then the same Kubernetes objects."""
-    network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
+    zones = availability_zones(settings.availability_zone_count)
+    network = Network("network", NetworkArgs(settings, zones))
     cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
-    # System pods wait for the nodes they run on: the system group on GPU stacks (cluster.py).
+    # Worker nodes only while a run needs them, in every zone of the private subnets (capacity.py).
+    capacity = WorkerCapacity("capacity", WorkerCapacityArgs(
+        settings, capacity_specs.worker_pool(settings, zones), cluster.eks_cluster_name, cluster.oidc_provider_arn,
+        cluster.oidc_issuer, network.private_subnet_ids, cluster.node_security_group_id, cluster.provider,
+        cluster.system_nodes))
+    # System pods wait for the nodes they run on: the on-demand system group (cluster.py).
     elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
@@ -65,12 +73,12 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     artifacts = Artifacts("artifacts", ArtifactsArgs(settings))
     gpu_support = []
     if is_gpu_stack(settings):
-        gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, cluster.node_group)).daemonset)
+        gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, capacity.node_pool)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
-                       addons.metrics_server, *gpu_support],
+                       addons.metrics_server, capacity.node_pool, *gpu_support],
         artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
     results = pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id))
     outputs = {

@@ -123,8 +123,9 @@ def test_placement_follows_workers_per_node_and_target():
     one = specs.worker_placement(dev, "train-x")
     (term,) = one["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["topologyKey"] == "kubernetes.io/hostname" and term["labelSelector"] == {"matchLabels": {specs.JOB_LABEL: "train-x"}}
-    assert one["nodeSelector"] == {"node.kubernetes.io/instance-type": "c5.4xlarge"}
-    assert specs.worker_placement(replace(dev, workers_per_node=2), "train-x") == {"nodeSelector": one["nodeSelector"]}
+    assert one["nodeSelector"] == {"elastic-training/role": "worker"}  # the worker pool's nodes (Karpenter)
+    assert specs.worker_placement(replace(dev, workers_per_node=2), "train-x") == {
+        "nodeSelector": one["nodeSelector"], "tolerations": one["tolerations"]}
     existing = replace(dev, target=EXISTING)
     assert specs.worker_placement(existing, "train-x") == {"affinity": one["affinity"]}
 

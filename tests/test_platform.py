@@ -64,10 +64,11 @@ def test_cluster_service_role_may_use_only_its_key(dev):
 
 
 def test_managed_nodes_in_private_subnets(dev, variant):
+    """One managed group, the on-demand system group; workers come from Karpenter (tests/test_worker_capacity.py)."""
     nodes = dev.one("eks:index:ManagedNodeGroup")
     inputs = nodes["inputs"]
-    assert inputs["instanceTypes"] == ["c5.4xlarge"]
-    assert inputs["scalingConfig"] == {"desiredSize": 2, "minSize": 1, "maxSize": 4}
+    assert inputs["instanceTypes"] == ["m5.large"] and inputs["capacityType"] == "ON_DEMAND"
+    assert inputs["scalingConfig"] == {"desiredSize": 2, "minSize": 2, "maxSize": 2}
     # the root volume's size is in the launch template (tests/test_node_launch_template.py)
     assert "diskSize" not in inputs and inputs["amiType"] == versions.NODE_AMI_TYPE
     assert inputs["cluster"] == dev.one("eks:index:Cluster")["urn"]
@@ -76,7 +77,7 @@ def test_managed_nodes_in_private_subnets(dev, variant):
                    if r["name"].startswith("cluster-node-")}
     assert attachments == {"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"}
     assert "accessEntries" not in dev.one("eks:index:Cluster")["inputs"]
-    assert variant.one("eks:index:ManagedNodeGroup")["inputs"]["scalingConfig"]["desiredSize"] == 3
+    assert variant.one("eks:index:ManagedNodeGroup")["inputs"]["scalingConfig"]["desiredSize"] == 2
     entries = variant.one("eks:index:Cluster")["inputs"]["accessEntries"]
     assert entries["admin-0"]["principalArn"] == "arn:aws:iam::123456789012:role/platform-admins"
     assert entries["admin-0"]["accessPolicies"]["cluster-admin"]["policyArn"].endswith("/AmazonEKSClusterAdminPolicy")

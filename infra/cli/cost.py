@@ -8,14 +8,14 @@ most per run (the `cost` object of synth, preflight and `elastic-training cost`)
 
 Items: the EKS control plane at the standard or extended-support rate for the stack's Kubernetes
 version on the day (infra/versions.py, or EKS's own answer in preflight), the NAT gateway and its
-public IPv4 address, the worker nodes (nodeCount x the type's On-Demand price, or its Spot price when
-`capacityType` is SPOT), the GPU stacks' On-Demand system nodes, the nodes' gp3 root volumes
+public IPv4 address, the On-Demand system node group every eks stack runs, the worker nodes (the
+type's On-Demand price, or its Spot price when `capacityType` is spot), the nodes' gp3 root volumes
 (nodeDiskGiB each), and per-GB rates that bill what is stored or moved, not time (EFS and ECR
 storage, NAT data processing): those have quantity and hourlyUsd null and are not in the totals.
 
-Between runs and during a run: the node groups have no autoscaler (infra/components/cluster.py:
-desired = nodeCount), so the same nodes run in both, and the two hourly figures are equal today;
-`_worker_nodes` is where a scaler would make them differ. A run's ceiling is the run rate for
+Between runs and during a run: worker nodes exist only while a run needs them (Karpenter's pool,
+infra/components/capacity.py), so between runs there are none, and during a run there are
+ceil(workers / workersPerNode) of them (`_worker_nodes`). A run's ceiling is the run rate for
 jobTimeoutMinutes, the longest the training wait lets a run go.
 
 Prices: EC2 from the catalog table (infra/aws/instance_catalog.py) or, in preflight with
@@ -33,7 +33,10 @@ from typing import Any
 
 from infra import versions
 from infra.aws import instance_catalog, prices
-from infra.config import Settings, is_gpu_stack
+import math
+
+from infra.config import Settings
+from infra.config.capacity import SPOT as SPOT_SETTING  # the config value "spot"
 
 ON_DEMAND, SPOT = "ON_DEMAND", "SPOT"
 
@@ -47,12 +50,12 @@ class LivePrices:
 
 def capacity_type(settings: Settings) -> str:
     """ON_DEMAND or SPOT for the worker nodes (the `capacityType` key; On-Demand where a stack has none)."""
-    return str(getattr(settings, "capacity_type", ON_DEMAND) or ON_DEMAND).upper()
+    return SPOT if settings.capacity_type == SPOT_SETTING else ON_DEMAND
 
 
 def _worker_nodes(settings: Settings) -> tuple[int, int]:
-    """(between runs, during a run): no autoscaler, so nodeCount in both (see the module doc)."""
-    return settings.node_count, settings.node_count
+    """(between runs, during a run): none between runs, one per workersPerNode workers during one."""
+    return 0, math.ceil(settings.workers / settings.workers_per_node)
 
 
 def _catalog_price(instance_type: str, region: str, capacity: str) -> prices.Price:
@@ -96,7 +99,7 @@ def billed_items(settings: Settings) -> list[tuple[str, str]]:
 def node_types(settings: Settings) -> list[str]:
     if getattr(settings, "target", "eks") != "eks":
         return []
-    return [settings.node_instance_type] + ([settings.system_node_instance_type] if is_gpu_stack(settings) else [])
+    return list(dict.fromkeys([settings.node_instance_type, settings.system_node_instance_type]))
 
 
 def missing_prices(settings: Settings) -> list[str]:
@@ -131,8 +134,8 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None, live:
     capacity = capacity_type(settings)
     idle_nodes, run_nodes = _worker_nodes(settings)
     worker_price = node_price(settings, settings.node_instance_type, capacity, live)
-    # GPU stacks run an On-Demand CPU system node group beside the GPU one (infra/components/cluster.py), same disk size.
-    system_nodes = settings.system_node_count if is_gpu_stack(settings) else 0
+    # Every eks stack runs an On-Demand system node group (infra/components/cluster.py), same disk size.
+    system_nodes = settings.system_node_count
     system_items = [_item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} On-Demand", system_nodes,
                           node_price(settings, settings.system_node_instance_type, ON_DEMAND, live), 1)] if system_nodes else []
     per_month = 1 / prices.HOURS_PER_BILLING_MONTH

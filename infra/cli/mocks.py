@@ -247,6 +247,16 @@ class RecordingMocks(pulumi.runtime.Mocks):
             # region or account.
             resource_id = out.get("bucket") or f"{name}-{h[:7]}"
             out.update(bucket=resource_id, arn=f"arn:aws:s3:::{resource_id}")
+        elif typ == "aws:sqs/queue:Queue":
+            # Auto-named like every Pulumi resource; SQS identifies a queue by its URL (the id
+            # pulumi-aws reports), and its ARN carries region and account.
+            queue = out.get("name") or f"{name}-{h[:7]}"
+            resource_id = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{queue}"
+            out.update(name=queue, url=resource_id, arn=self._arn("sqs", queue))
+        elif typ == "aws:iam/instanceProfile:InstanceProfile":
+            profile = out.get("name") or f"{name}-{h[:7]}"
+            out.update(name=profile, arn=self._arn("iam", f"instance-profile/{profile}", region=False))
+            resource_id = profile
         elif typ == "aws:cloudwatch/logGroup:LogGroup":
             resource_id = out["name"]
             out.update(arn=self._arn("logs", f"log-group:{resource_id}"))

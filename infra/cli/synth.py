@@ -38,7 +38,8 @@ SECRET_INPUTS = {"kubeconfig", "password"}
 # Written into every output directory: only a directory holding it is ever replaced.
 MARKER = ".synth"
 MARKER_TEXT = "Written by `elastic-training synth`; the next synth into this directory replaces all of it.\n"
-NOT_MANIFESTS = ("pulumi:providers:kubernetes",)
+# A Helm release is not an object of the cluster: its chart, version and values are in resources.json.
+NOT_MANIFESTS = ("pulumi:providers:kubernetes", "kubernetes:helm.sh/v3:Release")
 MANIFEST_KEY_ORDER = ("apiVersion", "kind", "metadata")
 
 

@@ -1,5 +1,6 @@
-"""Cluster: EKS control plane (pulumi-eks), a managed node group in the private subnets, and the
-Kubernetes provider every in-cluster object is created with.
+"""Cluster: EKS control plane (pulumi-eks), the on-demand system node group in the private subnets,
+and the Kubernetes provider every in-cluster object is created with. (Worker nodes come from
+Karpenter, only while a run needs them: infra/components/capacity.py.)
 
 Choices, each for a reason:
 - authentication mode API with access entries (the aws-auth ConfigMap is deprecated); the
@@ -32,7 +33,7 @@ import pulumi_kubernetes as k8s
 
 from infra import versions
 from infra.aws import iam
-from infra.config import Settings, is_gpu_stack
+from infra.config import Settings
 from infra.components.naming import aws_tags, component_type, eks_cluster_name
 from infra.aws.principals import drop_deployer
 from infra.specs import gpu, node_config
@@ -59,8 +60,7 @@ class Cluster(pulumi.ComponentResource):
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     node_security_group_id: pulumi.Output[str]
-    node_group: eks.ManagedNodeGroup          # the training nodes
-    system_nodes: eks.ManagedNodeGroup        # where system pods run: its own group on GPU stacks, else node_group
+    system_nodes: eks.ManagedNodeGroup        # the on-demand system group; workers come from Karpenter
     provider: k8s.Provider
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
@@ -153,7 +153,7 @@ class Cluster(pulumi.ComponentResource):
         )
 
         def node_group(group_name: str, instance_type: str, ami_type: str, scaling: aws.eks.NodeGroupScalingConfigArgs,
-                       labels: dict[str, str], taints: list[aws.eks.NodeGroupTaintArgs] | None = None) -> eks.ManagedNodeGroup:
+                       labels: dict[str, str]) -> eks.ManagedNodeGroup:
             # Every group boots from the same launch template (seccompDefault, IMDSv2 hop limit 1): it
             # names no AMI, so EKS picks each group's from its ami_type and merges its NodeConfig in.
             return eks.ManagedNodeGroup(
@@ -168,31 +168,20 @@ class Cluster(pulumi.ComponentResource):
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                     id=node_template.id, version=node_template.latest_version.apply(str)),
                 scaling_config=scaling,
+                capacity_type="ON_DEMAND",
                 labels=labels,
-                taints=taints,
                 tags=aws_tags(settings),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=node_policies),
             )
 
-        training_scaling = aws.eks.NodeGroupScalingConfigArgs(
-            desired_size=settings.node_count, min_size=settings.node_min_count, max_size=settings.node_max_count)
-        if is_gpu_stack(settings):
-            # GPU nodes are tainted, so only pods that tolerate nvidia.com/gpu (the workers, the device
-            # plugin, the add-ons' node DaemonSets) take them; the rest runs on a small CPU group.
-            self.node_group = node_group(
-                f"{name}-nodes", settings.node_instance_type, versions.NVIDIA_NODE_AMI_TYPE, training_scaling,
-                gpu.gpu_node_labels(),
-                [aws.eks.NodeGroupTaintArgs(key=gpu.GPU_TAINT_KEY, value=gpu.GPU_TAINT_VALUE,
-                                            effect=gpu.GPU_TAINT_EFFECT_EKS)])
-            count = settings.system_node_count
-            self.system_nodes = node_group(
-                f"{name}-system-nodes", settings.system_node_instance_type, versions.NODE_AMI_TYPE,
-                aws.eks.NodeGroupScalingConfigArgs(desired_size=count, min_size=count, max_size=count),
-                gpu.system_node_labels())
-        else:
-            self.node_group = node_group(f"{name}-nodes", settings.node_instance_type, versions.NODE_AMI_TYPE,
-                                         training_scaling, {gpu.NODE_ROLE_LABEL: gpu.WORKER_ROLE})
-            self.system_nodes = self.node_group
+        # One small on-demand group on every stack, for everything that makes the job correct (CoreDNS,
+        # metrics-server, Karpenter, the controller, etcd, the CSI controller, the Jobs): a Spot
+        # preemption can only take worker nodes, which Karpenter launches (infra/components/capacity.py).
+        count = settings.system_node_count
+        self.system_nodes = node_group(
+            f"{name}-system-nodes", settings.system_node_instance_type, versions.NODE_AMI_TYPE,
+            aws.eks.NodeGroupScalingConfigArgs(desired_size=count, min_size=count, max_size=count),
+            gpu.system_node_labels())
 
         # No deleteUnreachable: with it, any failure to reach the API (expired credentials, a blocked
         # CIDR) makes `refresh` drop every in-cluster object from the state (pulumi-kubernetes

@@ -16,7 +16,7 @@ from infra.specs import gpu
 @dataclass
 class DevicePluginArgs:
     provider: pulumi.ProviderResource
-    gpu_nodes: pulumi.Resource  # the DaemonSet's await needs its pods scheduled, i.e. GPU nodes up
+    gpu_nodes: pulumi.Resource  # the worker NodePool that launches GPU nodes (none exist until a run needs them)
 
 
 class DevicePlugin(pulumi.ComponentResource):

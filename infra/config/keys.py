@@ -105,6 +105,14 @@ def _worker_instance_type(v: str) -> str | None:
     return None
 
 
+def _worker_instance_types(v: list[str]) -> str | None:
+    for instance_type in v:
+        problem = _worker_instance_type(instance_type)
+        if problem:
+            return f"{instance_type!r} {problem}"
+    return None
+
+
 def _system_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
@@ -244,15 +252,23 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("nodeInstanceType", "node_instance_type", "string", "c5.4xlarge",
               "EC2 instance type of the training nodes (x86-64); a G/P type with NVIDIA GPUs makes a GPU stack.",
               _worker_instance_type),
-    ConfigKey("nodeCount", "node_count", "integer", 2, "Desired number of nodes.", _between(1, 100)),
-    ConfigKey("nodeMinCount", "node_min_count", "integer", 1, "Minimum nodes of the node group.", _between(0, 100)),
-    ConfigKey("nodeMaxCount", "node_max_count", "integer", 4, "Maximum nodes of the node group.", _between(1, 100)),
+    # worker capacity (infra/config/capacity.py): Karpenter brings worker nodes up for a run only
+    ConfigKey("nodeInstanceTypes", "node_instance_types", "array", [],
+              "Instance types the worker pool may launch, all of nodeInstanceType's shape (vCPUs, memory, GPUs and "
+              "GPU model); empty: every type of that shape in the instance catalog.", _worker_instance_types),
+    ConfigKey("capacityType", "capacity_type", "string", "on-demand",
+              "Capacity of the worker nodes: on-demand or spot (several types of one shape, every zone of the stack, "
+              "price-capacity-optimized). Everything else runs on the on-demand system nodes.",
+              _one_of(("on-demand", "spot"))),
+    ConfigKey("nodeMaxCount", "node_max_count", "integer", 4,
+              "Most worker nodes at once (the worker pool's limit); there are none while no run needs them.",
+              _between(1, 100)),
     ConfigKey("systemNodeInstanceType", "system_node_instance_type", "string", "m5.large",
-              "GPU stacks only: CPU instance type of the untainted system node group (CoreDNS, metrics-server, "
-              "controller, etcd, CSI controller, the small Jobs), so nothing but training takes GPU nodes.",
+              "CPU instance type of the on-demand system node group (CoreDNS, metrics-server, Karpenter, the "
+              "controller, etcd, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
               _system_instance_type),
     ConfigKey("systemNodeCount", "system_node_count", "integer", 2,
-              "GPU stacks only: nodes of the system node group (fixed size).", _between(1, 10)),
+              "Nodes of the system node group (fixed size, on-demand).", _between(1, 10)),
     ConfigKey("nodeDiskGiB", "node_disk_gib", "integer", 100, "Root volume size of each node in GiB.", _between(20, 16384)),
     ConfigKey("apiAllowedCidrs", "api_allowed_cidrs", "array", ["0.0.0.0/0"],
               "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on).", _cidrs),
@@ -298,6 +314,13 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("maxRestarts", "max_restarts", "integer", 3,
               "Times each worker's torchrun may restart its workers (each re-formation after a lost or evicted "
               "peer uses one): size it for the evictions a run should survive.", _between(0, 100)),
+    ConfigKey("workerGraceSeconds", "worker_grace_seconds", "integer", 45,
+              "Seconds a worker has between SIGTERM and SIGKILL (its terminationGracePeriodSeconds, and the worker "
+              "pool's node grace period); with capacityType spot at most 90, inside the 2-minute notice.",
+              _between(45, 3600)),
+    ConfigKey("checkpointEverySeconds", "checkpoint_every_seconds", "integer", 30,
+              "Seconds between time checkpoints within an epoch (jobs.train --checkpoint-every-seconds): the most "
+              "work a preemption can cost.", _between(10, 86400)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),
     # A string key: the Pulumi CLI has no number type, and a string key still takes `minAccuracy: 0.3`

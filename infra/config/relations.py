@@ -10,6 +10,7 @@ from typing import Any
 
 from infra import versions
 from infra.aws import gpu_instances
+from infra.config.capacity import check_capacity
 from infra.config.errors import ConfigError
 from infra.config.images import pins_the_image
 from infra.config.node_fit import check_side_jobs_fit, check_worker_fits
@@ -22,20 +23,17 @@ def check_relations(v: dict[str, Any]) -> list[str]:
     """Rules that tie keys together; the message names the key whose value breaks them. Returns the
     warnings of rules that could not be checked."""
     p = PROJECT
-    if not v["node_min_count"] <= v["node_count"]:
-        raise ConfigError(f"{p}:nodeMinCount", v["node_min_count"], f"must be <= nodeCount ({v['node_count']})")
-    if not v["node_count"] <= v["node_max_count"]:
-        raise ConfigError(f"{p}:nodeCount", v["node_count"], f"must be <= nodeMaxCount ({v['node_max_count']})")
     if not v["min_workers"] <= v["workers"]:
         raise ConfigError(f"{p}:minWorkers", v["min_workers"], f"must be <= workers ({v['workers']})")
     if not v["workers"] <= v["max_workers"]:
         raise ConfigError(f"{p}:workers", v["workers"], f"must be <= maxWorkers ({v['max_workers']})")
-    # At most workersPerNode workers per node and no cluster autoscaler: more workers than the
-    # nodes hold would never schedule. (Node counts are the stack's own on eks only.)
+    # At most workersPerNode workers per node, and the worker pool launches at most nodeMaxCount
+    # nodes: more workers than that would never schedule. (The pool is the stack's own on eks only.)
     per_node = v["workers_per_node"]
-    if v["target"] == EKS and not v["workers"] <= v["node_count"] * per_node:
-        raise ConfigError(f"{p}:workers", v["workers"], f"must be <= nodeCount ({v['node_count']})"
-                          + (": each worker takes a whole node" if per_node == 1 else f" x workersPerNode ({per_node})"))
+    if v["target"] == EKS and not v["min_workers"] <= v["node_max_count"] * per_node:
+        raise ConfigError(f"{p}:minWorkers", v["min_workers"], f"must be <= nodeMaxCount ({v['node_max_count']})"
+                          + (": each worker takes a whole node" if per_node == 1 else f" x workersPerNode ({per_node})")
+                          + ", the most the worker pool's limits allow")
     if v["target"] == EKS and not v["max_workers"] <= v["node_max_count"] * per_node:
         raise ConfigError(f"{p}:maxWorkers", v["max_workers"], f"must be <= nodeMaxCount ({v['node_max_count']})"
                           + (": each worker takes a whole node" if per_node == 1 else f" x workersPerNode ({per_node})"))
@@ -53,6 +51,7 @@ def check_relations(v: dict[str, Any]) -> list[str]:
     _check_image_variant(v)
     _check_eks_image_by_digest(v)
     _check_gpu_worker_fits(v)
+    check_capacity(v)
     warnings = []
     # The nodes are the stack's own on eks; a GPU type is the node a GPU worker needs on any target.
     if v["target"] == EKS or gpu_instances.nvidia_instance(v["node_instance_type"]):

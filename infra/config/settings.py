@@ -17,6 +17,7 @@ from datetime import date, datetime, timezone
 from typing import Any, Mapping
 
 from infra.aws import gpu_instances, regions
+from infra.config import capacity
 from infra.config.errors import ConfigError
 from infra.config.provider_keys import check_aws_keys
 from infra.config.keys import CONFIG_KEYS, CPU, CUDA, EKS, EXISTING, KEYS_BY_NAME, PROJECT
@@ -36,8 +37,8 @@ class Settings:
     availability_zone_count: int
     kubernetes_version: str
     node_instance_type: str
-    node_count: int
-    node_min_count: int
+    node_instance_types: tuple[str, ...]
+    capacity_type: str
     node_max_count: int
     system_node_instance_type: str
     system_node_count: int
@@ -61,6 +62,8 @@ class Settings:
     min_workers: int
     max_workers: int
     max_restarts: int
+    worker_grace_seconds: int
+    checkpoint_every_seconds: int
     epochs: int
     batch_size: int
     min_accuracy: float
@@ -72,7 +75,7 @@ class Settings:
 
 
 def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None) -> Settings:
-    """Validate `raw` (full keys such as "elastic-training:nodeCount" -> string) into Settings.
+    """Validate `raw` (full keys such as "elastic-training:workers" -> string) into Settings.
 
     Raises ConfigError on the first problem, in CONFIG_KEYS order, then relations. `today` (UTC,
     default: the real date) decides the Kubernetes version's EKS support phase.
@@ -118,7 +121,7 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
         warnings.append(
             f"config {PROJECT}:apiAllowedCidrs includes 0.0.0.0/0: the Kubernetes API endpoint is reachable "
             "from the whole internet (still authenticated by IAM); list your own ranges to close it")
-    for field in ("api_allowed_cidrs", "cluster_admin_arns"):
+    for field in ("api_allowed_cidrs", "cluster_admin_arns", "node_instance_types"):
         values[field] = tuple(values[field])
     return Settings(project=PROJECT, stack=stack, region=region, warnings=tuple(warnings), **values)
 
@@ -153,3 +156,8 @@ def data_md5_for(settings: Settings) -> str:
     """The checksum data-prep verifies: generated data has none; a mirror of the official
     tarball (https or s3) has the official one, which is the default."""
     return "" if settings.data_source.startswith("synthetic") else settings.data_md5
+
+
+def worker_instance_types(settings: Settings) -> tuple[str, ...]:
+    """The instance types the worker pool launches (infra/config/capacity.py)."""
+    return capacity.worker_instance_types(settings.node_instance_type, settings.node_instance_types)

@@ -1,4 +1,4 @@
-"""Raw stack config as the program sees it: full keys ("elastic-training:nodeCount") to strings.
+"""Raw stack config as the program sees it: full keys ("elastic-training:nodeMaxCount") to strings.
 
 Under `pulumi up` the engine hands the program its config; `synth` reads the same stack file
 itself and applies `-c key=value` overrides with `pulumi config set`'s meaning.
@@ -33,7 +33,7 @@ def current_config() -> dict[str, str]:
 
 
 def full_key(key: str) -> str:
-    """`nodeCount` means the project's key; `aws:region` names its namespace."""
+    """`nodeMaxCount` means the project's key; `aws:region` names its namespace."""
     return key if ":" in key else f"{PROJECT}:{key}"
 
 
@@ -116,6 +116,6 @@ def apply_overrides(raw: dict[str, str], overrides: Iterable[str]) -> dict[str, 
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise StackConfigError(f"-c {item!r} must be KEY=VALUE (e.g. -c nodeCount=3 or -c aws:region=eu-west-1)")
+            raise StackConfigError(f"-c {item!r} must be KEY=VALUE (e.g. -c nodeMaxCount=3 or -c aws:region=eu-west-1)")
         merged[full_key(key)] = value
     return merged

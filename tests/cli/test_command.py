@@ -97,9 +97,9 @@ def test_up_checks_offline_then_preflight_then_runs_pulumi(project, capsys, pref
 
 def test_up_stops_on_bad_config_before_preflight(project, capsys, monkeypatch):
     root, log = project
-    (root / "stacks" / "Pulumi.dev.yaml").write_text("config:\n  elastic-training:nodeCount: zero\n  aws:region: us-west-2\n")
+    (root / "stacks" / "Pulumi.dev.yaml").write_text("config:\n  elastic-training:nodeMaxCount: zero\n  aws:region: us-west-2\n")
     assert deploy.up(["dev"], root=root, preflight=lambda argv: pytest.fail("preflight ran")) == 2
-    assert "nodeCount" in capsys.readouterr().err and not log.exists()
+    assert "nodeMaxCount" in capsys.readouterr().err and not log.exists()
 
 
 def test_up_returns_pulumis_own_failure(project, tmp_path):

@@ -48,7 +48,7 @@ def test_each_stack_runs_for_its_own_ceiling_unless_told():
 @pytest.mark.parametrize("argv, phrase", [
     (["dev", "nosuch"], "no stack file stacks/Pulumi.nosuch.yaml"),
     (["dev", "smoke", "--run-minutes", "0"], "argument --run-minutes: invalid _minutes value: '0'"),
-    (["dev", "smoke", "--b", "nodeCount=many"], "elastic-training:nodeCount"),
+    (["dev", "smoke", "--b", "nodeMaxCount=many"], "elastic-training:nodeMaxCount"),
 ])
 def test_bad_input_is_one_line(argv, phrase, capsys):
     assert compare.main(argv, today=DAY) == 2

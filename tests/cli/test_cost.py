@@ -200,7 +200,7 @@ def vcpus_from_aws_data(instance_type: str) -> int:
 @pytest.mark.parametrize("stack", STACKS)
 def test_stack_table_states_the_vcpu_quota_each_stack_needs(stack, where):
     from infra.cli.preflight import QUOTA_BY_FAMILY
-    from infra.config import INSTANCE_TYPE, is_gpu_stack
+    from infra.config import INSTANCE_TYPE
 
     settings = settings_of(stack)
     if settings.target != "eks":  # no AWS account involved, so no quota either
@@ -208,12 +208,16 @@ def test_stack_table_states_the_vcpu_quota_each_stack_needs(stack, where):
         return
     vcpus = vcpus_from_aws_data(settings.node_instance_type)
     code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(settings.node_instance_type)["family"]]
+    if settings.capacity_type == "spot":
+        # Spot workers count against the Spot quota of their family, by the name the EC2 user guide
+        # gives it (using-spot-limits.html), not against the On-Demand one.
+        code = "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"
     expected = f"{settings.node_max_count * vcpus} of `{code}` ({settings.node_max_count} × {vcpus})"
-    if is_gpu_stack(settings):  # the CPU system node group beside the GPU one (infra/components/cluster.py)
-        system = settings.system_node_instance_type
-        system_vcpus = settings.system_node_count * vcpus_from_aws_data(system)
-        system_code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(system)["family"]]
-        expected += f", plus {system_vcpus} of `{system_code}` for the {settings.system_node_count} × {system} system nodes"
+    # The on-demand system node group of every eks stack (infra/components/cluster.py).
+    system = settings.system_node_instance_type
+    system_vcpus = settings.system_node_count * vcpus_from_aws_data(system)
+    system_code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(system)["family"]]
+    expected += f", plus {system_vcpus} of `{system_code}` for the {settings.system_node_count} × {system} system nodes"
     assert readme_stack_rows(where)[stack][2] == expected
 
 

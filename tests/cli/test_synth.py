@@ -43,7 +43,7 @@ def test_manifest_files_hold_one_object_in_wire_form(dev):
 def test_components_in_the_graph_and_every_child_parented(dev):
     components = {r["urn"]: r for r in dev.resources if r["type"].startswith(COMPONENT_PREFIX)}
     assert {r["type"].removeprefix(COMPONENT_PREFIX) for r in components.values()} == {
-        "Network", "Cluster", "Storage", "Registry", "Addons", "Elastic", "Workloads", "Artifacts"}
+        "Network", "Cluster", "WorkerCapacity", "Storage", "Registry", "Addons", "Elastic", "Workloads", "Artifacts"}
     for resource in dev.resources:
         if resource["urn"] in components:
             assert resource["parent"].endswith("pulumi:pulumi:Stack::elastic-training-dev")
@@ -53,7 +53,7 @@ def test_components_in_the_graph_and_every_child_parented(dev):
             assert resource["name"].startswith(f"{component_name}-"), resource["name"]
     graph = (dev.directory / "graph.mmd").read_text()
     assert graph.startswith("flowchart LR")
-    assert graph.count("subgraph ") == 8 and "-->" in graph
+    assert graph.count("subgraph ") == 9 and "-->" in graph
 
 
 def test_kubernetes_objects_use_the_cluster_provider(dev):
@@ -61,8 +61,11 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert "deleteUnreachable" not in provider["inputs"]  # tests/components/test_unreachable_cluster.py
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
-    # every in-cluster object (24 in dev: platform, policies, the run's PDB, workloads and the export's service account) is a manifest
-    assert len(objects) == len(dev.manifests) == 24
+    # every in-cluster object (26 in dev: platform, policies, the run's PDB, workloads, the export's service account,
+    # the worker NodePool and EC2NodeClass) is a manifest; Karpenter's Helm release is not one (its values are in resources.json)
+    releases = [r for r in objects if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    assert [r["name"] for r in releases] == ["capacity-karpenter"]
+    assert len(objects) - len(releases) == len(dev.manifests) == 26
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
 
@@ -99,8 +102,8 @@ def test_outputs_name_what_a_user_needs(dev):
 
 def test_overrides_have_pulumi_config_set_meaning(variant):
     synth = variant
-    scaling = synth.one("eks:index:ManagedNodeGroup")["inputs"]["scalingConfig"]
-    assert scaling["desiredSize"] == 3
+    pool = synth.manifest("NodePool")
+    assert pool["spec"]["limits"]["cpu"] == str(3 * 16)  # nodeMaxCount=3 nodes of the c5.4xlarge shape
     assert synth.outputs["commands"]["kubeconfig"].startswith("aws eks update-kubeconfig --region eu-west-1 ")
     assert synth.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["replicas"] == 3
 
@@ -113,7 +116,7 @@ def test_missing_stack_is_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("override", ["nodeCount", "=3"])
+@pytest.mark.parametrize("override", ["nodeMaxCount", "=3"])
 def test_malformed_override_is_one_line(tmp_path, override):
     result = run_synth(tmp_path / "out", "dev", override)
     assert result.returncode == 2 and "must be KEY=VALUE" in result.stderr

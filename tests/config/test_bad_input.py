@@ -33,10 +33,10 @@ class Bad:
     rule: str                   # a part of the rule the line must state
 
 
-# dev's relevant values: nodeCount 2 (1..4), workers 2 (1..2).
+# dev's relevant values: nodeMaxCount 4 (1..100), workers 2 (1..2), on-demand.
 TABLE = [
     # types
-    Bad("int-not-a-number", ("nodeCount=three",), f"{P}:nodeCount", "'three'", "must be a whole number"),
+    Bad("int-not-a-number", ("nodeMaxCount=three",), f"{P}:nodeMaxCount", "'three'", "must be a whole number"),
     Bad("int-fraction", ("workers=2.5",), f"{P}:workers", "'2.5'", "must be a whole number"),
     Bad("number-not-a-number", ("minAccuracy=high",), f"{P}:minAccuracy", "'high'", "must be a decimal number such as 0.7"),
     Bad("number-exponent", ("minAccuracy=7e-1",), f"{P}:minAccuracy", "'7e-1'", "must be a decimal number such as 0.7"),
@@ -47,7 +47,7 @@ TABLE = [
         "must be a JSON list of strings"),
     Bad("list-of-numbers", ("clusterAdminArns=[1, 2]",), f"{P}:clusterAdminArns", "'[1, 2]'", "must be a JSON list of strings"),
     # ranges
-    Bad("zero-nodes", ("nodeCount=0",), f"{P}:nodeCount", "0", "must be between 1 and 100"),
+    Bad("zero-nodes", ("nodeMaxCount=0",), f"{P}:nodeMaxCount", "0", "must be between 1 and 100"),
     Bad("five-zones", ("availabilityZoneCount=5",), f"{P}:availabilityZoneCount", "5", "must be between 2 and 4"),
     Bad("run-cost-ceiling-not-dollars", ("maxRunCostUsd=$5",), f"{P}:maxRunCostUsd", "'$5'",
         'must be an amount of US dollars such as 5 or 2.50, or "" for no ceiling'),
@@ -61,11 +61,27 @@ TABLE = [
     Bad("short-deadline", ("jobTimeoutMinutes=1",), f"{P}:jobTimeoutMinutes", "1", "must be between 5 and 10080"),
     Bad("tiny-disk", ("nodeDiskGiB=10",), f"{P}:nodeDiskGiB", "10", "must be between 20 and 16384"),
     # every relation
-    Bad("min-nodes-above-desired", ("nodeMinCount=3",), f"{P}:nodeMinCount", "3", "must be <= nodeCount (2)"),
-    Bad("desired-nodes-above-max", ("nodeCount=5",), f"{P}:nodeCount", "5", "must be <= nodeMaxCount (4)"),
     Bad("min-workers-above-workers", ("minWorkers=3",), f"{P}:minWorkers", "3", "must be <= workers (2)"),
     Bad("workers-above-max", ("workers=3",), f"{P}:workers", "3", "must be <= maxWorkers (2)"),
-    Bad("workers-above-nodes", ("workers=3", "maxWorkers=3"), f"{P}:workers", "3", "must be <= nodeCount (2)"),
+    Bad("workers-above-nodes", ("minWorkers=5", "workers=5", "maxWorkers=5"), f"{P}:minWorkers", "5",
+        "must be <= nodeMaxCount (4): each worker takes a whole node, the most the worker pool's limits allow"),
+    # worker capacity (infra/config/capacity.py)
+    Bad("capacity-type-unknown", ("capacityType=preemptible",), f"{P}:capacityType", "'preemptible'",
+        "must be one of on-demand, spot"),
+    Bad("spot-with-one-type", ("capacityType=spot", "nodeInstanceTypes=[\"c5.4xlarge\"]", "maxRestarts=24"),
+        f"{P}:capacityType", "'spot'", "needs at least two instance types of one shape"),
+    Bad("pool-type-of-another-shape", ("nodeInstanceTypes=[\"c5.4xlarge\", \"m5.4xlarge\"]",), f"{P}:nodeInstanceTypes",
+        '["c5.4xlarge", "m5.4xlarge"]', "m5.4xlarge (16 vCPUs, 64 GiB) is not of nodeInstanceType c5.4xlarge's shape"),
+    Bad("pool-without-the-node-type", ("nodeInstanceTypes=[\"c5a.4xlarge\", \"c5d.4xlarge\"]",), f"{P}:nodeInstanceTypes",
+        '["c5a.4xlarge", "c5d.4xlarge"]', "must include nodeInstanceType (c5.4xlarge)"),
+    Bad("pool-graviton", ("nodeInstanceTypes=[\"c6g.4xlarge\"]",), f"{P}:nodeInstanceTypes", '["c6g.4xlarge"]',
+        "must be an x86-64 instance type"),
+    Bad("spot-grace-past-the-notice", ("capacityType=spot", "workerGraceSeconds=91", "maxRestarts=24"),
+        f"{P}:workerGraceSeconds", "91", "must be <= 90 with capacityType spot"),
+    Bad("spot-too-few-restarts", ("capacityType=spot", "maxRestarts=23"), f"{P}:maxRestarts", "23",
+        "must be >= 24 with capacityType spot"),
+    Bad("grace-below-torchrun-shutdown", ("workerGraceSeconds=30",), f"{P}:workerGraceSeconds", "30",
+        "must be between 45 and 3600"),
     Bad("max-workers-above-max-nodes", ("maxWorkers=5",), f"{P}:maxWorkers", "5", "must be <= nodeMaxCount (4)"),
     Bad("md5-with-synthetic-data", ("dataSource=synthetic", "dataMd5=" + "0" * 32), f"{P}:dataMd5", repr("0" * 32),
         "must be empty when dataSource is synthetic"),
@@ -109,7 +125,7 @@ TABLE = [
     Bad("log-retention-never", ("logRetentionDays=0",), f"{P}:logRetentionDays", "0",
         "must be a retention CloudWatch Logs accepts"),
     # unknown key (a typo)
-    Bad("typo-key", ("nodeCont=3",), f"{P}:nodeCont", "'3'", "unknown key (did you mean nodeCount?)"),
+    Bad("typo-key", ("nodeMaxCont=3",), f"{P}:nodeMaxCont", "'3'", "unknown key (did you mean nodeMaxCount?)"),
     # imageUri, dataSource, dataMd5, quantities
     Bad("image-no-registry", ("imageUri=trainer:latest",), f"{P}:imageUri", "'trainer:latest'", "must be empty (build images/"),
     Bad("image-short-digest", ("imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:abc",), f"{P}:imageUri",
@@ -138,8 +154,8 @@ TABLE = [
     Bad("rwo-on-eks", ("storageAccessMode=ReadWriteOnce", "workersPerNode=2"), f"{P}:storageAccessMode", "'ReadWriteOnce'",
         "must be ReadWriteMany with target eks"),
     Bad("workers-per-node-zero", ("workersPerNode=0",), f"{P}:workersPerNode", "0", "must be between 1 and 100"),
-    Bad("workers-above-nodes-times-per-node", ("workersPerNode=2", "workers=5", "maxWorkers=5", "nodeMaxCount=4"),
-        f"{P}:workers", "5", "must be <= nodeCount (2) x workersPerNode (2)"),
+    Bad("workers-above-nodes-times-per-node", ("workersPerNode=2", "workers=5", "maxWorkers=9", "nodeMaxCount=4"),
+        f"{P}:maxWorkers", "9", "must be <= nodeMaxCount (4) x workersPerNode (2)"),
     Bad("existing-rwo-workers-spread", ("target=existing", "imageUri=docker.io/library/trainer:1",
                                         "storageAccessMode=ReadWriteOnce"),
         f"{P}:workersPerNode", "1", "must be >= maxWorkers (2) with storageAccessMode ReadWriteOnce"),
@@ -219,7 +235,7 @@ def assert_one_clear_line(row: Bad, stderr: str) -> None:
 def test_the_table_covers_the_issue():
     assert len(TABLE) >= 25 and len({row.id for row in TABLE}) == len(TABLE)
     keys = {row.key for row in TABLE}
-    for needed in ("nodeCount", "nodeMinCount", "minWorkers", "workers", "maxWorkers", "runId", "namespace",
+    for needed in ("nodeMaxCount", "capacityType", "nodeInstanceTypes", "workerGraceSeconds", "maxRestarts", "minWorkers", "workers", "maxWorkers", "runId", "namespace",
                    "apiAllowedCidrs", "nodeInstanceType", "kubernetesVersion", "imageUri", "dataSource", "dataMd5",
                    "workerCpu", "workerMemory", "logRetentionDays", "target", "kubeconfig", "kubeContext",
                    "storageAccessMode", "workersPerNode"):
@@ -255,7 +271,7 @@ def test_bad_value_through_the_command(row, tmp_path):
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("typo, meant", [("nodeCont", "nodeCount"), ("minWorker", "minWorkers"),
+@pytest.mark.parametrize("typo, meant", [("nodeMaxCont", "nodeMaxCount"), ("minWorker", "minWorkers"),
                                          ("retaindata", "retainData"), ("imageURI", "imageUri")])
 def test_a_typo_is_reported_with_did_you_mean(typo, meant, tmp_path, capsys):
     assert infra.cli.synth.main(["dev", "--out", str(tmp_path / "out"), "-c", f"{typo}=3"]) == 2
@@ -271,9 +287,9 @@ def test_an_unknown_key_far_from_any_lists_the_known_keys(tmp_path, capsys):
 
 def test_first_problem_wins_and_is_the_only_line(tmp_path, capsys):
     """Several bad values: the first in key order is reported, still on one line."""
-    assert infra.cli.synth.main(["dev", "--out", str(tmp_path / "out"), "-c", "nodeCount=zero", "-c", "runId=Bad_Id"]) == 2
+    assert infra.cli.synth.main(["dev", "--out", str(tmp_path / "out"), "-c", "nodeMaxCount=zero", "-c", "runId=Bad_Id"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"error: config {P}:nodeCount='zero' is invalid")
+    assert line.startswith(f"error: config {P}:nodeMaxCount='zero' is invalid")
 
 
 def test_good_overrides_still_pass_the_rules(tmp_path, capsys, monkeypatch):

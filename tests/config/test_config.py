@@ -66,15 +66,17 @@ def test_every_stack_file_is_valid(stack):
 
 def test_dev_reproduces_the_workshop_sizes():
     settings = load_settings(read_stack_file("dev"), "dev")
-    assert (settings.region, settings.node_instance_type, settings.node_count) == ("us-west-2", "c5.4xlarge", 2)
+    assert (settings.region, settings.node_instance_type, settings.capacity_type) == ("us-west-2", "c5.4xlarge", "on-demand")
     assert (settings.workers, settings.epochs, settings.batch_size) == (2, 10, 128)
 
 
 def test_values_parse_from_config_strings():
-    raw = {**REGION, f"{PROJECT}:nodeCount": "3", f"{PROJECT}:nodeMaxCount": "5", f"{PROJECT}:retainData": "true",
+    raw = {**REGION, f"{PROJECT}:capacityType": "spot", f"{PROJECT}:maxRestarts": "24", f"{PROJECT}:nodeMaxCount": "5",
+           f"{PROJECT}:nodeInstanceTypes": '["c5d.4xlarge", "c5.4xlarge"]', f"{PROJECT}:retainData": "true",
            f"{PROJECT}:minAccuracy": "0.85", f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24", "198.51.100.7/32"]'}
     settings = load_settings(raw, "test", today=STANDARD_SUPPORT_DAY)
-    assert settings.node_count == 3 and settings.retain_data is True and settings.min_accuracy == 0.85
+    assert settings.node_max_count == 5 and settings.retain_data is True and settings.min_accuracy == 0.85
+    assert settings.capacity_type == "spot" and settings.node_instance_types == ("c5d.4xlarge", "c5.4xlarge")
     assert settings.api_allowed_cidrs == ("203.0.113.0/24", "198.51.100.7/32")
     assert settings.warnings == ()
 
@@ -112,8 +114,8 @@ def run_program_with(config: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_program_stops_on_bad_config_with_one_line_and_registers_nothing():
-    result = run_program_with({**REGION, f"{PROJECT}:nodeCount": "zero"})
-    assert "RunError: config elastic-training:nodeCount='zero' is invalid: must be a whole number" in result.stdout
+    result = run_program_with({**REGION, f"{PROJECT}:nodeMaxCount": "zero"})
+    assert "RunError: config elastic-training:nodeMaxCount='zero' is invalid: must be a whole number" in result.stdout
     assert "registered: 0" in result.stdout, result.stdout + result.stderr
 
 

@@ -75,7 +75,7 @@ def refusal(stacks: Path, stack: str) -> str:
 def test_a_yaml_error_names_its_line_and_column(project):
     path = project / "stacks" / "Pulumi.dev.yaml"
     lines = path.read_text().splitlines()
-    index = next(i for i, text in enumerate(lines) if "nodeCount" in text)
+    index = next(i for i, text in enumerate(lines) if "nodeMaxCount" in text)
     lines[index] = re.sub(r": (.*)$", r": [\1", lines[index])  # an unclosed list
     path.write_text("\n".join(lines) + "\n")
     column = lines[index].index("[") + 1

@@ -40,8 +40,9 @@ RANGED = [key for key in CONFIG_KEYS if key.type == "integer" and key.rule and R
 
 
 def test_the_range_table_is_not_empty():
-    assert {k.name for k in RANGED} >= {"availabilityZoneCount", "nodeCount", "nodeMinCount", "nodeMaxCount", "workers",
-                                         "minWorkers", "maxWorkers", "maxRestarts", "epochs", "jobTimeoutMinutes"}
+    assert {k.name for k in RANGED} >= {"availabilityZoneCount", "nodeMaxCount", "workers", "workerGraceSeconds",
+                                         "checkpointEverySeconds", "minWorkers", "maxWorkers", "maxRestarts", "epochs",
+                                         "jobTimeoutMinutes"}
 
 
 @pytest.mark.parametrize("key", RANGED, ids=lambda k: k.name)
@@ -92,17 +93,11 @@ def test_log_retention_is_exactly_the_cloudwatch_values():
 # --- relations: equality passes, one past refuses, and the message names the breaking key ---------
 
 @pytest.mark.parametrize("smaller, larger, values, refused_key, rule", [
-    ("nodeMinCount", "nodeCount", {"nodeMaxCount": "9", "workers": "1", "minWorkers": "1", "maxWorkers": "1"},
-     "nodeMinCount", "must be <= nodeCount ({})"),
-    ("nodeCount", "nodeMaxCount", {"nodeMinCount": "1", "workers": "1", "minWorkers": "1", "maxWorkers": "1"},
-     "nodeCount", "must be <= nodeMaxCount ({})"),
-    ("minWorkers", "workers", {"nodeMinCount": "1", "nodeCount": "9", "nodeMaxCount": "9", "maxWorkers": "9"},
+    ("minWorkers", "workers", {"nodeMaxCount": "9", "maxWorkers": "9"},
      "minWorkers", "must be <= workers ({})"),
-    ("workers", "maxWorkers", {"nodeMinCount": "1", "nodeCount": "9", "nodeMaxCount": "9", "minWorkers": "1"},
+    ("workers", "maxWorkers", {"nodeMaxCount": "9", "minWorkers": "1"},
      "workers", "must be <= maxWorkers ({})"),
-    ("workers", "nodeCount", {"nodeMinCount": "1", "nodeMaxCount": "9", "minWorkers": "1", "maxWorkers": "9"},
-     "workers", "must be <= nodeCount ({}): each worker takes a whole node"),
-    ("maxWorkers", "nodeMaxCount", {"nodeMinCount": "1", "nodeCount": "1", "minWorkers": "1", "workers": "1"},
+    ("maxWorkers", "nodeMaxCount", {"minWorkers": "1", "workers": "1"},
      "maxWorkers", "must be <= nodeMaxCount ({}): each worker takes a whole node"),
 ])
 def test_every_relation_holds_at_equality_and_breaks_one_past_it(smaller, larger, values, refused_key, rule):
@@ -193,7 +188,7 @@ def test_the_workload_namespace_is_none_the_cluster_or_the_controller_owns():
 # --- parsing config text: the exact forms each type takes --------------------------------------
 
 @pytest.mark.parametrize("name, text, value", [
-    ("nodeCount", "3", 3), ("nodeCount", " 3 ", 3), ("maxRestarts", "0", 0),
+    ("nodeMaxCount", "3", 3), ("nodeMaxCount", " 3 ", 3), ("maxRestarts", "0", 0),
     ("retainData", "true", True), ("retainData", "false", False),
     ("minAccuracy", "0.7", 0.7), ("minAccuracy", ".5", 0.5), ("minAccuracy", "1.", 1.0), ("minAccuracy", "1", 1.0),
     ("apiAllowedCidrs", '["10.0.0.0/8"]', ["10.0.0.0/8"]), ("clusterAdminArns", "[]", []),
@@ -205,8 +200,8 @@ def test_config_text_parses_to_its_value(name, text, value):
 
 
 @pytest.mark.parametrize("name, text, rule", [
-    ("nodeCount", "3.0", "must be a whole number"), ("nodeCount", "three", "must be a whole number"),
-    ("nodeCount", "", "must be a whole number"),
+    ("nodeMaxCount", "3.0", "must be a whole number"), ("nodeMaxCount", "three", "must be a whole number"),
+    ("nodeMaxCount", "", "must be a whole number"),
     ("retainData", "True", "must be true or false"), ("retainData", "yes", "must be true or false"),
     ("minAccuracy", "nan", "must be a decimal number such as 0.7"), ("minAccuracy", "1e-1", "must be a decimal number such as 0.7"),
     ("minAccuracy", "0_5", "must be a decimal number such as 0.7"), ("minAccuracy", "", "must be a decimal number such as 0.7"),
@@ -221,7 +216,7 @@ def test_unparsable_text_is_one_line_naming_key_text_and_form(name, text, rule):
 
 
 def test_a_value_that_breaks_its_rule_is_shown_as_parsed():
-    assert str(refusal(nodeCount="0")) == f"config {PROJECT}:nodeCount=0 is invalid: must be between 1 and 100"
+    assert str(refusal(nodeMaxCount="0")) == f"config {PROJECT}:nodeMaxCount=0 is invalid: must be between 1 and 100"
     assert str(refusal(apiAllowedCidrs="[]")).startswith(f"config {PROJECT}:apiAllowedCidrs=[] is invalid: must list")
 
 
@@ -239,11 +234,11 @@ def test_region_is_required_and_the_refusal_says_how_to_set_it():
 
 
 def test_settings_are_exactly_the_defaults_plus_what_was_set():
-    settings = load(nodeCount="3", workers="3", maxWorkers="3", nodeMaxCount="4")
+    settings = load(workerGraceSeconds="60", workers="3", maxWorkers="3", nodeMaxCount="4")
     assert (settings.project, settings.stack, settings.region) == (PROJECT, "test", "us-west-2")
-    assert (settings.node_count, settings.workers, settings.max_workers) == (3, 3, 3)
+    assert (settings.worker_grace_seconds, settings.workers, settings.max_workers) == (60, 3, 3)
     for key in CONFIG_KEYS:
-        if key.name not in ("nodeCount", "workers", "maxWorkers", "nodeMaxCount", "apiAllowedCidrs"):
+        if key.name not in ("workerGraceSeconds", "workers", "maxWorkers", "nodeMaxCount", "apiAllowedCidrs"):
             value = getattr(settings, key.field)
             assert value == (tuple(key.default_value) if key.type == "array" else key.default_value), key.name
     assert settings.api_allowed_cidrs == ("203.0.113.0/24",) and settings.cluster_admin_arns == ()
@@ -298,8 +293,8 @@ def test_when_every_version_has_ended_the_refusal_says_the_table_needs_a_newer_o
 
 
 def test_an_unknown_key_names_the_one_closest_key():
-    error = refusal(nodeCont="3")
-    assert str(error) == f"config {PROJECT}:nodeCont='3' is invalid: unknown key (did you mean nodeCount?)"
+    error = refusal(nodeMaxCont="3")
+    assert str(error) == f"config {PROJECT}:nodeMaxCont='3' is invalid: unknown key (did you mean nodeMaxCount?)"
     error = refusal(colour="blue")
     assert str(error) == f"config {PROJECT}:colour='blue' is invalid: unknown key (known keys: {', '.join(KEYS_BY_NAME)})"
     # Keys of other namespaces (aws:, pulumi:) are not ours to refuse.
@@ -388,7 +383,7 @@ CPU_LINE = ("must be at most 3720m for 1 worker per node: one g6.xlarge node giv
      "must be at least 4096Mi on GPU nodes: half of it is /dev/shm, which NCCL needs 2048Mi of"),
     (dict(workerCpu="3721m"), "workerCpu", "'3721m'", CPU_LINE),
     (dict(workerCpu="4"), "workerCpu", "'4'", CPU_LINE),
-    (dict(workersPerNode="2", workers="2", maxWorkers="2", nodeCount="2", nodeMaxCount="2"), "workersPerNode", "2",
+    (dict(workersPerNode="2", workers="2", maxWorkers="2", nodeMaxCount="2"), "workersPerNode", "2",
      "must be 1 on GPU nodes: each worker takes every GPU of its node"),
 ])
 def test_a_gpu_worker_at_or_past_every_bound_is_refused_with_its_line(keys, key, value, rule):
@@ -436,7 +431,7 @@ def test_instance_type_refusals_are_exact(key, bad, line):
 
 @pytest.mark.parametrize("per_node, max_workers, ok", [(2, 6, True), (2, 7, False), (3, 9, True), (3, 10, False)])
 def test_max_workers_fit_the_most_nodes_times_workers_per_node_exactly(per_node, max_workers, ok):
-    keys = dict(nodeCount="1", nodeMinCount="1", nodeMaxCount="3", workers="1", minWorkers="1",
+    keys = dict(nodeMaxCount="3", workers="1", minWorkers="1",
                 workersPerNode=str(per_node), maxWorkers=str(max_workers), workerCpu="1", workerMemory="4Gi")
     if ok:
         assert load(**keys).max_workers == max_workers

@@ -109,7 +109,7 @@ def test_an_array_without_items_is_refused_with_the_cli_message(tmp_path):
                       "underlying type via the 'items' attribute"]
 
 
-@pytest.mark.parametrize("key, default, type_name", [("nodeCount", "two", "integer"), ("retainData", "no", "boolean"),
+@pytest.mark.parametrize("key, default, type_name", [("nodeMaxCount", "two", "integer"), ("retainData", "no", "boolean"),
                                                      ("runId", 1, "string"), ("apiAllowedCidrs", [1], "array<string>")])
 def test_a_default_of_another_type_is_refused(key, default, type_name, tmp_path):
     errors = validate_project(mutated_project(tmp_path, lambda d: d["config"][key].update(default=default)))
@@ -117,8 +117,8 @@ def test_a_default_of_another_type_is_refused(key, default, type_name, tmp_path)
 
 
 def test_an_unknown_declaration_key_is_refused(tmp_path):
-    errors = validate_project(mutated_project(tmp_path, lambda d: d["config"]["nodeCount"].update(defualt=3)))
-    assert "#/config/nodeCount: additionalProperties 'defualt' not allowed; did you mean 'default'?" in errors
+    errors = validate_project(mutated_project(tmp_path, lambda d: d["config"]["nodeMaxCount"].update(defualt=3)))
+    assert "#/config/nodeMaxCount: additionalProperties 'defualt' not allowed; did you mean 'default'?" in errors
 
 
 def mutated_stack(tmp_path: Path, stack: str, **config) -> dict:
@@ -129,8 +129,8 @@ def mutated_stack(tmp_path: Path, stack: str, **config) -> dict:
 
 
 @pytest.mark.parametrize("key, yaml_value, type_name", [
-    ("nodeCount", "2.5", "integer"),
-    ("nodeCount", "two", "integer"),
+    ("nodeMaxCount", "2.5", "integer"),
+    ("nodeMaxCount", "two", "integer"),
     ("retainData", "yes", "boolean"),         # a string to yaml.v3, unlike PyYAML's YAML 1.1
     ("apiAllowedCidrs", "203.0.113.0/24", "array<string>"),
     ("apiAllowedCidrs", "'[\"203.0.113.0/24\"]'", "array<string>"),  # JSON in a string is a string
@@ -294,7 +294,7 @@ def test_the_documented_commands_are_found():
     example, a `config set` and a `--path` list, or the checks below would pass on nothing."""
     found = all_documented()
     keys = {item.key for item in found}
-    assert {f"{PROJECT}:nodeCount", "aws:region", f"{PROJECT}:runId", f"{PROJECT}:apiAllowedCidrs"} <= keys
+    assert {f"{PROJECT}:nodeMaxCount", "aws:region", f"{PROJECT}:runId", f"{PROJECT}:apiAllowedCidrs"} <= keys
     assert any(item.value.object for item in found)
     # pulumi/actions' `config-map` input is another way to set config; none is used, none is modelled.
     for workflow in (path for path in DOCUMENTED_IN if path.suffix == ".yml"):
@@ -327,7 +327,7 @@ YAML_VALUES = ["2", "3", "0", "-1", "2.5", "2.0", "0.3", "'0.3'", "0.85", ".5", 
                "'1.33'", "run-2", "[]", "['203.0.113.0/24']", "[1, 2]", "'[\"203.0.113.0/24\"]'", "~",
                "synthetic:500", "['arn:aws:iam::123456789012:role/admin']", "training", "efs-sc"]
 GOOD = {"kubernetesVersion": versions.SUPPORTED_KUBERNETES_VERSIONS[0], "imageUri": "'123456789012.dkr.ecr.us-west-2."
-        "amazonaws.com/trainer:1'", "dataSource": "s3://bucket/cifar.tar.gz", "dataMd5": "''", "nodeMinCount": "1",
+        "amazonaws.com/trainer:1'", "dataSource": "s3://bucket/cifar.tar.gz", "dataMd5": "''", "nodeMaxCount": "1",
         "availabilityZoneCount": "3", "nodeDiskGiB": "50", "jobTimeoutMinutes": "60", "batchSize": "64", "epochs": "3"}
 
 
@@ -382,7 +382,8 @@ def test_a_list_key_through_the_command_line_is_where_synth_is_looser(key):
     """The one known difference, pinned so it stays visible: synth's `-c KEY=[...]` takes a JSON list,
     while the CLI stores any `-c`/`config set` text as a string and refuses it for an array key. The
     README shows lists only through `--path` (checked above), never as `-c` JSON."""
-    text = '["203.0.113.0/24"]' if key.name == "apiAllowedCidrs" else '["arn:aws:iam::123456789012:role/admin"]'
+    text = {"apiAllowedCidrs": '["203.0.113.0/24"]', "nodeInstanceTypes": '["c5.4xlarge", "c5a.4xlarge"]'}.get(
+        key.name, '["arn:aws:iam::123456789012:role/admin"]')
     assert ours_accepts(apply_overrides({}, [f"{key.name}={text}"]))
     assert not validate_config_value("array", {"type": "string"}, value_from_command_line(text).content())
     item = text[2:-2]  # the README's way: pulumi config set --path 'KEY[0]' ITEM

@@ -41,7 +41,7 @@ def copy(tmp_path):
 def test_the_check_finds_a_stale_block_and_the_writer_fixes_it(copy):
     script = docs_script()
     path = copy / "docs" / "configuration.md"
-    path.write_text(path.read_text().replace("| `elastic-training:nodeCount` |", "| `elastic-training:nodeKount` |"))
+    path.write_text(path.read_text().replace("| `elastic-training:nodeMaxCount` |", "| `elastic-training:nodeMaxKount` |"))
     assert script.stale(copy) == ["docs/configuration.md: block `config-table` is stale (run scripts/docs.py)"]
     script.write(copy)
     assert script.stale(copy) == [] and path.read_text() == (DOCS / "configuration.md").read_text()

@@ -1,4 +1,5 @@
-"""Every rendered object is valid Kubernetes for its stack's version; ElasticJobs fit our CRD."""
+"""Every rendered object is valid Kubernetes for its stack's version; ElasticJobs fit our CRD; the
+worker pool's NodePool and EC2NodeClass fit Karpenter's CRDs (modelled in tests/karpenter_schema.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import pytest
 import yaml
 
 from synth_support import STACKS
+from tests import karpenter_schema
 from infra.config import load_settings
 from infra.specs.elastic import elasticjob_crd, elasticjob_schema
 from infra.config.stack_file import read_stack_file
 from infra.versions import SUPPORTED_KUBERNETES_VERSIONS
+
+
+# Not built-in kinds: validated against their CRDs below.
+CUSTOM_KINDS = ("ElasticJob", "NodePool", "EC2NodeClass")
 
 
 def kubernetes_version(stack: str) -> str:
@@ -25,8 +31,8 @@ def test_every_manifest_passes_strict_validation(synth_stack, stack):
     version = kubernetes_version(stack)
     checked = 0
     for obj in synth_stack(stack).manifests:
-        if obj["kind"] == "ElasticJob":
-            continue  # not a built-in kind: validated against our CRD below
+        if obj["kind"] in CUSTOM_KINDS:
+            continue  # not a built-in kind: validated against its CRD below
         kubernetes_validate.validate(obj, version, strict=True)
         checked += 1
     assert checked >= 16
@@ -38,10 +44,21 @@ def test_manifests_valid_on_every_supported_version(dev, version):
     # dev stack's objects stand for every stack on every version it may ask for.
     validated = 0
     for obj in dev.manifests:
-        if obj["kind"] != "ElasticJob":
+        if obj["kind"] not in CUSTOM_KINDS:
             kubernetes_validate.validate(obj, version, strict=True)  # raises ValidationError when invalid
             validated += 1
-    assert validated == len(dev.manifests) - 1
+    assert validated == len(dev.manifests) - len(CUSTOM_KINDS)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_worker_pool_objects_validate_against_karpenters_crds(synth_stack, stack):
+    pool_objects = [m for m in synth_stack(stack).manifests if m["kind"] in ("NodePool", "EC2NodeClass")]
+    if load_settings(read_stack_file(stack), stack).target != "eks":
+        assert pool_objects == []  # an existing cluster gets no Karpenter objects
+        return
+    assert sorted(m["kind"] for m in pool_objects) == ["EC2NodeClass", "NodePool"]
+    for obj in pool_objects:
+        assert karpenter_schema.problems(obj) == [], obj["kind"]
 
 
 def test_strict_validation_rejects_unknown_fields(dev):

@@ -24,8 +24,8 @@ def settings(**keys: str):
 
 
 # Every count different from every other, so a field wired to the wrong setting shows.
-DISTINCT = dict(nodeMinCount="1", nodeCount="5", nodeMaxCount="9", minWorkers="2", workers="3", maxWorkers="4",
-                maxRestarts="6", epochs="7", batchSize="64", jobTimeoutMinutes="11", minAccuracy="0.55",
+DISTINCT = dict(nodeMaxCount="9", minWorkers="2", workers="3", maxWorkers="4",
+                maxRestarts="6", workerGraceSeconds="50", checkpointEverySeconds="13", epochs="7", batchSize="64", jobTimeoutMinutes="11", minAccuracy="0.55",
                 workerCpu="3", workerMemory="5Gi", namespace="ml", pvcName="claim", runId="r-8",
                 nodeInstanceType="m5.2xlarge")
 
@@ -41,10 +41,10 @@ def test_the_elastic_job_wires_each_worker_count_to_its_own_field():
     assert worker["command"] == workloads.WORKER_COMMAND
     assert worker["args"] == ["--nproc_per_node=1", "--max_restarts=6", "--local_addr=$(POD_IP)", "--rdzv_id=x",
                               "-m", "jobs.train", "--data", workloads.DATA_DIR, "--run-dir", "/efs-shared/runs/r-8",
-                              "--epochs", "7", "--batch-size", "64"]
+                              "--epochs", "7", "--batch-size", "64", "--checkpoint-every-seconds", "13"]
     assert worker["resources"]["requests"] == worker["resources"]["limits"] == {"cpu": "3", "memory": "5Gi"}
-    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.2xlarge"}
-    assert pod["terminationGracePeriodSeconds"] == workloads.WORKER_GRACE_SECONDS == 45
+    assert pod["nodeSelector"] == {"elastic-training/role": "worker"}
+    assert pod["terminationGracePeriodSeconds"] == 50
     assert job["metadata"]["namespace"] == "ml" and job["metadata"]["name"] == "train-r-8"
     assert {"name": "shared", "persistentVolumeClaim": {"claimName": "claim"}} in pod["volumes"]
 
@@ -321,11 +321,12 @@ def test_a_gpu_worker_takes_every_gpu_of_its_node_and_tolerates_exactly_the_gpu_
                                    "effect": gpu.GPU_TAINT_EFFECT}]
 
 
-def test_a_cpu_worker_asks_for_no_gpu_and_tolerates_nothing():
+def test_a_cpu_worker_asks_for_no_gpu_and_tolerates_only_the_worker_pool_taint():
     pod = workloads.elastic_job(settings(**DISTINCT), IMAGE, "--rdzv_id=x")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
     (worker,) = pod["containers"]
     assert set(worker["resources"]["requests"]) == set(worker["resources"]["limits"]) == {"cpu", "memory"}
-    assert "tolerations" not in pod
+    assert pod["tolerations"] == [{"key": "elastic-training/workers", "operator": "Equal", "value": "true",
+                                   "effect": "NoSchedule"}]
 
 
 @pytest.mark.parametrize("memory, shm", [("12Gi", "6144Mi"), ("16Gi", "8192Mi"), ("16386Mi", "8192Mi"),

@@ -86,7 +86,9 @@ def test_elasticjob_contract(dev):
     assert args[args.index("-m") + 1] == "jobs.train"
     assert args[args.index("--epochs") + 1] == "10" and args[args.index("--batch-size") + 1] == "128"
     assert args[args.index("--run-dir") + 1] == "/efs-shared/runs/run-1"
-    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "c5.4xlarge"}
+    # The worker pool's nodes (Karpenter launches them for these pods), never a system node.
+    assert pod["nodeSelector"] == {"elastic-training/role": "worker"}
+    assert worker_spec["template"]["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
     anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert anti["topologyKey"] == "kubernetes.io/hostname"
     assert anti["labelSelector"]["matchLabels"] == {"elastic-training/job": "train-run-1"}

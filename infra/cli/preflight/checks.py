@@ -21,12 +21,13 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from infra import versions
 from infra.cli import cost
 from infra.aws import live_prices, prices
+from infra.cli.preflight import spot
 from infra.config import INSTANCE_TYPE, Settings
 from infra.aws.zones import usable_zone_names
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
-             "kubernetes-version", "addon-versions", "local-tools")
+             "kubernetes-version", "addon-versions", "spot-market", "local-tools")
 
 # Service Quotas codes (upstream-facts.md fact 18): Running On-Demand instances, in vCPUs, by family.
 STANDARD_FAMILIES_QUOTA = "L-1216C47A"   # A, C, D, H, I, M, R, T, Z
@@ -179,6 +180,8 @@ class Preflight:
                                             f"{', '.join(offered)}", fix)
 
     def vcpu_quota(self) -> Check:
+        if self.settings.capacity_type == "spot":
+            return Check("vcpu-quota", WARN, spot.SPOT_QUOTA_NOT_READ)
         kind = self.settings.node_instance_type
         family = INSTANCE_TYPE.fullmatch(kind)["family"]
         code = QUOTA_BY_FAMILY.get(family) or QUOTA_BY_FAMILY.get(family[:1])
@@ -333,6 +336,11 @@ class Preflight:
             notes += [why] if why else []
         return live, notes
 
+    def spot_market(self) -> Check:  # infra/cli/preflight/spot.py (the estimate reads Spot prices in node_prices)
+        result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc), lambda op, **kw:
+                                             aws_call(self.client("ec2"), op, **kw), Check, (PASS, WARN, SKIP))
+        return result
+
     # --- everything -------------------------------------------------------------------------------
 
     def run(self) -> tuple[list[Check], dict[str, Any], list[str]]:
@@ -352,9 +360,11 @@ class Preflight:
             steps: list[tuple[str, Callable[[], Check]]] = [
                 ("region", self.region), ("zones", self.zones_check), ("instance-type", self.instance_type),
                 ("vcpu-quota", self.vcpu_quota), ("elastic-ip-quota", self.elastic_ip_quota),
-                ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions)]
+                ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions),
+                ("spot-market", self.spot_market)]
             # What a failed check leaves nothing to check for.
-            needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region"}
+            needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region",
+                     "spot-market": "zones"}
             results: dict[str, Check] = {}
             for check_id, step in steps:
                 required = needs.get(check_id)
