@@ -38,7 +38,7 @@ from typing import Any
 
 from kubernetes.utils import parse_quantity
 
-from tests.controller_model import keep_known_fields, pod_template_fields_1_15
+from controller_model import keep_known_fields, pod_template_fields_1_15
 
 # ElasticJobSpec's JSON keys (RunPolicy's fields are not among them: see above).
 SPEC_KEYS = ("replicaSpecs", "rdzvEndpoint", "minReplicas", "maxReplicas")

@@ -33,6 +33,7 @@ import pulumi_kubernetes as k8s
 from infra import versions
 from infra.aws import iam
 from infra.config import Settings, is_gpu_stack
+from infra.components import node_tags
 from infra.components.naming import aws_tags, component_type, eks_cluster_name
 from infra.aws.principals import drop_deployer
 from infra.specs import gpu, node_config
@@ -148,6 +149,8 @@ class Cluster(pulumi.ComponentResource):
             # README, section "Security".
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT),
+            # The instances, volumes and network interfaces carry the stack's tags (node_tags.py).
+            tag_specifications=node_tags.launch_tag_specifications(aws_tags(settings)),
             tags=aws_tags(settings),
             opts=child,
         )
