@@ -128,6 +128,11 @@ class Cluster(pulumi.ComponentResource):
             # NetworkPolicies in infra/specs/elastic.py are accepted by the API and enforced by nothing.
             use_default_vpc_cni=False,
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
+            # kube-proxy as the EKS add-on at the newest version EKS publishes for the cluster's
+            # Kubernetes version (pulumi-eks cluster.ts @ 0f5a5447 lines 764-797; its default, made
+            # explicit so that a Kubernetes version bump always upgrades it). CoreDNS needs nodes:
+            # infra/components/addons.py creates it once they exist.
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True),
             tags=aws_tags(settings),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms, log_group]),
         )
