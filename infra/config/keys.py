@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infra import versions
-from infra.aws import gpu_instances
+from infra.aws import gpu_instances, nvidia_gpus
 from infra.config.parsers import PARSERS, QUANTITY, parse_decimal
 
 PROJECT = "elastic-training"
@@ -93,6 +93,10 @@ def _worker_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
+    # GPUs the nodes' driver or the image's torch cannot use (infra/aws/nvidia_gpus.py): G7, Volta.
+    unusable = nvidia_gpus.why_it_cannot_train(v)
+    if unusable:
+        return unusable
     # A G or P type must be one whose GPUs we know (infra/aws/gpu_instances.py): the AMI type, the
     # device plugin, the workers' nvidia.com/gpu and --nproc_per_node all follow from that entry.
     if gpu_instances.is_gpu_family(v) and gpu_instances.nvidia_instance(v) is None:
