@@ -22,7 +22,8 @@ PROJECT = "elastic-training"
 # a YAML block scalar (`runId: |`) leaves on the value.
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge
-INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z-]*)\.(?P<size>[0-9]*[a-z]+)$")
+# family, generation, attributes (letters, then optional "-" parts: m7i-flex, p6-b200, p6-b300), size.
+INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z]*(?:-[a-z0-9]+)*)\.(?P<size>[0-9]*[a-z]+)$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
 # What CloudWatch Logs accepts as a retention (botocore 1.44.5, logs service model, shape `Days` of
