@@ -34,6 +34,8 @@ from typing import Any, Callable, Protocol
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
+from infra.components.spec_identity import stale_spec
+
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
 # SIGUSR1 (138) make the controller delete and recreate the pod; every other code is permanent.
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
@@ -218,8 +220,10 @@ def _stop(cluster: Cluster, reason: str, clock: Callable[[], float], sleep: Call
 
 
 def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Verdict:
-    """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted."""
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             spec_hash: str = "") -> Verdict:
+    """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted. With
+    `spec_hash`, an ElasticJob made from another spec is never taken as this one's (spec_identity.py)."""
     start = clock()
     while True:
         try:
@@ -236,7 +240,8 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
                                          f"it is deleted when a run fails: run `pulumi up --refresh` to create it again")
             return _stop(cluster, f"the Kubernetes API refused to show ElasticJob {cluster.namespace}/{cluster.name} "
                                   f"({error})", clock, sleep)
-        verdict = assess(snapshot, clock() - start, timeout_seconds)
+        stale = stale_spec(snapshot.elasticjob, spec_hash)
+        verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         if verdict.state == "failed":
             return _stop(cluster, verdict.message, clock, sleep, verdict.failed_pod)
         if verdict.state == "succeeded":
@@ -325,7 +330,7 @@ class _CompletionProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"],
                                     props.get("context") or "")
-        verdict = wait_for(cluster, float(props["timeoutSeconds"]))
+        verdict = wait_for(cluster, float(props["timeoutSeconds"]), spec_hash=props.get("specHash") or "")
         if verdict.state != "succeeded":
             raise RuntimeError(verdict.message)
         return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs={**props, "result": verdict.message})

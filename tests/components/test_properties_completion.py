@@ -185,13 +185,14 @@ def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_messag
     built, waits = [], []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
     verdicts = iter([Verdict("succeeded", f"ElasticJob {REF} succeeded"), Verdict("failed", "worker x failed")])
-    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout: waits.append((cluster, timeout)) or next(verdicts))
+    monkeypatch.setattr(completion, "wait_for",
+                        lambda cluster, timeout, spec_hash: waits.append((cluster, timeout, spec_hash)) or next(verdicts))
     provider = completion._CompletionProvider()
     result = provider.create(dict(PROPS))
     assert isinstance(result, CreateResult) and result.id == REF
     assert result.outs == {**PROPS, "result": f"ElasticJob {REF} succeeded"}
     assert built == [("{}", "training", "train-run-1", "elastic-training/job", "kind-elastic")]
-    assert waits == [("cluster", 7200.0)] and type(waits[0][1]) is float
+    assert waits == [("cluster", 7200.0, PROPS["specHash"])] and type(waits[0][1]) is float
     with pytest.raises(RuntimeError, match="^worker x failed$"):
         provider.create(dict(PROPS))
     assert provider.delete(REF, PROPS) is None
@@ -278,7 +279,7 @@ def _assert_equal(actual, expected):
 def test_create_without_a_context_uses_the_current_one(monkeypatch):
     built = []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
-    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout: Verdict("succeeded", "ok"))
+    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash: Verdict("succeeded", "ok"))
     for props in ({k: v for k, v in PROPS.items() if k != "context"}, {**PROPS, "context": ""}, {**PROPS, "context": None}):
         completion._CompletionProvider().create(props)
     assert [args[-1] for args in built] == ["", "", ""]
