@@ -3,8 +3,9 @@ Kubernetes provider every in-cluster object is created with.
 
 Choices, each for a reason:
 - authentication mode API with access entries (the aws-auth ConfigMap is deprecated); the
-  deployer gets cluster-admin as the cluster creator, `clusterAdminArns` adds more, less the
-  deployer's own ARN (dropped with a warning: infra/aws/principals.py).
+  cluster's creator has cluster-admin from EKS, `clusterAdminArns` adds more, less the creator's
+  own ARN (dropped with a warning: infra/aws/principals.py). The creator is the one who created
+  the cluster, recorded on it, not whoever runs this `up` (infra/components/cluster_creator.py).
 - the control-plane log group `/aws/eks/<cluster>/cluster` is the stack's own, with a retention
   (`logRetentionDays`), created before the cluster so that EKS writes into it instead of creating
   one with no retention that outlives `pulumi destroy` (upstream-facts.md fact 14; as
@@ -35,7 +36,8 @@ from infra.aws import iam
 from infra.config import Settings, is_gpu_stack
 from infra.components import node_tags
 from infra.components.naming import aws_tags, component_type, eks_cluster_name
-from infra.aws.principals import drop_deployer
+from infra.aws.principals import drop_creator
+from infra.components.cluster_creator import cluster_creator
 from infra.specs import gpu, node_config
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -87,9 +89,12 @@ class Cluster(pulumi.ComponentResource):
             for policy in NODE_POLICIES
         ]
 
-        # The identity running `pulumi up`, known at program time (STS GetCallerIdentity).
-        admin_arns, warnings = drop_deployer(settings.cluster_admin_arns, aws.get_caller_identity().arn)
-        for warning in warnings:
+        # The cluster's creator, fixed when it is created and read back from the cluster after that
+        # (cluster_creator.py): the same access entries whoever runs `pulumi up`.
+        cluster_name = eks_cluster_name(settings)
+        creator = cluster_creator(cluster_name, aws.get_caller_identity().arn, settings.cluster_admin_arns)
+        admin_arns, warnings = drop_creator(settings.cluster_admin_arns, creator.arn)
+        for warning in [*creator.warnings, *warnings]:
             pulumi.log.warn(warning)
         admins = {
             f"admin-{index}": eks.AccessEntryArgs(
@@ -100,7 +105,6 @@ class Cluster(pulumi.ComponentResource):
             for index, arn in enumerate(admin_arns)
         }
 
-        cluster_name = eks_cluster_name(settings)
         log_group = aws.cloudwatch.LogGroup(f"{name}-control-plane-logs", name=f"/aws/eks/{cluster_name}/cluster",
                                             retention_in_days=settings.log_retention_days, tags=aws_tags(settings),
                                             opts=child)
@@ -134,6 +138,7 @@ class Cluster(pulumi.ComponentResource):
             # infra/components/addons.py creates it once they exist.
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True),
             tags=aws_tags(settings),
+            cluster_tags=creator.cluster_tags or None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms, log_group]),
         )
 
