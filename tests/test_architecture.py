@@ -80,11 +80,11 @@ def test_no_module_over_the_size_limit_without_a_reason(path):
             f"docstring why not ('{OVER_THE_LIMIT} ...')")
 
 
-def test_every_folder_is_in_the_readme_layout_and_says_what_it_holds():
-    readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("## Layout"):]
+def test_every_folder_is_in_the_layout_and_says_what_it_holds():
+    text = (ROOT / "docs" / "development.md").read_text()
+    layout = text[text.index("## Layout"):]
     for package in sorted(p for p in (ROOT / "infra").iterdir() if p.is_dir() and (p / "__init__.py").exists()):
-        assert f"  {package.name}/ " in layout, f"infra/{package.name}/ is missing from the README's Layout"
+        assert f"  {package.name}/ " in layout, f"infra/{package.name}/ is missing from the Layout of docs/development.md"
         assert ast.get_docstring(ast.parse((package / "__init__.py").read_text())), (
             f"infra/{package.name}/__init__.py must say in a docstring what every file in the folder is")
 

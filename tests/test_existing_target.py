@@ -73,10 +73,13 @@ def test_the_recording_sees_aws_invokes_on_eks():
 
 def test_provider_and_wait_read_the_same_kubeconfig_file_and_context(local_run):
     (provider,) = [v for k, v in local_run["inputs"].items() if k.startswith("pulumi:providers:kubernetes/")]
-    (wait,) = [v for k, v in local_run["inputs"].items() if k.startswith("pulumi-python:dynamic:Resource/")]
+    # The training wait and the two Jobs' scheduling guards (infra/components/job_scheduling.py).
+    waits = [v for k, v in local_run["inputs"].items() if k.startswith("pulumi-python:dynamic:Resource/")]
+    assert len(waits) == 3
     home = str(Path.home())
-    assert provider["kubeconfig"] == f"{home}/.kube/config" == wait["kubeconfig"]
-    assert provider["context"] == "kind-elastic-training" == wait["context"]
+    for wait in waits:
+        assert provider["kubeconfig"] == f"{home}/.kube/config" == wait["kubeconfig"]
+        assert provider["context"] == "kind-elastic-training" == wait["context"]
     # An existing cluster outlives the stack: unreachable is an error there, not "already gone".
     assert "deleteUnreachable" not in provider
 
@@ -90,7 +93,7 @@ def test_synth_local_counts(synth_stack):
                             "Role", "RoleBinding", "ServiceAccount", "Deployment", "Deployment", "Service",
                             "NetworkPolicy", "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
                             "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob"])
-    assert len(synth.resources) == 26  # 20 objects, the provider, the wait, 4 components
+    assert len(synth.resources) == 28  # 20 objects, the provider, the wait, 2 Jobs' guards, 4 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
         "ExistingCluster", "Elastic", "SharedVolume", "Workloads"}
     pvc = synth.manifest("PersistentVolumeClaim")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 # The repository root: where Pulumi.yaml, stacks/ and jobs/ are (the package is installed editable
-# from a clone, README "Quick start"; a copy installed elsewhere has no stacks to read).
+# from a clone, docs/getting-started.md; a copy installed elsewhere has no stacks to read).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -19,10 +19,15 @@ def config_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def build_parser() -> OneLineParser:
+    return OneLineParser(prog="elastic-training config-table",
+                         description="print the configuration table (Markdown) of docs/configuration.md")
+
+
 def main(argv: list[str] | None = None) -> int:
     """`elastic-training config-table`: print the table (Markdown) to paste into the docs."""
     try:
-        OneLineParser(prog="elastic-training config-table", description=__doc__).parse_args(argv)
+        build_parser().parse_args(argv)
     except UsageError as error:
         print(f"config-table: {error}")
         return 2

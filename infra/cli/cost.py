@@ -112,6 +112,6 @@ def summary(cost_object: dict[str, Any]) -> str:
 
 
 def readme_cells(cost_object: dict[str, Any]) -> tuple[str, str]:
-    """The README stack table's hourly and daily cells for a cost object (tests/test_cost.py keeps them in step)."""
+    """The stack tables' hourly and daily cells (README.md, docs/costs.md) for a cost object (tests/cli/test_cost.py keeps them in step)."""
     bound = "" if cost_object["note"].startswith("complete") or not cost_object["items"] else " or more"
     return f"{usd(cost_object['hourlyUsd'])}{bound}", f"{usd(cost_object['dailyUsd'])}{bound}"

@@ -53,7 +53,7 @@ def _start(command: str, argv: list[str] | None, root: Path) -> tuple[str | None
         print(f"{command}: {problem}", file=sys.stderr)
         return None, 2
     if shutil.which("pulumi") is None:
-        print(f"{command}: the Pulumi CLI is not on PATH (install it: README, 'Prerequisites')", file=sys.stderr)
+        print(f"{command}: the Pulumi CLI is not on PATH (install it: docs/getting-started.md, 'Prerequisites')", file=sys.stderr)
         return None, 2
     return stack, 0
 

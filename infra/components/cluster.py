@@ -156,7 +156,7 @@ class Cluster(pulumi.ComponentResource):
             # IMDSv2 only; a hop limit of 1 keeps the token response from crossing into a pod's
             # network namespace, so only host-network processes (kubelet, nodeadm, the VPC CNI, the
             # EFS CSI node plugin) reach the node role's credentials. Why nothing else needs IMDS:
-            # README, section "Security".
+            # docs/security.md.
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT),
             # The instances, volumes and network interfaces carry the stack's tags (node_tags.py).
@@ -207,10 +207,12 @@ class Cluster(pulumi.ComponentResource):
                                          training_scaling, {gpu.NODE_ROLE_LABEL: gpu.WORKER_ROLE})
             self.system_nodes = self.node_group
 
-        # deleteUnreachable: if the cluster is already gone, `pulumi destroy` drops the in-cluster
-        # objects from state instead of failing on them.
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=cluster.kubeconfig_json, delete_unreachable=True,
-                                     opts=child)
+        # No deleteUnreachable: with it, any failure to reach the API (expired credentials, a blocked
+        # CIDR) makes `refresh` drop every in-cluster object from the state (pulumi-kubernetes
+        # provider.go Read). Left unset, not false, so `PULUMI_K8S_DELETE_UNREACHABLE=true pulumi
+        # destroy` still works for a cluster that is already gone (a set flag overrides the variable;
+        # docs/troubleshooting.md).
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=cluster.kubeconfig_json, opts=child)
 
         self.eks_cluster_name = cluster.eks_cluster.name
         self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)

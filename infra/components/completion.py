@@ -16,6 +16,9 @@ kubeflow/common @ 0b3a4c3, the version its go.mod pins) decides what the wait re
   - "ElasticJob <ns>/<name>: worker <pod> failed with exit code N ..."   a permanent worker failure
   - "ElasticJob <ns>/<name>: worker <pod> failed before its container ran ..."
   - "ElasticJob <ns>/<name>: the controller cannot create worker pods: <event message>"
+  - "ElasticJob <ns>/<name>: worker <pod> can never be scheduled: ...; the scheduler says: <its message>"
+  - "ElasticJob <ns>/<name>: worker <pod> was not scheduled in 30 minutes, ...; the scheduler says: ..."
+    (infra/components/scheduling.py: a Pending worker no node can hold, or capacity that does not come)
   - "ElasticJob <ns>/<name> failed: <reason>: <message>"                 a Failed condition
   - "deadline exceeded: ElasticJob <ns>/<name> did not succeed within N minutes (<pod phases>)"
   - "the Kubernetes API kept failing for 5 minutes ..." / "the Kubernetes API refused ..."
@@ -34,6 +37,7 @@ from typing import Any, Callable, Protocol
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
+from infra.components import provider_errors, scheduling
 from infra.components.spec_identity import stale_spec
 
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
@@ -88,6 +92,7 @@ class Cluster(Protocol):
     name: str
 
     def read(self) -> Snapshot: ...
+    def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]: ...
     def worker_log_tail(self, pod: str, lines: int) -> str: ...
     def delete_elasticjob(self) -> None: ...
 
@@ -219,12 +224,26 @@ def _stop(cluster: Cluster, reason: str, clock: Callable[[], float], sleep: Call
                              f"(run `pulumi up --refresh` to create it again){log}", failed_pod)
 
 
+def _scheduling_problem(cluster: Cluster, pods: list[dict[str, Any]], watch: scheduling.SchedulingWatch,
+                        now: float) -> str | None:
+    """Why unschedulable workers will not run (infra/components/scheduling.py), read only while one is."""
+    if not watch.unschedulable(pods):
+        watch.since.clear()
+        return None
+    try:
+        events, nodes = cluster.scheduling_state()
+    except (TransientApiError, ApiError):
+        events, nodes = [], None  # the time bound still holds; the next poll asks again
+    return watch.verdict(pods, events, nodes, now)
+
+
 def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
              spec_hash: str = "") -> Verdict:
     """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted. With
     `spec_hash`, an ElasticJob made from another spec is never taken as this one's (spec_identity.py)."""
     start = clock()
+    watch = scheduling.SchedulingWatch()
     while True:
         try:
             snapshot = _retrying(cluster.read, API_RETRY_SECONDS, clock, sleep)
@@ -242,6 +261,9 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
                                   f"({error})", clock, sleep)
         stale = stale_spec(snapshot.elasticjob, spec_hash)
         verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
+        blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
+        if blocked:
+            verdict = Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name}: {blocked}")
         if verdict.state == "failed":
             return _stop(cluster, verdict.message, clock, sleep, verdict.failed_pod)
         if verdict.state == "succeeded":
@@ -286,6 +308,19 @@ class KubernetesCluster:
                             field_selector=f"involvedObject.kind=ElasticJob,involvedObject.name={self.name}")
         serialize = self._api_client.sanitize_for_serialization
         return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items])
+
+    def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The namespace's pod events (FailedScheduling, TriggeredScaleUp, ...) and the nodes, or None
+        for the nodes when the kubeconfig's user may not list them (an existing cluster's)."""
+        serialize = self._api_client.sanitize_for_serialization
+        events = self._call(self._core.list_namespaced_event, self.namespace, field_selector="involvedObject.kind=Pod")
+        try:
+            nodes = [serialize(node) for node in self._call(self._core.list_node).items]
+        except ApiError as error:
+            if error.status != 403:
+                raise
+            nodes = None
+        return [serialize(event) for event in events.items], nodes
 
     def worker_log_tail(self, pod: str, lines: int) -> str:
         # Raw body: the client's deserializer turns a body that is not JSON into the repr of its
@@ -332,7 +367,7 @@ class _CompletionProvider(ResourceProvider):
                                     props.get("context") or "")
         verdict = wait_for(cluster, float(props["timeoutSeconds"]), spec_hash=props.get("specHash") or "")
         if verdict.state != "succeeded":
-            raise RuntimeError(verdict.message)
+            provider_errors.fail(verdict.message)  # one line and the log tail, no traceback
         return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs={**props, "result": verdict.message})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:

@@ -5,15 +5,23 @@ Workloads get the digest-pinned reference (`repo@sha256:...`), so a change to jo
 gives a new digest and replaces the workloads, and nothing else. The pushed tag is a content tag,
 `src-<hash of the build inputs>`; `imageUri` skips the build.
 
-Why the content tags may be overwritten: pulumi-docker-build rebuilds and pushes again whenever
-`context.location` (an absolute path here) changes (pulumi/pulumi-docker-build
-provider/internal/image.go @ 0b3ab4fe, `Diff`: `if olds.Context.Location != news.Context.Location`),
-i.e. on every other checkout, CI runner or renamed folder, with the same sources and so the same
-tag. A fully IMMUTABLE repository refuses that push (ImageTagAlreadyExistsException, ECR user
-guide "Image tag mutability"), and `pulumi up` fails. So the repository is IMMUTABLE_WITH_EXCLUSION
-with the content tags excluded: a rebuild may move `src-<hash>` to the rebuilt image, every other
-tag (a release tag someone pushes by hand) stays immutable, and nothing runs by tag anyway: the
-workloads run by digest, so a moved tag changes no running or future pod.
+The build context and Dockerfile are paths relative to the project root, the same text in every
+checkout: pulumi-docker-build rebuilds and pushes whenever `context.location` changes
+(pulumi/pulumi-docker-build provider/internal/image.go @ 7bad76a9, `Diff`:
+`if olds.Context.Location != news.Context.Location`), and a rebuild is not reproducible (a new
+digest re-runs every workload pinned to it). The provider resolves them with filepath.Abs
+(context.go) against its working directory, which the engine sets to the project root because
+Pulumi.yaml has no `main` (pulumi/pulumi pkg/engine/project.go; tests/provider_host.py). Its
+content hash uses paths relative to the context (context.go hashBuildContext), so only a change of
+the files themselves, the Dockerfile, the build arguments or the platform rebuilds.
+
+Why the content tags may still be overwritten: a rebuild of the same sources (a `--refresh` that lost
+the image, a changed build argument) pushes the same tag again. A fully IMMUTABLE repository refuses
+that push (ImageTagAlreadyExistsException, ECR user guide "Image tag mutability"), and `pulumi up`
+fails. So the repository is IMMUTABLE_WITH_EXCLUSION with the content tags excluded: a rebuild may
+move `src-<hash>` to the rebuilt image, every other tag (a release tag someone pushes by hand) stays
+immutable, and nothing runs by tag anyway: the workloads run by digest, so a moved tag changes no
+running or future pod.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ from infra.components.naming import aws_tags, component_type
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the image is built from; the tag is a hash of exactly these files.
 IMAGE_INPUTS = ("images", "jobs", ".dockerignore")
+# Relative to the project root (the provider's working directory): identical in every checkout.
+BUILD_CONTEXT = "."
+DOCKERFILE = "images/Dockerfile"
 
 # The content tags and the ECR exclusion filter that leaves exactly them mutable. ECR filter rules
 # (botocore ecr service model, ImageTagMutabilityExclusionFilter(s); pulumi-aws 7.51.1
@@ -112,8 +123,8 @@ class Registry(pulumi.ComponentResource):
             auth = aws.ecr.get_authorization_token_output(registry_id=repository.registry_id)
             image = docker_build.Image(
                 f"{name}-trainer-image",
-                context=docker_build.BuildContextArgs(location=str(REPO_ROOT)),
-                dockerfile=docker_build.DockerfileArgs(location=str(REPO_ROOT / "images" / "Dockerfile")),
+                context=docker_build.BuildContextArgs(location=BUILD_CONTEXT),
+                dockerfile=docker_build.DockerfileArgs(location=DOCKERFILE),
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
                 # The torch build follows the nodes: CUDA on GPU stacks (config.py, imageVariant).
                 build_args=build_args(image_variant(settings)),

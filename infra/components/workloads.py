@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import hashlib
 import json
 
 import pulumi
@@ -19,6 +20,7 @@ import pulumi_aws as aws
 from infra.components import artifacts
 from infra.aws import iam
 from infra.components.completion import ElasticJobCompletion
+from infra.components.job_scheduling import JobSchedulingGuard
 from infra.config import Settings
 from infra.components.k8s_object import KubernetesObject
 from infra.components.spec_identity import with_spec_hash
@@ -65,8 +67,8 @@ class Workloads(pulumi.ComponentResource):
         data_prep_needs = list(args.prerequisites)
         if specs.reads_from_s3(settings):
             data_prep_needs.append(self._s3_reader(name, args))
-        self.data_prep = KubernetesObject(f"{name}-data-prep", specs.data_prep_job(settings, args.image_ref),
-                                          after(*data_prep_needs))
+        self.data_prep = self._guarded(f"{name}-data-prep", specs.data_prep_job(settings, args.image_ref), args,
+                                       after(*data_prep_needs))
 
         # Before the ElasticJob, so no worker pod ever runs unguarded; named after the run, so a new
         # runId replaces it and `pulumi destroy` removes it with the run.
@@ -84,14 +86,27 @@ class Workloads(pulumi.ComponentResource):
             timeout_seconds=settings.job_timeout_minutes * 60, spec_hash=spec_hash,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.training], custom_timeouts=timeouts))
 
-        self.test = KubernetesObject(f"{name}-test", specs.test_job(settings, args.image_ref),
-                                     after(self.training_complete))
+        self.test = self._guarded(f"{name}-test", specs.test_job(settings, args.image_ref), args,
+                                  after(self.training_complete))
         self.export = None
         if args.artifacts_bucket is not None:
             destination = pulumi.Output.concat("s3://", args.artifacts_bucket, "/", artifacts.run_prefix(settings.run_id))
-            self.export = KubernetesObject(f"{name}-export", specs.export_job(settings, args.image_ref, destination),
-                                           after(self.test, self._exporter(name, args)))
+            self.export = self._guarded(f"{name}-export", specs.export_job(settings, args.image_ref, destination), args,
+                                        after(self.test, self._exporter(name, args)))
         self.register_outputs({"runId": settings.run_id})
+
+    def _guarded(self, resource_name: str, job: dict, args: WorkloadsArgs, options: pulumi.ResourceOptions) -> KubernetesObject:
+        """The Job, and beside it (same dependencies) the guard that ends it when its pod can never be
+        scheduled (infra/components/job_scheduling.py); a changed Job is a new guard."""
+        settings = args.settings
+        JobSchedulingGuard(f"{resource_name}-scheduling", kubeconfig=args.kubeconfig, context=args.kube_context,
+                           namespace=settings.namespace, job_name=job["metadata"]["name"],
+                           timeout_seconds=settings.job_timeout_minutes * 60,
+                           spec_hash=pulumi.Output.from_input(job).apply(
+                               lambda resolved: hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()),
+                           opts=pulumi.ResourceOptions(parent=self, depends_on=options.depends_on,
+                                                       custom_timeouts=options.custom_timeouts))
+        return KubernetesObject(resource_name, job, options)
 
     def _s3_reader(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
         """IRSA for data-prep: allowed to read exactly the dataSource object."""

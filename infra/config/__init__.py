@@ -9,6 +9,7 @@ value and what is allowed. The package, one concern a file:
   relations.py   rules that tie keys together (worker counts, GPU fit, target existing, support dates)
   images.py      what an image reference pins, and the pull policy that follows
   settings.py    Settings and load_settings, plus values derived from settings
+  provider_keys.py  the `aws:` keys a stack may set: those the installed pulumi-aws reads
   stack_file.py  reading stacks/Pulumi.<stack>.yaml and -c overrides as the Pulumi CLI would
   errors.py      ConfigError
 

@@ -1,6 +1,6 @@
 """Every project config key: its type, default, description and the rule its value must meet.
 
-`CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and the README's
+`CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and docs/configuration.md's
 table are checked against it by the tests. Rules here look at one value; rules that tie keys
 together are in relations.py.
 """
@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from infra import versions
 from infra.aws import gpu_instances, nvidia_gpus
+from infra.config import image_reference
 from infra.config.parsers import PARSERS, QUANTITY, parse_decimal
 
 PROJECT = "elastic-training"
@@ -21,11 +22,10 @@ PROJECT = "elastic-training"
 # Every pattern is applied with fullmatch: `$` alone also matches before a trailing newline, which
 # a YAML block scalar (`runId: |`) leaves on the value.
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge
-# family, generation, attributes (letters, then optional "-" parts: m7i-flex, p6-b200, p6-b300), size.
+# family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge; the
+# attributes are letters, then optional "-" parts (m7i-flex, p6-b200, p6-b300).
 INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z]*(?:-[a-z0-9]+)*)\.(?P<size>[0-9]*[a-z]+)$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
-ECR_OR_OCI_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
 # What CloudWatch Logs accepts as a retention (botocore 1.44.5, logs service model, shape `Days` of
 # PutRetentionPolicy: "Possible values are: 1, 3, 5, ... 3653"; "never expire" is no value there).
 CLOUDWATCH_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
@@ -153,9 +153,16 @@ def _quantity(v: str) -> str | None:
 
 
 def _image_uri(v: str) -> str | None:
-    if v == "" or ECR_OR_OCI_IMAGE.fullmatch(v):
+    # By the distribution reference grammar (infra/config/image_reference.py), with a registry named,
+    # so the reference means the same to every runtime (no implied Docker Hub).
+    if v == "":
         return None
-    return "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
+    allowed = "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
+    try:
+        named = image_reference.registry(v)
+    except image_reference.ReferenceError as error:
+        return f"{allowed} (distribution reference grammar: {error})"
+    return None if named else f"{allowed} with its registry named (e.g. public.ecr.aws/org/repo:tag)"
 
 
 # jobs.prepare's --synthetic limit (jobs/prepare.py MAX_SYNTHETIC_PER_CLASS; infra does not import
@@ -226,9 +233,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Where the stack runs: `eks` creates the AWS platform (VPC, EKS, EFS, ECR); `existing` deploys into "
               "the cluster of `kubeconfig`/`kubeContext` and creates no AWS resources.", _one_of(TARGETS)),
     ConfigKey("kubeconfig", "kubeconfig", "string", "~/.kube/config",
-              "target existing: path of the kubeconfig file of the cluster.", _kubeconfig_path),
+              "target existing only (refused on eks): path of the kubeconfig file of the cluster.", _kubeconfig_path),
     ConfigKey("kubeContext", "kube_context", "string", "",
-              "target existing: context of that kubeconfig to use; empty uses its current-context.", _kube_context),
+              "target existing only (refused on eks): context of that kubeconfig to use; empty uses its current-context.", _kube_context),
     # network + cluster
     ConfigKey("availabilityZoneCount", "availability_zone_count", "integer", 2,
               "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).", _between(2, 4)),
@@ -299,8 +306,12 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("minAccuracy", "min_accuracy", "string", "0.7",
               "Test accuracy, a decimal from 0 to 1, below which the test Job, and so `pulumi up`, fails.",
               _fraction, parse=parse_decimal),
-    ConfigKey("workerCpu", "worker_cpu", "string", "15", "CPU request and limit of each training worker.", _quantity),
-    ConfigKey("workerMemory", "worker_memory", "string", "24Gi", "Memory request and limit of each training worker.", _quantity),
+    ConfigKey("workerCpu", "worker_cpu", "string", "15",
+              "CPU request and limit of each training worker; workersPerNode of them must fit one node of "
+              "nodeInstanceType (checked before anything is created).", _quantity),
+    ConfigKey("workerMemory", "worker_memory", "string", "24Gi",
+              "Memory request and limit of each training worker; workersPerNode of them must fit one node of "
+              "nodeInstanceType (checked before anything is created).", _quantity),
     ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
               "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
 )

@@ -12,12 +12,15 @@ from infra import versions
 from infra.aws import gpu_instances
 from infra.config.errors import ConfigError
 from infra.config.images import pins_the_image
-from infra.config.keys import (CIFAR10_MD5, CPU, CUDA, EKS, NCCL_SHM_MIN_MIB, PROJECT, READ_WRITE_MANY, READ_WRITE_ONCE)
-from infra.config.parsers import QUANTITY, memory_mib
+from infra.config.node_fit import check_side_jobs_fit, check_worker_fits
+from infra.config.keys import (CIFAR10_MD5, CPU, CUDA, EKS, KEYS_BY_NAME, NCCL_SHM_MIN_MIB, PROJECT, READ_WRITE_MANY,
+                               READ_WRITE_ONCE)
+from infra.config.parsers import memory_mib
 
 
-def check_relations(v: dict[str, Any]) -> None:
-    """Rules that tie keys together; the message names the key whose value breaks them."""
+def check_relations(v: dict[str, Any]) -> list[str]:
+    """Rules that tie keys together; the message names the key whose value breaks them. Returns the
+    warnings of rules that could not be checked."""
     p = PROJECT
     if not v["node_min_count"] <= v["node_count"]:
         raise ConfigError(f"{p}:nodeMinCount", v["node_min_count"], f"must be <= nodeCount ({v['node_count']})")
@@ -45,10 +48,33 @@ def check_relations(v: dict[str, Any]) -> None:
         raise ConfigError(f"{p}:workersPerNode", per_node,
                           f"must be >= maxWorkers ({v['max_workers']}) with storageAccessMode {READ_WRITE_ONCE}: "
                           "the volume is on one node, so every worker must fit there")
+    if v["target"] == EKS:
+        _check_existing_only_keys(v)
     _check_image_variant(v)
+    _check_eks_image_by_digest(v)
     _check_gpu_worker_fits(v)
+    warnings = []
+    # The nodes are the stack's own on eks; a GPU type is the node a GPU worker needs on any target.
+    if v["target"] == EKS or gpu_instances.nvidia_instance(v["node_instance_type"]):
+        fit_warning = check_worker_fits(v)
+        if fit_warning:
+            warnings.append(fit_warning)
+    if v["target"] == EKS:
+        check_side_jobs_fit(v)
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
+    return warnings
+
+
+def _check_eks_image_by_digest(v: dict[str, Any]) -> None:
+    """On eks no pod runs an image by tag (README, Security): the built image is pinned by its
+    digest, so a prebuilt imageUri must be too. A tag can be moved to other contents, and a node
+    that pulls later runs whatever it names then. (Target existing allows a tag: an image loaded
+    into kind has no registry digest.)"""
+    if v["target"] == EKS and v["image_uri"] and "@sha256:" not in v["image_uri"]:
+        raise ConfigError(f"{PROJECT}:imageUri", v["image_uri"],
+                          "must be pinned by digest with target eks (registry/repo@sha256:<64 hex digits>): no pod "
+                          "runs an image by tag; `docker buildx imagetools inspect <image>` prints the digest")
 
 
 def check_existing(v: dict[str, Any]) -> None:
@@ -69,6 +95,20 @@ def check_existing(v: dict[str, Any]) -> None:
                           "role); use an https:// URL or synthetic")
 
 
+def _check_existing_only_keys(v: dict[str, Any]) -> None:
+    """kubeconfig and kubeContext choose the cluster of target existing; on eks the stack's own
+    cluster's kubeconfig comes from EKS, so a value there would be silently ignored. The engine hands
+    the program Pulumi.yaml's default for a key the stack does not set (pulumi/pulumi
+    sdk/go/common/workspace/config.go `mergeConfig`: "not found at the stack level but has a default
+    value at the project level: assign the value to the stack"), so "set" means "not the default"."""
+    for name, field in (("kubeconfig", "kubeconfig"), ("kubeContext", "kube_context")):
+        default = KEYS_BY_NAME[name].default
+        if v[field] != default:
+            raise ConfigError(f"{PROJECT}:{name}", v[field],
+                              f"must not be set with target eks (it chooses the cluster of target existing; an eks "
+                              f"stack talks to the cluster it creates): remove it, or set target existing")
+
+
 def _check_image_variant(v: dict[str, Any]) -> None:
     """Refuse an image that cannot use the nodes (image_variant() resolves an empty imageVariant):
     a CPU torch on GPU nodes would train on the CPUs beside idle GPUs, a CUDA build on CPU nodes is
@@ -85,28 +125,19 @@ def _check_image_variant(v: dict[str, Any]) -> None:
 
 
 def _check_gpu_worker_fits(v: dict[str, Any]) -> None:
-    """On GPU nodes, where we know the node (infra/aws/gpu_instances.py): the worker must fit on one,
-    and leave /dev/shm room for NCCL. (Allocatable is less than the instance's memory; the kubelet
-    tells the rest by leaving the pod Pending.)"""
+    """On GPU nodes (infra/aws/gpu_instances.py): one worker per node, and /dev/shm room for NCCL.
+    Whether the worker fits the node's CPU and memory is infra/config/node_fit.py's check, for every
+    node type."""
     instance = gpu_instances.nvidia_instance(v["node_instance_type"])
     if instance is None:
         return
     if v["workers_per_node"] != 1:
         raise ConfigError(f"{PROJECT}:workersPerNode", v["workers_per_node"],
                           "must be 1 on GPU nodes: each worker takes every GPU of its node")
-    memory = memory_mib(v["worker_memory"])
-    if memory >= instance.memory_mib:
-        raise ConfigError(f"{PROJECT}:workerMemory", v["worker_memory"],
-                          f"must be below the {instance.memory_mib} MiB of one {v['node_instance_type']} node")
-    if memory / 2 < NCCL_SHM_MIN_MIB:
+    if memory_mib(v["worker_memory"]) / 2 < NCCL_SHM_MIN_MIB:
         raise ConfigError(f"{PROJECT}:workerMemory", v["worker_memory"],
                           f"must be at least {2 * NCCL_SHM_MIN_MIB}Mi on GPU nodes: half of it is /dev/shm, "
                           f"which NCCL needs {NCCL_SHM_MIN_MIB}Mi of")
-    cpu = v["worker_cpu"]
-    cpus = float(cpu[:-1]) / 1000 if cpu.endswith("m") else float(QUANTITY.fullmatch(cpu)[1])
-    if cpus >= instance.vcpus:
-        raise ConfigError(f"{PROJECT}:workerCpu", cpu, f"must be below the {instance.vcpus} vCPUs of one "
-                                                       f"{v['node_instance_type']} node")
 
 
 def kubernetes_support(version: str, today: date) -> str | None:

@@ -6,7 +6,7 @@ one line naming the key, the value and what is allowed; the program and `synth` 
 line and stop, with no traceback.
 
 `CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and the
-README's table are checked against it by the tests.
+docs/configuration.md's table are checked against it by the tests.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from infra.aws import gpu_instances, regions
 from infra.config.errors import ConfigError
+from infra.config.provider_keys import check_aws_keys
 from infra.config.keys import CONFIG_KEYS, CPU, CUDA, EKS, EXISTING, KEYS_BY_NAME, PROJECT
 from infra.config.relations import check_existing, check_relations, kubernetes_support
 
@@ -76,6 +77,7 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     default: the real date) decides the Kubernetes version's EKS support phase.
     """
     _reject_unknown_keys(raw)
+    check_aws_keys(raw)
     values: dict[str, Any] = {}
     for key in CONFIG_KEYS:
         full = f"{PROJECT}:{key.name}"
@@ -103,10 +105,9 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     if problem:
         raise ConfigError("aws:region", region, problem)
 
-    check_relations(values)
+    warnings = check_relations(values)
     if values["target"] == EXISTING:
         check_existing(values)
-    warnings = []
     if values["target"] == EKS:
         support_warning = kubernetes_support(values["kubernetes_version"],
                                               today if today is not None else datetime.now(timezone.utc).date())

@@ -81,6 +81,15 @@ def available_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
 
 
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """Where and what, on one line: PyYAML's marks count from 0; editors count lines and columns from 1."""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    mark, context, context_mark = (getattr(error, name, None) for name in ("problem_mark", "context", "context_mark"))
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    opened = f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})" if context and context_mark else ""
+    return f"{where}{problem}{opened}"
+
+
 def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
     path = stacks_dir / f"Pulumi.{stack}.yaml"
     if not path.is_file():
@@ -88,7 +97,7 @@ def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]
     try:
         document = yaml.load(path.read_text(), Loader=CliYamlLoader) or {}
     except yaml.YAMLError as error:
-        raise StackConfigError(f"{path.name} is not valid YAML: {str(error).splitlines()[0]}") from None
+        raise StackConfigError(f"{path.name} is not valid YAML: {yaml_problem(error)}") from None
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise StackConfigError(f"{path.name}: 'config' must be a mapping of keys to values")

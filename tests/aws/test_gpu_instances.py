@@ -34,7 +34,7 @@ def test_the_table_is_motos_data():
 
 
 def test_the_two_candidates_of_the_gpu_stack():
-    # What README "GPU stack" compares: one 24 GB-class GPU, 4 vCPUs, 16 GiB each.
+    # What docs/gpu.md compares: one 24 GB-class GPU, 4 vCPUs, 16 GiB each.
     assert nvidia_instance("g6.xlarge") == NvidiaInstance(gpus=1, gpu="L4", gpu_memory_mib=22888, vcpus=4, memory_mib=16384)
     assert nvidia_instance("g5.xlarge") == NvidiaInstance(gpus=1, gpu="A10G", gpu_memory_mib=22888, vcpus=4, memory_mib=16384)
 

@@ -1,5 +1,5 @@
 """Every option of every command line (synth, preflight, the jobs) says what it does and its default,
-and the README's jobs table agrees with jobs.evaluate about --min-accuracy."""
+and the jobs table of docs/commands/jobs.md agrees with jobs.evaluate about --min-accuracy."""
 
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def test_every_option_has_help_with_its_default(name):
             assert str(action.default) in text, f"{name} {label}: help does not show the default {action.default!r}"
 
 
-def test_readme_and_evaluate_agree_on_min_accuracy():
+def test_the_jobs_page_and_evaluate_agree_on_min_accuracy():
     from jobs import evaluate
 
     assert evaluate.build_parser().get_default("min_accuracy") is None
-    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| evaluate |"))
+    row = next(line for line in (ROOT / "docs" / "commands" / "jobs.md").read_text().splitlines() if line.startswith("| evaluate |"))
     assert "[--min-accuracy F]" in row and "no gate by default" in row and "[--min-accuracy 0.7]" not in row

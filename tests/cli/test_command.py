@@ -134,9 +134,9 @@ def test_local_runs_prepare_train_evaluate_with_the_jobs_own_command_lines():
     prepare, train, evaluate = local.steps(cifar10=False, epochs=None, python="py")
     assert prepare == ["py", "-m", "jobs.prepare", "--dest", "data/synthetic", "--synthetic", "100"]
     assert train[:6] == ["py", "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2"]
-    assert train[6:] == ["-m", "jobs.train", "--data", "data/synthetic/cifar-10-batches-py", "--run-dir", "runs/synthetic",
+    assert train[6:] == ["-m", "jobs.train", "--data", "data/synthetic/cifar-10-batches-py", "--run-dir", "runs/synthetic/run-1",
                          "--epochs", "3", "--batch-size", "50"]
-    assert evaluate[-2:] == ["--metrics-out", "runs/synthetic/metrics.json"]
+    assert evaluate[-2:] == ["--metrics-out", "runs/synthetic/run-1/metrics.json"]
     cifar = local.steps(cifar10=True, epochs=2, python="py")
     assert cifar[0][-1] == "data/cifar10" and cifar[1][cifar[1].index("--epochs") + 1] == "2"
 

@@ -1,5 +1,5 @@
 """The cost estimate (infra/cli/cost.py) and its price table (infra/aws/prices.py): sums, the extended-support
-line, no unrecorded price for any shipped stack, and the README's stack table in step with cost.json."""
+line, no unrecorded price for any shipped stack, and the stack tables (README.md, docs/costs.md) in step with cost.json."""
 
 from __future__ import annotations
 
@@ -93,8 +93,12 @@ def test_a_stack_without_eks_costs_nothing_and_says_why():
     assert (estimate["hourlyUsd"], estimate["items"]) == (0.0, []) and "not eks" in estimate["note"]
 
 
-def readme_stack_rows() -> dict[str, list[str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+# The stack table is on the front page and on the costs page, row for row.
+STACK_TABLES = ["README.md", "docs/costs.md"]
+
+
+def readme_stack_rows(where: str = "README.md") -> dict[str, list[str]]:
+    text = (ROOT / where).read_text(encoding="utf-8")
     section = re.search(r"^## Stacks\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL).group(1)
     rows = {}
     for line in section.splitlines():
@@ -105,14 +109,29 @@ def readme_stack_rows() -> dict[str, list[str]]:
     return rows
 
 
+@pytest.mark.parametrize("where", STACK_TABLES)
 @pytest.mark.parametrize("stack", STACKS)
-def test_readme_stack_table_shows_the_cost_synth_writes(stack, synth_stack):
+def test_stack_table_shows_the_cost_synth_writes(stack, where, synth_stack):
     written = json.loads((synth_stack(stack).directory / "cost.json").read_text())
-    rows = readme_stack_rows()
-    assert stack in rows, f"README's stack table has no row for `{stack}`"
+    rows = readme_stack_rows(where)
+    assert stack in rows, f"{where}: the stack table has no row for `{stack}`"
     hourly, daily = cost.readme_cells(written)
     assert rows[stack][-2:] == [hourly, daily], (
-        f"README stack table, `{stack}`: hourly and daily cells must be {hourly!r} and {daily!r} (from cost.json)")
+        f"{where} stack table, `{stack}`: hourly and daily cells must be {hourly!r} and {daily!r} (from cost.json; "
+        "`.venv/bin/python scripts/docs.py` rewrites them)")
+
+
+@pytest.mark.parametrize("where", STACK_TABLES)
+def test_stack_table_has_no_row_for_a_stack_that_does_not_exist(where):
+    assert sorted(readme_stack_rows(where)) == sorted(STACKS)
+
+
+def test_the_two_stack_tables_are_the_same():
+    assert readme_stack_rows("README.md").keys() == readme_stack_rows("docs/costs.md").keys()
+    for stack, row in readme_stack_rows("README.md").items():
+        # the same row, but the README's links into the docs start with docs/
+        same = [cell.replace("](docs/", "](") for cell in row]
+        assert same == readme_stack_rows("docs/costs.md")[stack], stack
 
 
 def vcpus_from_aws_data(instance_type: str) -> int:
@@ -125,14 +144,15 @@ def vcpus_from_aws_data(instance_type: str) -> int:
     return json.loads(gzip.decompress(path.read_bytes()))[instance_type]["VCpuInfo"]["DefaultVCpus"]
 
 
+@pytest.mark.parametrize("where", STACK_TABLES)
 @pytest.mark.parametrize("stack", STACKS)
-def test_readme_states_the_vcpu_quota_each_stack_needs(stack):
+def test_stack_table_states_the_vcpu_quota_each_stack_needs(stack, where):
     from infra.cli.preflight import QUOTA_BY_FAMILY
     from infra.config import INSTANCE_TYPE, is_gpu_stack
 
     settings = settings_of(stack)
     if settings.target != "eks":  # no AWS account involved, so no quota either
-        assert readme_stack_rows()[stack][2] == "none (no AWS)"
+        assert readme_stack_rows(where)[stack][2] == "none (no AWS)"
         return
     vcpus = vcpus_from_aws_data(settings.node_instance_type)
     code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(settings.node_instance_type)["family"]]
@@ -142,4 +162,4 @@ def test_readme_states_the_vcpu_quota_each_stack_needs(stack):
         system_vcpus = settings.system_node_count * vcpus_from_aws_data(system)
         system_code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(system)["family"]]
         expected += f", plus {system_vcpus} of `{system_code}` for the {settings.system_node_count} × {system} system nodes"
-    assert readme_stack_rows()[stack][2] == expected
+    assert readme_stack_rows(where)[stack][2] == expected

@@ -344,7 +344,7 @@ def test_readme_preview_policy_allows_every_call_preflight_makes(aws_env, tools,
 
     assert preflight.main(["dev", "--json"], make_client=recording, today=TODAY, which=tools) == 0
     capsys.readouterr()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "ci.md").read_text()
     policy = json.loads(re.search(r'```json\n(\{\n  "Version": "2012-10-17",\n  "Statement": \[\n    \{\n      "Sid": "PulumiStateList".*?)```',
                                   readme, re.DOTALL).group(1))
     allowed = {action for statement in policy["Statement"] for action in
@@ -352,7 +352,7 @@ def test_readme_preview_policy_allows_every_call_preflight_makes(aws_env, tools,
     made = {f"{IAM_PREFIX[service]}:{operation}" for service, operation in calls if service != "sts"}
     assert {"ec2:DescribeInstanceTypeOfferings", "servicequotas:GetServiceQuota", "eks:DescribeClusterVersions",
             "pricing:GetProducts"} <= made
-    assert made - allowed == set(), "add these read-only actions to the README's preview policy (Sid Preflight)"
+    assert made - allowed == set(), "add these read-only actions to the preview policy of docs/ci.md (Sid Preflight)"
 
 
 def test_markdown_is_one_table_row_per_check_and_the_cost(aws_env, tools, capsys):

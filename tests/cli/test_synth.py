@@ -58,7 +58,7 @@ def test_components_in_the_graph_and_every_child_parented(dev):
 
 def test_kubernetes_objects_use_the_cluster_provider(dev):
     provider = dev.one("pulumi:providers:kubernetes")
-    assert provider["inputs"]["deleteUnreachable"] == "true"  # provider config arrives as strings
+    assert "deleteUnreachable" not in provider["inputs"]  # tests/components/test_unreachable_cluster.py
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
     # every in-cluster object (24 in dev: platform, policies, the run's PDB, workloads and the export's service account) is a manifest

@@ -151,6 +151,9 @@ class FakeApiServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.token_log, self.answers, self.pods, self.events = token_log, list(elasticjob_answers), pods, events
         self.logs = logs
+        self.nodes: list | tuple = []  # GET /api/v1/nodes: the items, or (status, body) to refuse
+        self.jobs: dict[str, dict] = {}  # batch/v1 Jobs by name (GET, PATCH)
+        self.patches: list[tuple[str, dict]] = []  # (Content-Type, body) of every PATCH
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
 
@@ -199,6 +202,21 @@ class _Handler(BaseHTTPRequestHandler):
                 items = [p for p in self.server.pods if p["metadata"]["labels"].get(key) == value]
                 return self._send(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"},
                                         "items": items})
+            job_name = url.path.removeprefix(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/")
+            if job_name != url.path and method in ("GET", "PATCH"):
+                if job_name not in self.server.jobs:
+                    return self._send(404, _status(404, "NotFound", f'jobs.batch "{job_name}" not found'))
+                job = self.server.jobs[job_name]
+                if method == "PATCH":
+                    patch = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    self.server.patches.append((self.headers["Content-Type"], patch))
+                    job["spec"].update(patch.get("spec", {}))
+                return self._send(200, job)
+            if method == "GET" and url.path == "/api/v1/nodes":
+                if isinstance(self.server.nodes, tuple):  # (status, body): a refusal such as 403
+                    return self._send(*self.server.nodes)
+                return self._send(200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"},
+                                        "items": self.server.nodes})
             if method == "GET" and url.path == f"/api/v1/namespaces/{NAMESPACE}/events":
                 wanted = dict(part.split("=", 1) for part in query.get("fieldSelector", "").split(",") if part)
                 items = [e for e in self.server.events
@@ -212,6 +230,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         self._handle("DELETE")
+
+    def do_PATCH(self):
+        self._handle("PATCH")
 
 
 @pytest.fixture

@@ -118,11 +118,10 @@ def test_only_the_content_tags_are_mutable(dev):
     assert not repository.tag_is_immutable(registry.content_tag())
 
 
-def test_a_rebuild_from_another_checkout_pushes_the_same_tag(dev, tmp_path):
-    """The build context is an absolute path (so pulumi-docker-build rebuilds in another checkout),
-    and the tag depends on the sources only, so the rebuild pushes the same tag."""
+def test_another_checkout_of_the_same_sources_has_the_same_tag(dev, tmp_path):
+    """The tag depends on the sources only (tests/components/test_image_inputs.py: the build context
+    is relative too, so another checkout does not rebuild at all)."""
     image = dev.one("docker-build:index:Image")["inputs"]
-    assert image["context"]["location"] == str(registry.REPO_ROOT) and Path(image["context"]["location"]).is_absolute()
     other = tmp_path / "another-checkout"
     for entry in registry.IMAGE_INPUTS:
         source = registry.REPO_ROOT / entry

@@ -174,11 +174,32 @@ TABLE = [
                                             "imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v1"),
         f"{P}:imageVariant", "''", "must be cuda when imageUri is given on a GPU stack"),
     Bad("gpu-worker-memory-above-node", ("nodeInstanceType=g6.xlarge", "workerCpu=3"), f"{P}:workerMemory", "'24Gi'",
-        "must be below the 16384 MiB of one g6.xlarge node"),
+        "must be at most 14048Mi for 1 worker per node: one g6.xlarge node gives pods 14048Mi of its 16384 MiB"),
     Bad("gpu-worker-shm-too-small", ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=3Gi"), f"{P}:workerMemory",
         "'3Gi'", "must be at least 4096Mi on GPU nodes"),
     Bad("gpu-worker-cpu-above-node", ("nodeInstanceType=g6.xlarge", "workerMemory=12Gi"), f"{P}:workerCpu", "'15'",
-        "must be below the 4 vCPUs of one g6.xlarge node"),
+        "must be at most 3720m for 1 worker per node: one g6.xlarge node gives pods 3720m of its 4 vCPUs"),
+    # Every worker fits its node (issue 26; infra/config/node_fit.py): dev's c5.4xlarge gives pods 15740m and 27331Mi.
+    Bad("cpu-worker-above-node", ("workerCpu=64",), f"{P}:workerCpu", "'64'",
+        "must be at most 15740m for 1 worker per node: one c5.4xlarge node gives pods 15740m of its 16 vCPUs "
+        "(the kubelet keeps 110m, the node's DaemonSets request 150m)"),
+    Bad("cpu-worker-40-digits", ("workerCpu=" + "9" * 40,), f"{P}:workerCpu", repr("9" * 40), "must be at most 15740m"),
+    Bad("cpu-worker-memory-above-node", ("workerMemory=27332Mi",), f"{P}:workerMemory", "'27332Mi'",
+        "must be at most 27331Mi for 1 worker per node"),
+    Bad("workers-per-node-do-not-fit", ("workersPerNode=2",), f"{P}:workerCpu", "'15'",
+        "must be at most 7870m for 2 workers per node"),
+    Bad("side-jobs-above-system-node", ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi",
+                                        "systemNodeInstanceType=c5.large"), f"{P}:systemNodeInstanceType", "'c5.large'",
+        "must give the data-prep, test and export Jobs 1000m and 4096Mi: one c5.large node gives pods 1780m and 3064Mi"),
+    # References and keys that mean nothing on eks
+    Bad("image-not-a-reference", ("imageUri=../../etc/passwd",), f"{P}:imageUri", "'../../etc/passwd'",
+        "(distribution reference grammar: invalid reference format)"),
+    Bad("image-uppercase-repository", ("imageUri=registry.example/Trainer:1",), f"{P}:imageUri",
+        "'registry.example/Trainer:1'", "(distribution reference grammar: repository name must be lowercase)"),
+    Bad("kubeconfig-on-eks", ("kubeconfig=~/.kube/other",), f"{P}:kubeconfig", "'~/.kube/other'",
+        "must not be set with target eks"),
+    Bad("kube-context-on-eks", ("kubeContext=kind-elastic-training",), f"{P}:kubeContext", "'kind-elastic-training'",
+        "must not be set with target eks"),
 ]
 # The same failures through the real command line, one per kind of rule.
 IN_A_SUBPROCESS = {"int-not-a-number", "workers-above-nodes", "cidr-ipv6", "region-typo", "typo-key",
@@ -265,7 +286,7 @@ def test_good_overrides_still_pass_the_rules(tmp_path, capsys, monkeypatch):
     Kubernetes version is still offered by EKS (1.31's extended support ends 2026-11-26)."""
     monkeypatch.setattr(infra.cli.synth, "run_program", lambda settings: ([], {}))
     monkeypatch.setattr(infra.cli.synth, "load_settings", partial(load_settings, today=date(2026, 11, 25)))
-    good = ["nodeInstanceType=g5.12xlarge", "nodeInstanceType=m7i-flex.large", "dataSource=s3://my-bucket/cifar.tar.gz",
+    good = ["nodeInstanceType=g5.12xlarge", "nodeInstanceType=m5.4xlarge", "dataSource=s3://my-bucket/cifar.tar.gz",
             "dataSource=synthetic:500", "dataMd5=", "workerCpu=500m", "workerMemory=1.5Gi", "runId=" + "r" * 40,
             'apiAllowedCidrs=["203.0.113.0/24","198.51.100.7/32"]', "kubernetesVersion=" + versions.SUPPORTED_KUBERNETES_VERSIONS[0],
             "imageUri=123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "a" * 64, "aws:region=eu-central-1",

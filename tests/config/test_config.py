@@ -1,4 +1,4 @@
-"""Config keys: one list, mirrored in Pulumi.yaml and the README, defaults valid, stacks valid."""
+"""Config keys: one list, mirrored in Pulumi.yaml and docs/configuration.md, defaults valid, stacks valid."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ STANDARD_SUPPORT_DAY = versions.EKS_SUPPORT[versions.DEFAULT_KUBERNETES_VERSION]
 
 def test_pulumi_yaml_declares_every_key_with_type_description_default():
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
-    assert project["name"] == PROJECT and project["main"] == "infra/" and project["stackConfigDir"] == "stacks"
+    assert project["name"] == PROJECT and "main" not in project and project["stackConfigDir"] == "stacks"
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
     declared = project["config"]
     assert list(declared) == [key.name for key in CONFIG_KEYS]
@@ -34,8 +34,8 @@ def test_pulumi_yaml_declares_every_key_with_type_description_default():
         assert entry["default"] == key.default, key.name
 
 
-def test_readme_config_table_is_generated_from_the_keys():
-    assert config_table() in (REPO / "README.md").read_text()
+def test_the_docs_config_table_is_generated_from_the_keys():
+    assert config_table() in (REPO / "docs" / "configuration.md").read_text()
 
 
 def test_defaults_pass_their_own_rules():
@@ -91,7 +91,8 @@ def test_error_names_key_value_and_rule():
 
 
 def run_program_with(config: dict[str, str]) -> subprocess.CompletedProcess:
-    """Run infra/__main__.py as `pulumi up` would (runpy of the folder), under mocks, with this config."""
+    """Run __main__.py as `pulumi up` would (runpy of the project root, Pulumi.yaml sets no `main`), under
+    mocks, with this config."""
     script = textwrap.dedent(f"""
         import json, runpy, pulumi
         from infra.cli.mocks import RecordingMocks
@@ -100,7 +101,7 @@ def run_program_with(config: dict[str, str]) -> subprocess.CompletedProcess:
         pulumi.runtime.set_all_config({config!r})
         @pulumi.runtime.test
         def run():
-            runpy.run_path("infra", run_name="__main__")
+            runpy.run_path(".", run_name="__main__")
         try:
             run()
         except pulumi.RunError as error:

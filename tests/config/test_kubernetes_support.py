@@ -101,7 +101,7 @@ def test_synth_warns_in_extended_support(tmp_path, capsys, monkeypatch):
 
 
 def run_program(config: dict[str, str], today: date) -> subprocess.CompletedProcess:
-    """infra/__main__.py as `pulumi up` runs it (runpy of the folder), under the recording mocks,
+    """__main__.py as `pulumi up` runs it (runpy of the project root), under the recording mocks,
     with load_settings's today fixed; prints the invokes the program made as JSON."""
     script = textwrap.dedent(f"""
         import datetime, functools, json, runpy, pulumi
@@ -113,7 +113,7 @@ def run_program(config: dict[str, str], today: date) -> subprocess.CompletedProc
         pulumi.runtime.set_all_config({config!r})
         @pulumi.runtime.test
         def run():
-            runpy.run_path("infra", run_name="__main__")
+            runpy.run_path(".", run_name="__main__")
         run()
         addons = {{r.name: r.inputs.get("addonVersion") for r in mocks.registrations if r.type == "aws:eks/addon:Addon"}}
         print("RESULT " + json.dumps({{"calls": mocks.calls, "addons": addons}}))

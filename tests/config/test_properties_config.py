@@ -140,8 +140,6 @@ def test_data_prep_verifies_the_default_checksum_on_the_default_source_and_none_
      "must be an x86-64 instance type: the TorchElastic controller image is amd64-only (Graviton 'g' types and a1 are not)"),
     ("workerCpu", ["15", "500m", "1.5", "0.1", "1m"], ["0", "0m", "0.0", "-1", "1.", "15x", ""],
      "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"),
-    ("imageUri", ["", "public.ecr.aws/a/b", "host:5000/a/b:tag", "h.io/a/b@sha256:" + "a" * 64], ["UPPER/x", "nohost", " "],
-     "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"),
     # jobs.prepare refuses more than MAX_SYNTHETIC_PER_CLASS images per class: so does the config, at 5001.
     ("dataSource", ["https://h/p.tgz", "s3://b/k", "synthetic", "synthetic:1", "synthetic:5000"],
      ["http://h/p.tgz", "https://h", "s3://b", "synthetic:0", "synthetic:5001", "synthetic:999999", "synthetic:",
@@ -370,19 +368,26 @@ def test_kubeconfig_and_context_refusals_are_exact(key, bad, line):
 GPU = dict(nodeInstanceType="g6.xlarge", workerCpu="3", workerMemory="12Gi")  # 4 vCPUs, 16384 MiB
 
 
-@pytest.mark.parametrize("keys", [dict(workerMemory="16383Mi"), dict(workerMemory="4096Mi"), dict(workerCpu="3999m"),
-                                  dict(workerCpu="3.5"), dict(workerMemory="17179868160")])
+# g6.xlarge gives pods 3720m and 14048Mi (infra/config/node_fit.py; tests/config/test_node_fit.py).
+@pytest.mark.parametrize("keys", [dict(workerMemory="14048Mi"), dict(workerMemory="4096Mi"), dict(workerCpu="3720m"),
+                                  dict(workerCpu="3.5"), dict(workerMemory="14730395648")])
 def test_a_gpu_worker_just_inside_every_bound_is_accepted(keys):
     assert load(**{**GPU, **keys}).node_instance_type == "g6.xlarge"
 
 
+MEMORY_LINE = ("must be at most 14048Mi for 1 worker per node: one g6.xlarge node gives pods 14048Mi of its 16384 MiB "
+               "(the kubelet, its eviction threshold and the VM keep 2222Mi, the node's DaemonSets request 114Mi)")
+CPU_LINE = ("must be at most 3720m for 1 worker per node: one g6.xlarge node gives pods 3720m of its 4 vCPUs "
+            "(the kubelet keeps 80m, the node's DaemonSets request 200m)")
+
+
 @pytest.mark.parametrize("keys, key, value, rule", [
-    (dict(workerMemory="16Gi"), "workerMemory", "'16Gi'", "must be below the 16384 MiB of one g6.xlarge node"),
-    (dict(workerMemory="17179869184"), "workerMemory", "'17179869184'", "must be below the 16384 MiB of one g6.xlarge node"),
+    (dict(workerMemory="14049Mi"), "workerMemory", "'14049Mi'", MEMORY_LINE),
+    (dict(workerMemory="14730395649"), "workerMemory", "'14730395649'", MEMORY_LINE),
     (dict(workerMemory="4095Mi"), "workerMemory", "'4095Mi'",
      "must be at least 4096Mi on GPU nodes: half of it is /dev/shm, which NCCL needs 2048Mi of"),
-    (dict(workerCpu="4"), "workerCpu", "'4'", "must be below the 4 vCPUs of one g6.xlarge node"),
-    (dict(workerCpu="4000m"), "workerCpu", "'4000m'", "must be below the 4 vCPUs of one g6.xlarge node"),
+    (dict(workerCpu="3721m"), "workerCpu", "'3721m'", CPU_LINE),
+    (dict(workerCpu="4"), "workerCpu", "'4'", CPU_LINE),
     (dict(workersPerNode="2", workers="2", maxWorkers="2", nodeCount="2", nodeMaxCount="2"), "workersPerNode", "2",
      "must be 1 on GPU nodes: each worker takes every GPU of its node"),
 ])
@@ -412,9 +417,9 @@ def test_only_a_node_with_gpus_makes_a_gpu_stack():
                          "GPUs): declare that the image holds a CUDA build of torch"),
 ])
 def test_a_prebuilt_image_on_gpus_must_declare_cuda(key, value, rule):
-    line = str(refusal(**GPU, imageUri="registry.example/trainer:1.0"))
+    line = str(refusal(**GPU, imageUri="registry.example/trainer@sha256:" + "b" * 64))
     assert line == f"config {PROJECT}:{key}={value!r} is invalid: {rule}"
-    assert load(**GPU, imageUri="registry.example/trainer:1.0", imageVariant="cuda").image_variant == "cuda"
+    assert load(**GPU, imageUri="registry.example/trainer@sha256:" + "b" * 64, imageVariant="cuda").image_variant == "cuda"
 
 
 @pytest.mark.parametrize("key, bad, line", [
@@ -432,7 +437,7 @@ def test_instance_type_refusals_are_exact(key, bad, line):
 @pytest.mark.parametrize("per_node, max_workers, ok", [(2, 6, True), (2, 7, False), (3, 9, True), (3, 10, False)])
 def test_max_workers_fit_the_most_nodes_times_workers_per_node_exactly(per_node, max_workers, ok):
     keys = dict(nodeCount="1", nodeMinCount="1", nodeMaxCount="3", workers="1", minWorkers="1",
-                workersPerNode=str(per_node), maxWorkers=str(max_workers))
+                workersPerNode=str(per_node), maxWorkers=str(max_workers), workerCpu="1", workerMemory="4Gi")
     if ok:
         assert load(**keys).max_workers == max_workers
     else:

@@ -155,6 +155,17 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     assert complete["urn"] in test["dependsOn"]
 
 
+def test_each_job_has_a_scheduling_guard_beside_it(dev):
+    """infra/components/job_scheduling.py: created with the Job's own dependencies, never after the
+    Job (its await would hold the guard back until the Job is done)."""
+    for job, prefix in (("workloads-data-prep", "prep-"), ("workloads-test", "eval-"), ("workloads-export", "export-")):
+        created = dev.one("kubernetes:batch/v1:Job", job)
+        guard = dev.one("pulumi-python:dynamic:Resource", f"{job}-scheduling")
+        assert set(created["dependsOn"]) <= set(guard["dependsOn"]) and created["urn"] not in guard["dependsOn"]
+        assert guard["inputs"]["name"] == dev.manifest("Job", prefix)["metadata"]["name"]
+        assert guard["inputs"]["timeoutSeconds"] == 7200 and guard["inputs"]["kubeconfig"] == "[secret]"
+
+
 def test_waits_and_timeouts(dev):
     complete = dev.one("pulumi-python:dynamic:Resource", "workloads-training-complete")["inputs"]
     assert complete["timeoutSeconds"] == 7200 and complete["name"] == "train-run-1"
@@ -178,7 +189,8 @@ def test_new_run_id_changes_exactly_the_workloads(dev, synth_stack):
     assert before.keys() == after.keys()
     changed = {urn for urn in before if before[urn]["inputs"] != after[urn]["inputs"]}
     assert {before[urn]["type"] for urn in changed} == WORKLOAD_TYPES
-    assert len(changed) == 7  # prep, PDB, ElasticJob, its completion, eval, export Job, export role policy
+    # prep, PDB, ElasticJob, its completion, eval, export Job, export role policy, and the three Jobs' guards
+    assert len(changed) == 10
     assert run2.manifest("Job", "prep-")["metadata"]["name"] == "prep-run-2"
     assert run2.manifest("ElasticJob")["metadata"]["name"] == "train-run-2"
     assert run2.manifest("Job", "eval-")["metadata"]["name"] == "eval-run-2"

@@ -232,7 +232,7 @@ class Preflight:
         else:
             found.append(aws.split()[0])
         if problems:
-            return Check("local-tools", FAIL, "; ".join(problems), "install what is missing (README, Prerequisites)")
+            return Check("local-tools", FAIL, "; ".join(problems), "install what is missing (docs/getting-started.md, Prerequisites)")
         return Check("local-tools", PASS, ", ".join(found))
 
     def _tool_output(self, command: list[str]) -> str | None:
