@@ -73,3 +73,28 @@ def test_config_refuses_them_in_one_line(instance_type, reason, pick):
 @pytest.mark.parametrize("instance_type", ["g7e.2xlarge", "p6-b300.48xlarge", "g4dn.xlarge"])
 def test_their_neighbours_stay_accepted(instance_type):
     assert why_it_cannot_train(instance_type) is None
+
+
+def test_the_gpu_page_table_is_the_module_table():
+    """docs/gpu.md "Which NVIDIA GPUs can train here" says what infra/aws/nvidia_gpus.py says."""
+    from pathlib import Path
+
+    from infra.aws.nvidia_gpus import FAMILY_GPUS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gpu.md").read_text()
+    section = text.split("## Which NVIDIA GPUs can train here", 1)[1]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| GPU ")]
+    families: dict[str, set[str]] = {}
+    for instance_type, instance in NVIDIA_INSTANCES.items():
+        families.setdefault(instance.gpu, set()).add(instance_type.split(".")[0])
+    for family, name in FAMILY_GPUS.items():
+        families.setdefault(name, set()).add(family)
+    documented = {row[0]: row for row in rows}
+    assert set(documented) == set(NVIDIA_GPUS)
+    for name, gpu in NVIDIA_GPUS.items():
+        _, shown_families, architecture, capability, driver, verdict = documented[name]
+        assert set(shown_families.split(", ")) == families[name], name
+        assert (architecture, capability, int(driver)) == (gpu.architecture, "%d.%d" % gpu.compute_capability, gpu.driver)
+        example = min(t for t, instance in NVIDIA_INSTANCES.items() if instance.gpu == name)
+        assert verdict.startswith("yes" if why_it_cannot_train(example) is None else "no: "), name
