@@ -100,6 +100,7 @@ def _run_outputs(settings: Settings, workloads: Workloads, kubectl: str) -> dict
         "runId": settings.run_id,
         "runDirectory": workload_specs.run_dir(settings.run_id),
         "trainingResult": workloads.training_complete.result,
+        "runCost": workloads.training_complete.runCost,
         "commands": {
             "watchPods": f"{kubectl} get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
             "workerLogs": f"{kubectl} logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "

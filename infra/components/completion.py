@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
-from infra.components import provider_errors, scheduling
+from infra.components import provider_errors, run_cost, scheduling
 from infra.components.spec_identity import stale_spec
 
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
@@ -239,9 +239,10 @@ def _scheduling_problem(cluster: Cluster, pods: list[dict[str, Any]], watch: sch
 
 def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-             spec_hash: str = "") -> Verdict:
+             spec_hash: str = "", guard: Callable[[Snapshot], str | None] | None = None) -> Verdict:
     """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted. With
-    `spec_hash`, an ElasticJob made from another spec is never taken as this one's (spec_identity.py)."""
+    `spec_hash`, an ElasticJob made from another spec is never taken as this one's (spec_identity.py).
+    `guard` (infra/components/run_cost.py: the cost ceiling) may stop a running job with its one line."""
     start = clock()
     watch = scheduling.SchedulingWatch()
     while True:
@@ -268,6 +269,9 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
             return _stop(cluster, verdict.message, clock, sleep, verdict.failed_pod)
         if verdict.state == "succeeded":
             return verdict
+        stop = guard(snapshot) if guard else None
+        if stop:
+            return _stop(cluster, stop, clock, sleep)
         sleep(poll_seconds)
 
 
@@ -322,6 +326,12 @@ class KubernetesCluster:
             nodes = None
         return [serialize(event) for event in events.items], nodes
 
+    def read_nodes(self, names: set[str]) -> dict[str, dict[str, Any]]:
+        """The named nodes as API dicts (their labels say instance type, zone and capacity type)."""
+        nodes = self._call(self._core.list_node)
+        serialize = self._api_client.sanitize_for_serialization
+        return {node.metadata.name: serialize(node) for node in nodes.items if node.metadata.name in names}
+
     def worker_log_tail(self, pod: str, lines: int) -> str:
         # Raw body: the client's deserializer turns a body that is not JSON into the repr of its
         # bytes ("b'...'"; kubernetes/client/api_client.py deserialize, 36.0.3).
@@ -365,10 +375,13 @@ class _CompletionProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"],
                                     props.get("context") or "")
-        verdict = wait_for(cluster, float(props["timeoutSeconds"]), spec_hash=props.get("specHash") or "")
+        budget = run_cost.budget_for(props)
+        verdict = wait_for(cluster, float(props["timeoutSeconds"]), spec_hash=props.get("specHash") or "",
+                           guard=run_cost.guard(cluster, budget))
         if verdict.state != "succeeded":
             provider_errors.fail(verdict.message)  # one line and the log tail, no traceback
-        return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs={**props, "result": verdict.message})
+        return CreateResult(id_=f"{props['namespace']}/{props['name']}",
+                            outs={**props, "result": verdict.message, "runCost": run_cost.final(cluster, budget)})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         # A new ElasticJob (any change of what we wait on) means a new wait; the kubeconfig's
@@ -385,11 +398,13 @@ class ElasticJobCompletion(Resource):
     """Created once the ElasticJob has succeeded; creation fails, with the reason, otherwise."""
 
     result: pulumi.Output[str]
+    runCost: pulumi.Output[dict]  # as the provider names it; infra/components/run_cost.py: duration, node-hours, cost
 
     def __init__(self, name: str, *, kubeconfig: pulumi.Input[str], namespace: str, elasticjob_name: str,
                  job_label: str, timeout_seconds: int, spec_hash: pulumi.Input[str], context: str = "",
-                 opts: pulumi.ResourceOptions | None = None):
+                 region: str = "", max_run_cost_usd: float | None = None, opts: pulumi.ResourceOptions | None = None):
         props = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace, "name": elasticjob_name,
-                 "jobLabel": job_label, "timeoutSeconds": timeout_seconds, "specHash": spec_hash, "result": None}
+                 "jobLabel": job_label, "timeoutSeconds": timeout_seconds, "specHash": spec_hash, "result": None,
+                 "region": region, "maxRunCostUsd": max_run_cost_usd, "runCost": None}
         super().__init__(_CompletionProvider(), name, props,
                          pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))

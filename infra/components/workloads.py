@@ -9,10 +9,9 @@ is replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import hashlib
 import json
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -84,9 +83,11 @@ class Workloads(pulumi.ComponentResource):
             f"{name}-training-complete", kubeconfig=args.kubeconfig, context=args.kube_context, namespace=settings.namespace,
             elasticjob_name=specs.names(settings.run_id).training, job_label=specs.JOB_LABEL,
             timeout_seconds=settings.job_timeout_minutes * 60, spec_hash=spec_hash,
+            region=settings.region, max_run_cost_usd=settings.max_run_cost_usd,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.training], custom_timeouts=timeouts))
 
-        self.test = self._guarded(f"{name}-test", specs.test_job(settings, args.image_ref), args,
+        run_cost = self.training_complete.runCost.apply(lambda measured: json.dumps(measured or {}, sort_keys=True))
+        self.test = self._guarded(f"{name}-test", specs.test_job(settings, args.image_ref, run_cost), args,
                                   after(self.training_complete))
         self.export = None
         if args.artifacts_bucket is not None:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from infra import versions
 from infra.aws import gpu_instances, nvidia_gpus
 from infra.config import image_reference
-from infra.config.parsers import PARSERS, QUANTITY, parse_decimal
+from infra.config.parsers import PARSERS, QUANTITY, parse_decimal, parse_optional_usd
 
 PROJECT = "elastic-training"
 
@@ -46,6 +46,10 @@ def _between(low: float, high: float) -> Callable[[Any], str | None]:
 
 def _fraction(v: float) -> str | None:
     return None if 0.0 <= v <= 1.0 else "must be between 0 and 1 (a fraction: 0.7 means 70 %)"
+
+
+def _positive_or_none(v: float | None) -> str | None:
+    return None if v is None or v > 0 else 'must be more than 0 (or "" for no ceiling)'
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
@@ -314,6 +318,11 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "nodeInstanceType (checked before anything is created).", _quantity),
     ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
               "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
+    # A string key for the same reason as minAccuracy; "" (the default) sets no ceiling.
+    ConfigKey("maxRunCostUsd", "max_run_cost_usd", "string", "",
+              "Ceiling in US dollars on the worker-node cost of a training run (node-hours x price, docs/costs.md): "
+              "the wait stops the run once its running estimate passes it. Empty: no ceiling.",
+              _positive_or_none, parse=parse_optional_usd),
 )
 
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}

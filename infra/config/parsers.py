@@ -26,6 +26,15 @@ def parse_decimal(raw: str) -> float:
     return float(raw)
 
 
+def parse_optional_usd(raw: str) -> float | None:
+    """An amount of US dollars such as 5 or 2.50, or "" for none."""
+    if raw.strip() == "":
+        return None
+    if not re.fullmatch(r"([0-9]+(\.[0-9]*)?|\.[0-9]+)", raw.strip()):
+        raise ValueError('must be an amount of US dollars such as 5 or 2.50, or "" for no ceiling')
+    return float(raw)
+
+
 def _parse_bool(raw: str) -> bool:
     # Exactly the two words the Pulumi CLI takes for a boolean key (ValidateConfigValue in
     # pulumi/pulumi sdk/go/common/workspace/project.go); a YAML True in a stack file arrives as "true".

@@ -67,6 +67,7 @@ class Settings:
     worker_cpu: str
     worker_memory: str
     job_timeout_minutes: int
+    max_run_cost_usd: float | None
     warnings: tuple[str, ...] = ()
 
 

@@ -320,11 +320,12 @@ def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
     })
 
 
-def test_job(settings: Settings, image: Any) -> dict[str, Any]:
+def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, Any]:
+    """`run_cost`: the wait's measure of the run (JSON text), which the Job keeps in the run's history."""
     volumes, mounts = _volumes(settings)
     directory = run_dir(settings.run_id)
     args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
-            "--min-accuracy", str(settings.min_accuracy)]
+            "--min-accuracy", str(settings.min_accuracy)] + (["--run-cost", run_cost] if run_cost is not None else [])
     container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
                            pull_policy(settings))
     # No retries: a model below the accuracy gate stays below it.

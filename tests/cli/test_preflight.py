@@ -282,7 +282,8 @@ def test_scenario(scenario, aws_env, tools, capsys, monkeypatch):
         assert cost["pricesFrom"].startswith("AWS Price List API"), cost["pricesFrom"]
         assert nodes["unitUsd"] == float(scenario.prices) and nodes["hourlyUsd"] == pytest.approx(2 * nodes["unitUsd"])
     else:  # no credentials, or an endpoint without the Price List: the offline table, and it says so
-        assert cost["pricesFrom"].startswith("offline table infra/aws/prices.py"), cost["pricesFrom"]
+        assert cost["pricesFrom"].startswith("EC2 from skypilot-org/skypilot-catalog"), cost["pricesFrom"]
+        assert nodes["source"].startswith("skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @ ")
     control_plane = cost["items"][0]
     if report["region"] in ("us-west-2", "us-east-1"):  # the regions infra/aws/prices.py records
         assert control_plane["unitUsd"] == (0.60 if scenario.cluster == "extended-support" else 0.10)
@@ -362,7 +363,7 @@ def test_markdown_is_one_table_row_per_check_and_the_cost(aws_env, tools, capsys
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == list(IDS)
-    assert "**Cost while the stack exists:**" in out and "| NAT gateway | $0.045/NAT-gateway-hour | $0.045 |" in out
+    assert "**Cost:**" in out and "| NAT gateway | $0.045/NAT-gateway-hour | $0.045/hour | cloudpipelines" in out
 
 
 def test_a_stack_of_target_existing_asks_aws_nothing(tmp_path, capsys, monkeypatch):

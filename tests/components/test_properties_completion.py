@@ -178,21 +178,25 @@ def test_a_connection_error_names_its_type():
 # --- the Pulumi provider ---------------------------------------------------------------------------
 
 PROPS = {"kubeconfig": "{}", "context": "kind-elastic", "namespace": "training", "name": "train-run-1",
-         "jobLabel": "elastic-training/job", "timeoutSeconds": 7200, "specHash": "--rdzv_id=run-1-abc", "result": None}
+         "jobLabel": "elastic-training/job", "timeoutSeconds": 7200, "specHash": "--rdzv_id=run-1-abc", "result": None,
+         "region": "us-west-2", "maxRunCostUsd": 5.0, "runCost": None}
 
 
 def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_message(monkeypatch):
     built, waits = [], []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
     verdicts = iter([Verdict("succeeded", f"ElasticJob {REF} succeeded"), Verdict("failed", "worker x failed")])
-    monkeypatch.setattr(completion, "wait_for",
-                        lambda cluster, timeout, spec_hash: waits.append((cluster, timeout, spec_hash)) or next(verdicts))
+    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash, guard:
+                        waits.append((cluster, timeout, spec_hash, guard)) or next(verdicts))
+    # The run's cost is measured on the same cluster with the budget the guard kept (tests/components/test_run_cost.py).
+    monkeypatch.setattr(completion.run_cost, "final", lambda cluster, budget: {"on": cluster, "ceiling": budget.ceiling})
     provider = completion._CompletionProvider()
     result = provider.create(dict(PROPS))
     assert isinstance(result, CreateResult) and result.id == REF
-    assert result.outs == {**PROPS, "result": f"ElasticJob {REF} succeeded"}
+    assert result.outs == {**PROPS, "result": f"ElasticJob {REF} succeeded", "runCost": {"on": "cluster", "ceiling": 5.0}}
     assert built == [("{}", "training", "train-run-1", "elastic-training/job", "kind-elastic")]
-    assert waits == [("cluster", 7200.0, PROPS["specHash"])] and type(waits[0][1]) is float
+    assert [w[:3] for w in waits] == [("cluster", 7200.0, PROPS["specHash"])] and type(waits[0][1]) is float
+    assert callable(waits[0][3])
     with pytest.raises(RuntimeError, match="^worker x failed$"):
         provider.create(dict(PROPS))
     assert provider.delete(REF, PROPS) is None
@@ -220,7 +224,8 @@ def _register_completion(**arguments):
     mocks.install()
     resource = completion.ElasticJobCompletion(
         "training-complete", kubeconfig="{}", namespace="training", elasticjob_name="train-run-1",
-        job_label="elastic-training/job", timeout_seconds=7200, spec_hash="--rdzv_id=run-1-abc", **arguments)
+        job_label="elastic-training/job", timeout_seconds=7200, spec_hash="--rdzv_id=run-1-abc", region="us-west-2",
+        max_run_cost_usd=5.0, **arguments)
 
     def registration(_urn):
         (found,) = [r for r in mocks.registrations if r.name == "training-complete"]
@@ -279,7 +284,8 @@ def _assert_equal(actual, expected):
 def test_create_without_a_context_uses_the_current_one(monkeypatch):
     built = []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
-    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash: Verdict("succeeded", "ok"))
+    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash, guard: Verdict("succeeded", "ok"))
+    monkeypatch.setattr(completion.run_cost, "final", lambda cluster, budget: {})
     for props in ({k: v for k, v in PROPS.items() if k != "context"}, {**PROPS, "context": ""}, {**PROPS, "context": None}):
         completion._CompletionProvider().create(props)
     assert [args[-1] for args in built] == ["", "", ""]
@@ -334,6 +340,21 @@ def test_a_log_that_is_not_utf_8_is_read_with_replacement_characters():
     assert bare_cluster(core=core).worker_log_tail("train-run-1-worker-0", 20) == "epoch 1 ✓\n\ufffd\ufffd torn\n"
     assert core.asked == (("train-run-1-worker-0", "training"),
                           {"container": "elasticjob-worker", "tail_lines": 20, "_preload_content": False})
+
+
+def test_the_run_cost_reads_the_named_nodes_as_api_dicts():
+    """list_node through the real client's models and serializer (kubernetes==36.0.3): camelCase dicts."""
+    from kubernetes import client
+
+    class Core:
+        def list_node(self):
+            return client.V1NodeList(items=[client.V1Node(metadata=client.V1ObjectMeta(
+                name=name, labels={"node.kubernetes.io/instance-type": "c5.4xlarge"})) for name in ("ip-a", "ip-b")])
+
+    cluster = bare_cluster(core=Core())
+    cluster._api_client = client.ApiClient()
+    assert cluster.read_nodes({"ip-b"}) == {
+        "ip-b": {"metadata": {"name": "ip-b", "labels": {"node.kubernetes.io/instance-type": "c5.4xlarge"}}}}
 
 
 # --- which cluster the wait talks to -----------------------------------------------------------------

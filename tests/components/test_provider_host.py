@@ -255,7 +255,7 @@ def test_the_readme_setup_gives_the_host_its_virtualenv_and_imports():
     project root, where the launcher now looks, and installs the `infra` extra: exactly what the
     hosts above ran with (infra_extra_venv), `infra` itself coming from the root."""
     readme = (REPO / "README.md").read_text()
-    quick_start = readme[readme.index("## Quick start"):]
+    quick_start = readme[readme.index("## Two commands on a fresh machine"):]
     first_block = re.search(r"```sh\n(.*?)```", quick_start, flags=re.S)[1]
     assert "bash scripts/setup.sh" in first_block
     setup = (REPO / "scripts" / "setup.sh").read_text()

@@ -49,6 +49,9 @@ TABLE = [
     # ranges
     Bad("zero-nodes", ("nodeCount=0",), f"{P}:nodeCount", "0", "must be between 1 and 100"),
     Bad("five-zones", ("availabilityZoneCount=5",), f"{P}:availabilityZoneCount", "5", "must be between 2 and 4"),
+    Bad("run-cost-ceiling-not-dollars", ("maxRunCostUsd=$5",), f"{P}:maxRunCostUsd", "'$5'",
+        'must be an amount of US dollars such as 5 or 2.50, or "" for no ceiling'),
+    Bad("run-cost-ceiling-zero", ("maxRunCostUsd=0",), f"{P}:maxRunCostUsd", "0.0", 'must be more than 0 (or "" for no ceiling)'),
     Bad("accuracy-above-one", ("minAccuracy=1.5",), f"{P}:minAccuracy", "1.5", "must be between 0 and 1 (a fraction: 0.7 means 70 %)"),
     Bad("accuracy-percentage", ("minAccuracy=70",), f"{P}:minAccuracy", "70.0", "must be between 0 and 1 (a fraction: 0.7 means 70 %)"),
     Bad("accuracy-negative", ("minAccuracy=-0.1",), f"{P}:minAccuracy", "-0.1", "must be between 0 and 1"),

@@ -55,7 +55,8 @@ def test_synth_renders_the_specs(dev):
     # plus the hash of its spec, which the workloads component adds (infra/components/spec_identity.py)
     training["metadata"]["annotations"][SPEC_HASH_ANNOTATION] = spec_hash_of(training["spec"])
     assert dev.manifest("ElasticJob", "train-run-1") == training
-    assert dev.manifest("Job", "eval-run-1") == yaml.safe_load(yaml.safe_dump(specs.test_job(settings, image)))
+    # Under the mocks the wait measured nothing: the test Job is handed an empty run cost ("{}").
+    assert dev.manifest("Job", "eval-run-1") == yaml.safe_load(yaml.safe_dump(specs.test_job(settings, image, "{}")))
 
 
 def test_every_workload_runs_the_digest_pinned_image(dev):
@@ -129,7 +130,8 @@ def test_data_prep_and_test_jobs(dev, synth_stack):
     container = test["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "jobs.evaluate"]
     assert container["args"] == ["--data", "/efs-shared/data/cifar-10-batches-py", "--model", "/efs-shared/runs/run-1/model.pt",
-                                 "--metrics-out", "/efs-shared/runs/run-1/metrics.json", "--min-accuracy", "0.7"]
+                                 "--metrics-out", "/efs-shared/runs/run-1/metrics.json", "--min-accuracy", "0.7",
+                                 "--run-cost", "{}"]   # the wait's runCost (infra/components/run_cost.py), none under mocks
     assert test["spec"]["backoffLimit"] == 0
     for job in (prep, test):
         assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"

@@ -7,7 +7,6 @@ never a traceback (the command and its report are in command.py and report.py).
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ from infra import versions
 from infra.cli import cost
 from infra.cli.preflight import capacity
 from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
-from infra.aws import ec2_quotas, prices
+from infra.aws import ec2_quotas, live_prices, prices
 from infra.config import Settings
 from infra.aws.zones import usable_zone_names
 
@@ -250,29 +249,23 @@ class Preflight:
 
     # --- prices -----------------------------------------------------------------------------------
 
-    def node_price(self) -> tuple[prices.Price | None, str | None, str]:
-        """(price, where from, note) of the node type from the Price List API; (None, None, why) when it does not answer."""
-        kind, region = self.settings.node_instance_type, self.settings.region
-        filters = [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in (
-            ("instanceType", kind), ("regionCode", region), ("operatingSystem", "Linux"), ("tenancy", "Shared"),
-            ("preInstalledSw", "NA"), ("capacitystatus", "Used"))]
-        try:
-            answer = aws_call(self.client("pricing", PRICING_REGION), "get_products", ServiceCode="AmazonEC2",
-                              Filters=filters, MaxResults=10)
-        except CouldNotCheck as error:
-            return None, None, f"Price List API not used: {error}"
-        usd = set()
-        for text in answer.get("PriceList", []):
-            product = json.loads(text) if isinstance(text, str) else text
-            for term in product.get("terms", {}).get("OnDemand", {}).values():
-                for dimension in term.get("priceDimensions", {}).values():
-                    if dimension.get("unit") == "Hrs" and "USD" in dimension.get("pricePerUnit", {}):
-                        usd.add(float(dimension["pricePerUnit"]["USD"]))
-        if len(usd) != 1:
-            return None, None, f"Price List API gave {len(usd)} On-Demand Linux prices for {kind} in {region}; not used"
-        price = usd.pop()
-        source = f"AWS Price List API (pricing.get_products, read {self.today.isoformat()})"
-        return prices.Price(price, "instance-hour", source, self.today.isoformat()), source, ""
+    def node_prices(self, now: datetime | None = None) -> tuple[cost.LivePrices, list[str]]:
+        """What AWS says the stack's node types cost (infra/aws/live_prices.py); notes for what it did not."""
+        live, notes = cost.LivePrices(), []
+        now = now or datetime.now(timezone.utc)
+        for kind in cost.node_types(self.settings):
+            price, why = live_prices.on_demand(self.client("pricing", PRICING_REGION), kind, self.settings.region,
+                                               self.today.isoformat())
+            if price:
+                live.on_demand[kind] = price
+            notes += [why] if why else []
+        if cost.capacity_type(self.settings) == cost.SPOT:
+            kind = self.settings.node_instance_type
+            price, why = live_prices.spot(self.client("ec2"), kind, self.zones, now)
+            if price:
+                live.spot[kind] = price
+            notes += [why] if why else []
+        return live, notes
 
     # --- everything -------------------------------------------------------------------------------
 
@@ -311,11 +304,9 @@ class Preflight:
                     results[check_id] = could_not_check(check_id, error)
             checks += [results[i] for i in aws_ids]
         checks.append(self.local_tools())
-        node_price, node_from = None, None
+        live = None
         if first.status != FAIL:
-            node_price, node_from, why = self.node_price()
-            if why:
-                notes.append(why)
-        estimate = cost.estimate(self.settings, self.today, phase=self.phase, node_price=node_price,
-                                 node_price_from=node_from)
+            live, price_notes = self.node_prices()
+            notes += price_notes
+        estimate = cost.estimate(self.settings, self.today, phase=self.phase, live=live)
         return checks, estimate, notes

@@ -25,11 +25,10 @@ def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], 
 
     lines = [f"### preflight of `{settings.stack}` in {settings.region}", "", "| check | status | message |", "|---|---|---|"]
     lines += [f"| `{c.id}` | {c.status.upper()} | {cell(c.as_json()['message'])} |" for c in checks]
-    lines += ["", f"**Cost while the stack exists:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
-              "| item | unit price | per hour |", "|---|---|---|"]
+    lines += ["", f"**Cost:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
+              "| item | unit price | per hour | source |", "|---|---|---|---|"]
     for item in estimate["items"]:
-        unit = "not read" if item["unitUsd"] is None else f"{cost.usd(item['unitUsd'])}/{item['unit']}"
-        hourly = "per GB, not in the total" if item["quantity"] is None else cost.usd(item["hourlyUsd"])
-        lines.append(f"| {cell(item['what'])} | {unit} | {hourly} |")
+        what, unit, hourly = cost.item_line(item)
+        lines.append(f"| {cell(what)} | {unit} | {hourly} | {cell(item['source'])} |")
     lines += ["", f"Prices from: {cell(estimate['pricesFrom'])}"] + [f"Note: {cell(n)}" for n in notes]
     return "\n".join(lines) + "\n"

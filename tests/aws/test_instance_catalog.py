@@ -20,7 +20,7 @@ import yaml
 from infra.aws import catalog_build, instance_catalog
 from infra.aws.gpu_instances import NVIDIA_INSTANCES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SAMPLE = """\
 InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone
