@@ -240,9 +240,8 @@ def _scheduling_problem(cluster: Cluster, pods: list[dict[str, Any]], watch: sch
 def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
              spec_hash: str = "", guard: Callable[[Snapshot], str | None] | None = None) -> Verdict:
-    """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted. With
-    `spec_hash`, an ElasticJob made from another spec is never taken as this one's (spec_identity.py).
-    `guard` (infra/components/run_cost.py: the cost ceiling) may stop a running job with its one line."""
+    """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted; never from a job made from
+    another spec (spec_hash: spec_identity.py). `guard` (run_cost.py: the cost ceiling) may stop a running job."""
     start = clock()
     watch = scheduling.SchedulingWatch()
     while True:
@@ -260,7 +259,7 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
                                          f"it is deleted when a run fails: run `pulumi up --refresh` to create it again")
             return _stop(cluster, f"the Kubernetes API refused to show ElasticJob {cluster.namespace}/{cluster.name} "
                                   f"({error})", clock, sleep)
-        stale = stale_spec(snapshot.elasticjob, spec_hash)
+        stale = stale_spec(snapshot.elasticjob, spec_hash)  # an older spec's job says nothing about this one
         verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
         if blocked:
