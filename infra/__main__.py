@@ -4,7 +4,7 @@ import pulumi
 
 from infra.config import ConfigError, load_settings
 from infra.program import build
-from infra.stack_config import current_config
+from infra.config.stack_file import current_config
 
 try:
     settings = load_settings(current_config(), pulumi.get_stack())

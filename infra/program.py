@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import pulumi
 
-from infra.addons import Addons, AddonsArgs
-from infra.artifacts import Artifacts, ArtifactsArgs, run_prefix
-from infra.cluster import Cluster, ClusterArgs
+from infra.components.addons import Addons, AddonsArgs
+from infra.components.artifacts import Artifacts, ArtifactsArgs, run_prefix
+from infra.components.cluster import Cluster, ClusterArgs
 from infra.config import EKS, PROJECT, ConfigError, Settings, is_gpu_stack
-from infra.device_plugin import DevicePlugin, DevicePluginArgs
-from infra.elastic import Elastic, ElasticArgs
-from infra.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
-from infra.network import Network, NetworkArgs
-from infra.registry import Registry, RegistryArgs
+from infra.components.device_plugin import DevicePlugin, DevicePluginArgs
+from infra.components.elastic import Elastic, ElasticArgs
+from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
+from infra.components.network import Network, NetworkArgs
+from infra.components.registry import Registry, RegistryArgs
 from infra.specs import workloads as workload_specs
-from infra.storage import Storage, StorageArgs
-from infra.workloads import Workloads, WorkloadsArgs
-from infra.zones import region_zone_names
+from infra.components.storage import Storage, StorageArgs
+from infra.components.workloads import Workloads, WorkloadsArgs
+from infra.aws.zones import region_zone_names
 
 
 def availability_zones(count: int) -> list[str]:
-    """The first `count` zones EKS can use (no Local/Wavelength Zones, no refused zone IDs: infra/zones.py)."""
+    """The first `count` zones EKS can use (no Local/Wavelength Zones, no refused zone IDs: infra/aws/zones.py)."""
     zones = region_zone_names()
     if len(zones) < count:
         error = ConfigError(f"{PROJECT}:availabilityZoneCount", count,

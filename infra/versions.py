@@ -83,7 +83,7 @@ NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"
 # The training image's platform, matching the node AMI above.
 IMAGE_PLATFORM = "linux/amd64"
 
-# GPU node groups (NVIDIA instance types, infra/gpu_instances.py): the EKS-optimised AL2023 AMI with
+# GPU node groups (NVIDIA instance types, infra/aws/gpu_instances.py): the EKS-optimised AL2023 AMI with
 # the NVIDIA driver and container toolkit. The value is an `AMITypes` enum member of the EKS API
 # (botocore 1.44.5, data/eks/2017-11-01/service-2.json; the same string pulumi-aws passes as
 # `amiType`). It has no device plugin: we run that ourselves (NVIDIA_DEVICE_PLUGIN_IMAGE).

@@ -19,7 +19,7 @@ import pytest
 from infra.config import (EKS, EXISTING, PROJECT, READ_WRITE_ONCE, ConfigError, image_pull_policy, load_settings,
                           pins_the_image)
 from infra.specs import workloads as specs
-from infra.stack_config import read_stack_file
+from infra.config.stack_file import read_stack_file
 from synth_support import REPO
 
 P = PROJECT
@@ -31,8 +31,8 @@ def recorded(stack: str) -> dict:
     script = textwrap.dedent(f"""
         import json, pulumi
         from infra.config import load_settings
-        from infra.mocks import RecordingMocks
-        from infra.stack_config import read_stack_file
+        from infra.cli.mocks import RecordingMocks
+        from infra.config.stack_file import read_stack_file
         settings = load_settings(read_stack_file({stack!r}), {stack!r})
         mocks = RecordingMocks({P!r}, {stack!r}, settings.region)
         mocks.install()

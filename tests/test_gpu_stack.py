@@ -29,7 +29,7 @@ from infra import versions
 from infra.config import load_settings
 from infra.specs import gpu
 from infra.specs import workloads as specs
-from infra.stack_config import read_stack_file
+from infra.config.stack_file import read_stack_file
 from pod_security import BASELINE, violations
 
 EKS_MODEL = botocore.session.get_session().get_service_model("eks")

@@ -7,8 +7,8 @@ import json
 import re
 
 from infra import versions
-from infra.mocks import short_hash
-from infra.network import subnet_cidrs
+from infra.cli.mocks import short_hash
+from infra.components.network import subnet_cidrs
 
 
 def test_network_has_a_public_and_private_subnet_per_zone(dev, variant):

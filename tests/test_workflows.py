@@ -112,7 +112,7 @@ def stack_names() -> list[str]:
 def stack_target(name: str) -> str:
     """A stack's `target` (eks, the default, or existing), read as the program reads it."""
     from infra.config import load_settings  # noqa: PLC0415
-    from infra.stack_config import read_stack_file  # noqa: PLC0415
+    from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     return load_settings(read_stack_file(name, STACKS), name).target
 
@@ -427,8 +427,8 @@ def test_tests_workflow_caches_pip_and_uses_the_cpu_torch_index():
 
 def test_tests_workflow_uploads_synth_of_every_stack():
     all_steps = steps(suite_job())
-    synth = [i for i, s in enumerate(all_steps) if "-m infra.synth" in str(s.get("run", ""))]
-    assert len(synth) == 1, "tests.yml needs one step running `python -m infra.synth`"
+    synth = [i for i, s in enumerate(all_steps) if "elastic-training synth" in str(s.get("run", ""))]
+    assert len(synth) == 1, "tests.yml needs one step running `elastic-training synth`"
     script = all_steps[synth[0]]["run"]
     assert "stacks/Pulumi.*.yaml" in script, "the synth step must loop over stacks/, not a fixed list"
     out_dir = re.search(r"--out\s+\"?([^\"\s$]+)", script).group(1)
@@ -587,7 +587,7 @@ def test_the_program_does_not_build_the_image_during_preview(dev):
     # (pulumi_docker_build/image.py, 0.0.22) also fills in True when the argument is left out.
     image = dev.one("docker-build:index:Image")["inputs"]
     assert image.get("buildOnPreview") is False, (
-        "infra/registry.py must pass build_on_preview=False: otherwise every `pulumi preview` of every "
+        "infra/components/registry.py must pass build_on_preview=False: otherwise every `pulumi preview` of every "
         f"stack builds the training image (got buildOnPreview={image.get('buildOnPreview')!r})"
     )
 
@@ -742,7 +742,7 @@ def repository_files(entry: str) -> list[str]:
 
 def preview_inputs() -> set[str]:
     """What a `pulumi preview` reads, derived from the sources that define it."""
-    from infra import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
+    from infra.components import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
 
     project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
     entries = {"Pulumi.yaml", project["main"], project["stackConfigDir"], "pyproject.toml",
@@ -766,7 +766,7 @@ def preview_inputs() -> set[str]:
 def test_preview_paths_filter_covers_what_the_program_and_image_read():
     patterns = triggers(load("preview.yml"))["pull_request"]["paths"]
     inputs = preview_inputs()
-    assert ".dockerignore" in inputs and "jobs/train.py" in inputs and "infra/registry.py" in inputs
+    assert ".dockerignore" in inputs and "jobs/train.py" in inputs and "infra/components/registry.py" in inputs
     missed = sorted(path for path in inputs if not paths_filter_matches(patterns, path))
     assert not missed, f"a change to these files must trigger preview.yml (add them to `paths:`): {missed}"
 
@@ -860,7 +860,7 @@ def test_e2e_pins_kind_and_its_node_image_by_digest():
     assert match, env["KIND_NODE_IMAGE"]
     # The manifests are validated for the stack's kubernetesVersion: the node runs that version.
     from infra.config import load_settings  # noqa: PLC0415
-    from infra.stack_config import read_stack_file  # noqa: PLC0415
+    from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     settings = load_settings(read_stack_file(e2e_stack(), STACKS), e2e_stack())
     assert match.group(1) == settings.kubernetes_version
@@ -875,7 +875,7 @@ def test_e2e_names_match_the_local_stack():
     from infra.config import load_settings  # noqa: PLC0415
     from infra.specs import workloads as workload_specs  # noqa: PLC0415
     from infra.specs.elastic import CONTROLLER_NAMESPACE  # noqa: PLC0415
-    from infra.stack_config import read_stack_file  # noqa: PLC0415
+    from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     stack = e2e_stack()
     settings = load_settings(read_stack_file(stack, STACKS), stack)

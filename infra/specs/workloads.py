@@ -102,7 +102,7 @@ def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]
 
 def pull_policy(settings: Settings) -> str:
     """The image the stack builds runs by digest (IfNotPresent); an `imageUri` gets the policy its
-    reference calls for (infra/config.py image_pull_policy)."""
+    reference calls for (infra/config/ image_pull_policy)."""
     return image_pull_policy(settings.image_uri) if settings.image_uri else "IfNotPresent"
 
 
@@ -186,7 +186,7 @@ def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, An
 
 def aws_region_env(settings: Settings) -> list[dict[str, Any]]:
     """The stack's region for boto3 in a pod: botocore would otherwise ask the instance metadata
-    service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/cluster.py)."""
+    service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/components/cluster.py)."""
     return [{"name": "AWS_REGION", "value": settings.region}]
 
 
