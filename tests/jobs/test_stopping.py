@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from torchrun_harness import REPO_ROOT, agent_environment
+from torchrun_harness import REPO_ROOT, agent_environment, free_port
 
 SCRIPT = """
 import logging, sys, time
@@ -94,3 +94,48 @@ def test_outside_the_watch_sigterm_has_its_default_action_again(tmp_path):
     code, seconds, output = _sigterm_after_start("leave", tmp_path)
     assert code == -signal.SIGTERM, output
     assert seconds < 1.0
+
+
+COLLECTIVE = """
+import logging, sys, time
+from datetime import timedelta
+import torch, torch.distributed as dist
+from jobs.stopping import StopSignal
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+if dist.get_rank() == 1:
+    print("hung", flush=True)
+    time.sleep(120)  # a peer that never joins the collective
+stop = StopSignal(stuck_seconds=2.0)
+with stop.watching():
+    stop.step_boundary()
+    print("in the all-reduce", flush=True)
+    dist.all_reduce(torch.ones(10))
+"""
+
+
+def test_a_worker_blocked_in_a_gloo_collective_still_exits_on_sigterm(tmp_path):
+    """The real stuck case: the main thread waits in gloo's C++ all-reduce for a hung peer, where no
+    Python signal handler can run; the wakeup-fd reader still sees the SIGTERM and ends the worker
+    after stuck_seconds, not after the 60 s process-group timeout."""
+    script = tmp_path / "collective.py"
+    script.write_text(COLLECTIVE)
+    port = str(free_port())
+    processes = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  cwd=REPO_ROOT, env=agent_environment(MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                                                                       RANK=str(rank), WORLD_SIZE="2"))
+                 for rank in range(2)]  # fmt: skip
+    try:
+        assert processes[1].stdout.readline() == "hung\n"
+        assert processes[0].stdout.readline() == "in the all-reduce\n"
+        time.sleep(0.5)
+        sent = time.monotonic()
+        processes[0].send_signal(signal.SIGTERM)
+        assert processes[0].wait(timeout=30) == 143, processes[0].stdout.read()
+        assert time.monotonic() - sent < 10
+        assert "exiting without saving" in processes[0].stdout.read()
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
