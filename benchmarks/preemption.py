@@ -1,6 +1,6 @@
 """What a preemption costs: goodput of jobs.train under preemption, before and after checkpoints by time.
 
-    .venv/bin/python benchmarks/preemption.py [--scale 0.1] [--images-per-class 300] [--epochs 4]
+    .venv/bin/python benchmarks/preemption.py [--scale 0.1] [--images-per-class 200] [--epochs 5]
 
 The local harness of tests/jobs: a real etcd, 3 torchrun agents started as the worker pods start
 them (jobs.agent, --nnodes=2:3, etcd rendezvous with torch's default timeouts), training on
@@ -20,9 +20,8 @@ steps computed and thrown away) and the re-formation (seconds from the old group
 the new group's first). Time is scaled; torch's and etcd's re-formation costs (a 10 s keep-alive,
 process start-up) are not, so they weigh 1 / scale times more here than on a cluster.
 
-Before those, the loop's throughput: `torchrun --standalone --nproc_per_node=3`, no preemption,
-epoch checkpoints only against jobs.train's defaults (checkpoints every 30 s, saving on SIGTERM:
-the per-step vote), alternated `--repeats` times; median images/s of every epoch after the first.
+Before those, the loop's throughput with and without checkpoints by time, in the same workers
+(benchmarks/checkpoint_overhead.py).
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from jobs.progress import Progress, save_checkpoint  # noqa: E402
 from jobs.recipes import RunSettings, build_optimizer  # noqa: E402
 from jobs.sample_trace import TracedStep, committed_and_lost, read_traces, traced_steps  # noqa: E402
 from jobs.transforms import Normalization  # noqa: E402
+import checkpoint_overhead  # noqa: E402  (beside this file)
 from tests.jobs.torchrun_harness import (  # noqa: E402
     EtcdServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
 )  # fmt: skip
@@ -131,19 +131,6 @@ def execute(run: Run, etcd: EtcdServer, data_dir: Path, args) -> None:
           f"{'finished' if finished else 'NOT FINISHED (see ' + str(run.directory / 'logs') + ')'}", flush=True)
 
 
-def throughput(policy: list[str], directory: Path, data_dir: Path, args) -> list[float]:
-    """images/s of every epoch after the first, 3 workers on this machine, no preemption."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={WORLD}", "-m",
-               "jobs.train", "--data", str(data_dir), "--run-dir", str(directory / "run"), "--epochs",
-               str(args.throughput_epochs), "--batch-size", str(args.batch_size), "--log-every", "1000", *policy]  # fmt: skip
-    job = TorchrunJob(directory.name, [command], directory / "logs", agent_environment())
-    run_torchrun_jobs([job], args.deadline)
-    history = checkpoint.read_history(directory / "run")
-    if not any(r["event"] == "finished" for r in history):
-        raise SystemExit(f"throughput run failed: {job.results()[0].log[-3000:]}")
-    return [r["images_per_second"] for r in history if r["event"] == "epoch"][1:]
-
-
 @dataclass
 class Result:
     computed: int
@@ -207,11 +194,10 @@ def save_seconds(directory: Path, repeats: int = 5) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=0.1, help="time scale: preemption every 300 s x scale, checkpoint every 30 s x scale")
-    parser.add_argument("--images-per-class", type=int, default=300)
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--images-per-class", type=int, default=200)
+    parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--throughput-epochs", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=2, help="throughput runs per policy, alternated")
+    parser.add_argument("--throughput-epochs", type=int, default=12, help="timed epochs of the throughput measurement")
     parser.add_argument("--deadline", type=float, default=900, help="seconds per run before it is killed")
     args = parser.parse_args()
     interval = CHECKPOINT_EVERY_SECONDS * args.scale
@@ -225,11 +211,7 @@ def main() -> None:
         print(f"{WORLD} workers, {args.images_per_class * 10} images, batch {args.batch_size} per worker; torch "
               f"{torch.__version__}, {os.cpu_count()} CPUs", flush=True)  # fmt: skip
         saving = save_seconds(base)
-        rates: dict[str, list[float]] = {"epoch checkpoints only": [], "defaults (every 30 s, save on SIGTERM)": []}
-        for repeat in range(args.repeats):
-            for (name, policy) in zip(rates, [before, []]):
-                rates[name] += throughput(policy, base / f"throughput-{len(rates[name])}-{repeat}-{policy != []}", data_dir, args)
-        print(f"  throughput runs done: {rates}", flush=True)
+        rates = checkpoint_overhead.measure(WORLD, args.throughput_epochs, 100, args.batch_size)
         runs = [
             Run("SIGTERM, before", before, signal.SIGTERM, 0, base / "t-before"),
             Run("SIGTERM, after", after, signal.SIGTERM, interval, base / "t-after"),
@@ -250,9 +232,9 @@ def main() -> None:
 def report(runs: list[Run], results: dict[str, Result], rates: dict[str, list[float]], interval: float, saving: float) -> None:
     parameters = sum(p.numel() for p in WorkshopCNN().parameters())
     print(f"\none checkpoint of the workshop CNN (weights + momentum, {parameters:,} parameters) takes {saving:.3f} s here")
-    (name_a, a), (name_b, b) = rates.items()
-    print(f"throughput, images/s (median of {len(a)} epochs): {name_a} {statistics.median(a):.1f}, "
-          f"{name_b} {statistics.median(b):.1f}: {statistics.median(b) / statistics.median(a):.3f} x\n")  # fmt: skip
+    print("throughput of the loop, 3 workers, alternating epochs (benchmarks/checkpoint_overhead.py):")
+    checkpoint_overhead.report(rates)
+    print()
     print(f"{'run':<16} {'preemptions':>11} {'steps':>6} {'useful':>6} {'goodput':>8} {'work lost / preemption':>23} "
           f"{'re-formation':>13} {'wall s':>7} {'useful s':>9}")  # fmt: skip
     for run in runs:

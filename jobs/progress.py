@@ -71,20 +71,29 @@ def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, nu
 
 
 class CheckpointClock:
-    """Rank 0's timer for checkpoints by time. `interval` 0: only at epoch ends (and on SIGTERM)."""
+    """Rank 0's timer for checkpoints by time. `interval` 0: only at epoch ends (and on SIGTERM).
+
+    A checkpoint voted for at one step boundary happens at the next (jobs.distributed.StepVote), so
+    the vote goes out one step early: the state saved is never more than `interval` seconds of
+    training newer than the one before it, and neither is the work a worker lost without warning
+    costs (plus the step in progress)."""
 
     def __init__(self, interval: float):
         self.interval = interval
-        self._last = time.monotonic()
+        self._last = time.monotonic()  # when the state last saved was reached
+        self._boundary = self._last
         self._asked = False  # voted for a checkpoint that has not happened yet
 
     def due(self) -> bool:
-        """True once per interval: the vote it causes takes effect a step later."""
-        if self.interval <= 0 or self._asked or time.monotonic() - self._last < self.interval:
+        """Called at every step boundary; True once per interval."""
+        now = time.monotonic()
+        step, self._boundary = now - self._boundary, now
+        if self.interval <= 0 or self._asked or now - self._last + step < self.interval:
             return False
         self._asked = True
         return True
 
     def saved(self) -> None:
-        self._last = time.monotonic()
+        """The state reached at the latest step boundary is now on disk."""
+        self._last = self._boundary
         self._asked = False

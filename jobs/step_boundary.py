@@ -52,7 +52,8 @@ class StepBoundary:
         [loss sum, correct, seen] of the epoch so far (carried sums included on rank 0)."""
         if self.stop_signal is not None:
             self.stop_signal.step_boundary()
-        stop, save = self.vote.cast(self._stop_requested(), self.place.is_leader and self.clock.due())
+        due = self.clock.due() if self.place.is_leader else False
+        stop, save = self.vote.cast(self._stop_requested(), due)
         if not (stop or save):
             return
         with self.stop_signal.busy() if self.stop_signal else contextlib.nullcontext():
@@ -70,6 +71,7 @@ class StepBoundary:
     def after_epoch(self, epochs_done: int) -> None:
         """After rank 0 wrote the epoch's checkpoint (not after the last epoch)."""
         if self.place.is_leader:
+            self.clock.due()  # (the epoch's checkpoint is the state at this boundary)
             self.clock.saved()
         if self.stop_signal is not None:
             self.stop_signal.step_boundary()
