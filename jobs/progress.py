@@ -94,6 +94,8 @@ class CheckpointClock:
         return True
 
     def saved(self) -> None:
-        """The state reached at the latest step boundary is now on disk."""
+        """The state reached at the latest step boundary is now on disk. The interval counts from
+        that state; the next step's duration from now, the save's own time left out."""
         self._last = self._boundary
+        self._boundary = time.monotonic()
         self._asked = False
