@@ -1,6 +1,6 @@
 """What checkpoints by time cost the training loop: steps/s with and without them, in the same workers.
 
-    .venv/bin/python benchmarks/checkpoint_overhead.py [--workers 3] [--epochs 12] [--images-per-class 100]
+    .venv/bin/python benchmarks/checkpoint_overhead.py [--workers 3] [--epochs 24] [--images-per-class 100]
 
 Starts `torchrun --standalone --nproc_per_node=WORKERS` on this file; every worker builds what
 jobs.train builds (gloo group, DistributedDataParallel workshop CNN, SGD) and trains epoch after
@@ -90,8 +90,8 @@ def worker(args) -> None:
         Path(args.out).write_text(json.dumps(timings))
 
 
-def measure(workers: int, epochs: int, images_per_class: int, batch_size: int) -> dict[str, list[float]]:
-    """Run the workers; steps/s per policy, the first epoch (warm-up) left out."""
+def measure(workers: int, epochs: int, images_per_class: int, batch_size: int) -> list[dict]:
+    """Run the workers; one {"policy", "epoch", "steps_per_second"} per epoch."""
     from jobs import data
     from tests.jobs.torchrun_harness import agent_environment
 
@@ -101,17 +101,23 @@ def measure(workers: int, epochs: int, images_per_class: int, batch_size: int) -
         out = base / "timings.json"
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={workers}",
                    str(Path(__file__).resolve()), "--worker", "--data", str(base / data.FOLDER_NAME), "--run-dir",
-                   str(base / "run"), "--out", str(out), "--epochs", str(epochs + 1), "--batch-size", str(batch_size)]  # fmt: skip
+                   str(base / "run"), "--out", str(out), "--epochs", str(epochs + len(POLICIES)), "--batch-size", str(batch_size)]  # fmt: skip
         subprocess.run(command, check=True, cwd=ROOT, env=agent_environment(), stdout=subprocess.DEVNULL, timeout=1800)
-        timings = json.loads(out.read_text())[1:]
-    return {name: [t["steps_per_second"] for t in timings if t["policy"] == name] for name in POLICIES}
+        return json.loads(out.read_text())
 
 
-def report(rates: dict[str, list[float]]) -> None:
-    baseline = statistics.median(rates["epoch checkpoints only"])
-    for name, values in rates.items():
-        print(f"  {name:<24} {statistics.median(values):7.3f} steps/s  ({statistics.median(values) / baseline:.3f} x, "
-              f"{len(values)} epochs, spread {min(values):.3f}..{max(values):.3f})")  # fmt: skip
+def report(timings: list[dict]) -> None:
+    """Steps/s per policy, and its ratio to epoch checkpoints only within each block of consecutive
+    epochs that holds every policy once (so that a change in machine load cancels out)."""
+    blocks: dict[int, dict[str, float]] = {}
+    for timing in timings:
+        blocks.setdefault(timing["epoch"] // len(POLICIES), {})[timing["policy"]] = timing["steps_per_second"]
+    complete = [block for index, block in blocks.items() if index > 0 and len(block) == len(POLICIES)]  # block 0: warm-up
+    for name in POLICIES:
+        values = [block[name] for block in complete]
+        ratios = sorted(block[name] / block["epoch checkpoints only"] for block in complete)
+        print(f"  {name:<24} {statistics.median(values):7.3f} steps/s   {statistics.median(ratios):.3f} x "
+              f"(per block: {ratios[0]:.3f}..{ratios[-1]:.3f}, {len(ratios)} blocks)")  # fmt: skip
 
 
 def main() -> None:
@@ -121,7 +127,7 @@ def main() -> None:
     parser.add_argument("--run-dir", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=12, help="timed epochs, a third per policy")
+    parser.add_argument("--epochs", type=int, default=24, help="timed epochs, a third per policy (after a block of warm-up)")
     parser.add_argument("--images-per-class", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=16)
     args = parser.parse_args()

@@ -197,7 +197,7 @@ def main() -> None:
     parser.add_argument("--images-per-class", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--throughput-epochs", type=int, default=12, help="timed epochs of the throughput measurement")
+    parser.add_argument("--throughput-epochs", type=int, default=24, help="timed epochs of the throughput measurement")
     parser.add_argument("--deadline", type=float, default=900, help="seconds per run before it is killed")
     args = parser.parse_args()
     interval = CHECKPOINT_EVERY_SECONDS * args.scale
@@ -229,7 +229,7 @@ def main() -> None:
     report(runs, results, rates, interval, saving)
 
 
-def report(runs: list[Run], results: dict[str, Result], rates: dict[str, list[float]], interval: float, saving: float) -> None:
+def report(runs: list[Run], results: dict[str, Result], rates: list[dict], interval: float, saving: float) -> None:
     parameters = sum(p.numel() for p in WorkshopCNN().parameters())
     print(f"\none checkpoint of the workshop CNN (weights + momentum, {parameters:,} parameters) takes {saving:.3f} s here")
     print("throughput of the loop, 3 workers, alternating epochs (benchmarks/checkpoint_overhead.py):")
