@@ -68,7 +68,7 @@ def join_process_group(place: WorkerPlace, device: torch.device, timeout_seconds
         device_id=device if device.type == "cuda" else None,
     )
     # A second, CPU-only group for the few integers the workers agree on at every step (see
-    # StepVote): on its own gloo connections it never waits for, or is ordered among,
+    # jobs.step_vote): on its own gloo connections it never waits for, or is ordered among,
     # the gradient all-reduces that DistributedDataParallel issues on the main group, and on GPU
     # stacks reading its result never waits for the GPU.
     global _control_group
@@ -98,38 +98,9 @@ def maxima_over_workers(values: Sequence[int], device: torch.device) -> list[int
     return [int(value) for value in both.tolist()]
 
 
-class StepVote:
-    """At every step boundary every worker casts two yes/no votes, "stop" and "checkpoint", and
-    learns the outcome of the votes it cast at the previous boundary: yes if any worker said yes.
-
-    All workers see the same outcome at the same boundary, so they all checkpoint, or all stop,
-    after the same step. The all-reduce runs in the background on the CPU control group while the
-    next step computes, so a step never waits for it (on a GPU not even for the device); the price
-    is that a vote takes effect one step late. Alone, the outcome is the vote itself, at once.
-    """
-
-    def __init__(self) -> None:
-        self._pending: tuple[dist.Work, torch.Tensor] | None = None
-
-    def cast(self, stop: bool, checkpoint: bool) -> tuple[bool, bool]:
-        if not _is_distributed():
-            return stop, checkpoint
-        outcome = (False, False)
-        if self._pending is not None:
-            work, votes = self._pending
-            work.wait()
-            outcome = (bool(votes[0]), bool(votes[1]))
-        self._pending = None
-        if not outcome[0]:  # after a stop nothing more is voted on
-            votes = torch.tensor([int(stop), int(checkpoint)], dtype=torch.int32)
-            self._pending = (dist.all_reduce(votes, op=dist.ReduceOp.MAX, group=_control_group, async_op=True), votes)
-        return outcome
-
-    def settle(self) -> None:
-        """Wait for the vote still under way (at the end of training; its outcome no longer matters)."""
-        if self._pending is not None:
-            self._pending[0].wait()
-            self._pending = None
+def control_group():
+    """The CPU-only gloo group of join_process_group (None when alone)."""
+    return _control_group
 
 
 def wait_for_all_workers_on_cpu() -> None:

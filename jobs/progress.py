@@ -73,29 +73,24 @@ def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, nu
 class CheckpointClock:
     """Rank 0's timer for checkpoints by time. `interval` 0: only at epoch ends (and on SIGTERM).
 
-    A checkpoint voted for at one step boundary happens at the next (jobs.distributed.StepVote), so
-    the vote goes out one step early: the state saved is never more than `interval` seconds of
-    training newer than the one before it, and neither is the work a worker lost without warning
-    costs (plus the step in progress)."""
+    A checkpoint voted for now happens `lookahead` seconds of training later, at the next voting
+    boundary (jobs.step_vote), so the vote goes out that much early: two saved states are never
+    more than `interval` apart, and neither is the work a worker lost without warning costs (plus
+    the step in progress). The interval counts from the state saved, not from the end of its save."""
 
     def __init__(self, interval: float):
         self.interval = interval
         self._last = time.monotonic()  # when the state last saved was reached
-        self._boundary = self._last
         self._asked = False  # voted for a checkpoint that has not happened yet
 
-    def due(self) -> bool:
-        """Called at every step boundary; True once per interval."""
-        now = time.monotonic()
-        step, self._boundary = now - self._boundary, now
-        if self.interval <= 0 or self._asked or now - self._last + step < self.interval:
+    def due(self, now: float, lookahead: float) -> bool:
+        """True once per interval."""
+        if self.interval <= 0 or self._asked or now - self._last + lookahead < self.interval:
             return False
         self._asked = True
         return True
 
-    def saved(self) -> None:
-        """The state reached at the latest step boundary is now on disk. The interval counts from
-        that state; the next step's duration from now, the save's own time left out."""
-        self._last = self._boundary
-        self._boundary = time.monotonic()
+    def saved(self, at: float) -> None:
+        """The state reached at time `at` (time.monotonic) is on disk."""
+        self._last = at
         self._asked = False

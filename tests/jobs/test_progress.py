@@ -1,47 +1,37 @@
-"""jobs.progress.CheckpointClock: when rank 0 asks for a checkpoint by time (in-process, a fake clock)."""
+"""When rank 0 asks for a checkpoint by time (jobs.progress.CheckpointClock), and how often the
+workers vote at all (jobs.step_vote), in-process."""
 
 from __future__ import annotations
 
-import pytest
-
-from jobs import progress
+from jobs import progress, step_vote
 
 
-@pytest.fixture
-def clock(monkeypatch):
-    now = [1000.0]
-    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
-    return now
+def test_the_vote_goes_out_early_by_the_lookahead_so_saved_states_are_at_most_the_interval_apart():
+    clock = progress.CheckpointClock(10.0)
+    start = clock._last
+    # the vote takes effect 3 s after it is cast: cast at 7 s or later, the state saved is at <= 10 s
+    assert not clock.due(start + 6.9, lookahead=3.0)
+    assert clock.due(start + 7.0, lookahead=3.0)
+    assert not clock.due(start + 8.0, lookahead=3.0)  # voted once, not again while it is pending
+    clock.saved(at=start + 10.0)  # the state reached at 10 s is on disk; its save took until 14 s
+    assert not clock.due(start + 16.9, lookahead=3.0)  # the interval counts from the state, not the save
+    assert clock.due(start + 17.0, lookahead=3.0)
 
 
-def steps(timer: progress.CheckpointClock, now: list[float], seconds: float, count: int) -> list[bool]:
-    votes = []
-    for _ in range(count):
-        now[0] += seconds
-        votes.append(timer.due())
-    return votes
+def test_interval_zero_never_votes():
+    clock = progress.CheckpointClock(0.0)
+    assert not any(clock.due(clock._last + t, lookahead=0.0) for t in (1.0, 100.0, 1e6))
 
 
-def test_the_vote_goes_out_one_step_early_so_saved_states_are_at_most_the_interval_apart(clock):
-    timer = progress.CheckpointClock(10.0)
-    # steps of 3 s: at 9 s, 9 + 3 >= 10, so the vote goes out; the save is of the state at 12 s...
-    assert steps(timer, clock, 3.0, 3) == [False, False, True]
-    assert steps(timer, clock, 3.0, 1) == [False]  # ...voted once, not again while it is pending
-    timer.saved()  # the state reached at 12 s is on disk
-    assert steps(timer, clock, 3.0, 3) == [False, False, True]  # 21 s: 9 s after it, 12 >= 10
-    # without the anticipation the vote would go out at 12 s after the last save, the save at 15 s
+def test_the_gap_between_votes_is_about_a_quarter_second_of_steps():
+    assert step_vote.proposed_gap(0.010) == 25  # 10 ms GPU steps: a vote every 25 steps
+    assert step_vote.proposed_gap(0.4) == 1  # slow CPU steps: every step
+    assert step_vote.proposed_gap(0.0) == 1 and step_vote.proposed_gap(1e-9) == step_vote.MAX_GAP
 
 
-def test_interval_zero_never_votes(clock):
-    timer = progress.CheckpointClock(0.0)
-    assert not any(steps(timer, clock, 100.0, 5))
-
-
-def test_the_interval_counts_from_the_state_saved_and_a_slow_save_is_no_step(clock):
-    timer = progress.CheckpointClock(10.0)
-    assert steps(timer, clock, 4.0, 3) == [False, True, False]  # voted at 8 s; the checkpoint: the state at 12 s
-    clock[0] += 5.0  # the save takes 5 s
-    timer.saved()
-    # 1 s steps from 17 s: the vote goes out at 21 s (9 s after the state, + a 1 s step), the
-    # state saved next is 10 s after the last; the 5 s of saving never counted as a step
-    assert steps(timer, clock, 1.0, 4) == [False, False, False, True]
+def test_alone_every_boundary_votes_and_the_outcome_is_the_vote_itself():
+    vote = step_vote.StepVote()
+    for stop, checkpoint in [(False, False), (False, True), (True, False)]:
+        assert vote.is_voting_boundary()
+        assert vote.collect() == step_vote.Outcome() and vote.steps_until_effect() == 0
+        assert vote.cast(stop, checkpoint, gap=7) == step_vote.Outcome(stop, checkpoint, 1)
