@@ -30,11 +30,12 @@ from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs import data  # noqa: E402
+from jobs import data, sampling  # noqa: E402
 from jobs.distributed import WorkerPlace  # noqa: E402
+from jobs.loop import TrainingData, train_one_epoch  # noqa: E402
 from jobs.model import WorkshopCNN  # noqa: E402
+from jobs.recipes import RECIPES, RunSettings, build_optimizer  # noqa: E402
 from jobs.runtime import choose_device, configure_cpu_threads  # noqa: E402
-from jobs.train import RECIPES, RunSettings, TrainingData, build_optimizer, epoch_batches, train_one_epoch  # noqa: E402
 from jobs.transforms import Normalization, random_flip_and_crop  # noqa: E402
 
 
@@ -85,7 +86,7 @@ def input_pipeline_rates(split: data.CifarSplit, batch_size: int, workers: int, 
     generator = torch.Generator(device=device).manual_seed(0)
     started, seen = time.perf_counter(), 0
     for epoch in range(3):
-        for indices in epoch_batches(len(images), epoch, settings, WorkerPlace.alone(), device):
+        for indices in sampling.epoch_order(len(images), settings.seed, epoch).to(device).split(batch_size):
             batch = normalization.apply(random_flip_and_crop(images[indices], generator))
             seen += batch.shape[0]
     ours = seen / (time.perf_counter() - started)

@@ -52,9 +52,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
 # argparse prints the function name in "invalid <name> value"; give it a readable one.
 positive_int.__name__ = "positive whole number"
 positive_float.__name__ = "positive number"
+non_negative_float.__name__ = "non-negative number"
 
 
 def configure_logging(tag: str = "") -> None:

@@ -8,6 +8,7 @@ on a laptop, the worker is alone: rank 0 of 1, and no process group is created.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -66,6 +67,15 @@ def join_process_group(place: WorkerPlace, device: torch.device, timeout_seconds
         timeout=timedelta(seconds=timeout_seconds),
         device_id=device if device.type == "cuda" else None,
     )
+    # A second, CPU-only group for the few integers the workers agree on at every step (see
+    # jobs.step_vote): on its own gloo connections it never waits for, or is ordered among,
+    # the gradient all-reduces that DistributedDataParallel issues on the main group, and on GPU
+    # stacks reading its result never waits for the GPU.
+    global _control_group
+    _control_group = dist.new_group(backend="gloo")
+
+
+_control_group = None
 
 
 def _is_distributed() -> bool:
@@ -79,12 +89,24 @@ def sum_over_workers(values: torch.Tensor) -> torch.Tensor:
     return values
 
 
-def smallest_and_largest(value: int, device: torch.device) -> tuple[int, int]:
-    """The minimum and maximum of an integer over all workers, in one collective."""
-    both = torch.tensor([-value, value], dtype=torch.int64, device=device)
+def maxima_over_workers(values: Sequence[int], device: torch.device) -> list[int]:
+    """The element-wise maximum of integers over all workers, in one collective (a minimum is
+    the maximum of the negated value)."""
+    both = torch.tensor(list(values), dtype=torch.int64, device=device)
     if _is_distributed():
         dist.all_reduce(both, op=dist.ReduceOp.MAX)
-    return int(-both[0]), int(both[1])
+    return [int(value) for value in both.tolist()]
+
+
+def control_group():
+    """The CPU-only gloo group of join_process_group (None when alone)."""
+    return _control_group
+
+
+def wait_for_all_workers_on_cpu() -> None:
+    """A barrier on the CPU control group: never waits behind queued GPU work."""
+    if _is_distributed():
+        dist.barrier(group=_control_group)
 
 
 def wait_for_all_workers() -> None:

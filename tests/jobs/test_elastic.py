@@ -132,7 +132,9 @@ def test_two_nodes_train_a_model_that_scores_above_chance(elastic_runs, tiny_cif
     run = elastic_runs["normal"]
     _assert_agents_succeeded(run)
     history = checkpoint.read_history(run.run_dir)
-    assert [(r["event"], r.get("world_size")) for r in history] == [("start", 2), ("epoch", 2), ("epoch", 2), ("finished", None)]
+    # (a checkpoint by time, every 30 s, only shows up on a machine slow enough for the run to take that long)
+    events = [(r["event"], r.get("world_size")) for r in history if r["event"] != "checkpoint"]
+    assert events == [("start", 2), ("epoch", 2), ("epoch", 2), ("finished", None)]
     # Each worker trained its half: rank 0 logs steps for 50 images / batch 10 = 5 steps per epoch.
     logs = "".join(result.log for result in run.job.results())
     assert "epoch 1/2 step 5/5" in logs and "[rank 1/2]" in logs

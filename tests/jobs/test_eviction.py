@@ -83,9 +83,9 @@ def test_other_outcomes_keep_torchrun_exit_code(tmp_path):
 
 
 def test_sigterm_during_a_checkpoint_write_leaves_the_previous_checkpoint_loadable(tmp_path):
-    """jobs.train keeps SIGTERM's default action (it dies at once; jobs/train.py __main__), so a
-    SIGTERM can land in the middle of save_atomically: the checkpoint on disk is the last complete
-    one, never a torn file."""
+    """Outside its training loop jobs.train keeps SIGTERM's default action (it dies at once;
+    jobs/stopping.py), and a SIGKILL can come at any time, so a signal can land in the middle of
+    save_atomically: the checkpoint on disk is the last complete one, never a torn file."""
     writer = tmp_path / "writer.py"
     writer.write_text(
         "import sys, torch\n"

@@ -8,10 +8,9 @@ import time
 
 import pytest
 import torch
-from conftest import assert_one_line_error, run_job
+from conftest import assert_one_line_error, make_synthetic_cifar, run_job
 
-from jobs import checkpoint, cli, train
-from jobs.distributed import WorkerPlace
+from jobs import checkpoint, cli, recipes, train
 
 
 def train_args(data_dir, run_dir, *extra: str) -> list[str]:
@@ -73,30 +72,38 @@ def test_workshop_recipe_trains_without_normalisation(tiny_cifar, tmp_path):
 
 
 def test_learning_rate_schedules():
-    improved = train.RunSettings("improved", epochs=10, batch_size=128, lr=0.05, seed=0)
-    assert train.learning_rate(improved, 0.0) == pytest.approx(0.005)  # warm-up starts at lr / 10
-    assert train.learning_rate(improved, 1.0) == pytest.approx(0.05)  # peak after one epoch
-    assert train.learning_rate(improved, 5.5) == pytest.approx(0.025)  # half-way down the cosine
-    assert train.learning_rate(improved, 10.0) == pytest.approx(0.0, abs=1e-12)
-    workshop = train.RunSettings("workshop", epochs=10, batch_size=128, lr=0.001, seed=0)
-    assert {train.learning_rate(workshop, p) for p in (0.0, 3.3, 9.9)} == {0.001}
+    improved = recipes.RunSettings("improved", epochs=10, batch_size=128, lr=0.05, seed=0)
+    assert recipes.learning_rate(improved, 0.0) == pytest.approx(0.005)  # warm-up starts at lr / 10
+    assert recipes.learning_rate(improved, 1.0) == pytest.approx(0.05)  # peak after one epoch
+    assert recipes.learning_rate(improved, 5.5) == pytest.approx(0.025)  # half-way down the cosine
+    assert recipes.learning_rate(improved, 10.0) == pytest.approx(0.0, abs=1e-12)
+    workshop = recipes.RunSettings("workshop", epochs=10, batch_size=128, lr=0.001, seed=0)
+    assert {recipes.learning_rate(workshop, p) for p in (0.0, 3.3, 9.9)} == {0.001}
 
 
-def test_every_epoch_reshuffles_into_equal_disjoint_shares():
-    settings = train.RunSettings("improved", epochs=2, batch_size=8, lr=0.05, seed=0)
-    device = torch.device("cpu")
+def test_a_checkpoint_of_another_data_set_size_is_refused(trained_run, tmp_path):
+    """Its position counts images of an order of another length: resuming would train on other images."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    (run_dir / "model.pt").unlink()
+    other = make_synthetic_cifar(tmp_path / "other", train_per_class=11, test_per_class=2)
+    with pytest.raises(cli.JobError, match="100 training images there, 110 now.*new --run-dir"):
+        train.main(train_args(other, run_dir, "--epochs", "3"))
 
-    def shares(epoch):
-        return [torch.cat(train.epoch_batches(103, epoch, settings, WorkerPlace(rank, 3, 0, 0, True), device))
-                for rank in range(3)]  # fmt: skip
 
-    epoch0, epoch1 = shares(0), shares(1)
-    assert [len(share) for share in epoch0] == [34, 34, 34]  # equal: DDP needs equal step counts
-    assert len(set(torch.cat(epoch0).tolist())) == 102  # disjoint
-    assert not torch.equal(epoch0[0], epoch1[0])  # a new order every epoch
-    assert all(torch.equal(a, b) for a, b in zip(epoch0, shares(0)))  # every worker computes the same plan
-    first_worker = train.epoch_batches(103, 0, settings, WorkerPlace(0, 3, 0, 0, True), device)
-    assert [len(batch) for batch in first_worker] == [8, 8, 8, 8, 2]
+def test_a_checkpoint_without_a_position_resumes_at_its_epoch(trained_run, tiny_cifar, tmp_path):
+    """Checkpoints written before checkpoints by time have no position: an epoch boundary."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    (run_dir / "model.pt").unlink()
+    saved = checkpoint.load(run_dir / "checkpoint.pt", "checkpoint")
+    old = {key: value for key, value in saved.items() if key not in ("position", "num_images", "epoch_sums")}
+    checkpoint.save_atomically({**old, "epochs_done": 2}, run_dir / "checkpoint.pt")
+    assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "3")) == 0
+    history = checkpoint.read_history(run_dir)
+    restart = [record for record in history if record["event"] == "start"][-1]
+    assert (restart["epochs_done"], restart["position"]) == (2, 0)
+    assert history[-2]["event"] == "epoch" and history[-2]["epoch"] == 3 and history[-2]["train_accuracy"] > 0
 
 
 @pytest.mark.parametrize(
@@ -106,6 +113,7 @@ def test_every_epoch_reshuffles_into_equal_disjoint_shares():
         (["--recipe", "fancy"], cli.UsageError, "invalid choice: 'fancy'"),
         (["--lr", "-1"], cli.UsageError, "--lr: must be a number > 0"),
         (["--batch-size", "lots"], cli.UsageError, "--batch-size: invalid positive whole number value"),
+        (["--checkpoint-every-seconds", "-1"], cli.UsageError, "--checkpoint-every-seconds: must be a number >= 0"),
     ],
 )
 def test_bad_flags(tiny_cifar, tmp_path, extra, error, phrase):

@@ -179,13 +179,13 @@ class EtcdServer:
 # --- torchrun agents --------------------------------------------------------------------------
 
 
-def cluster_style_torchrun_flags(etcd_endpoint: str, run_name: str, max_restarts: int = 3) -> list[str]:
+def cluster_style_torchrun_flags(etcd_endpoint: str, run_name: str, max_restarts: int = 3, nnodes: str = "1:2") -> list[str]:
     """torchrun flags in the shape the ElasticJob produces on the cluster: the four the
     controller prepends, then ours (whose later --rdzv_id wins; argparse keeps the last).
     A fresh hash in the id: etcd keeps a finished rendezvous for 2 hours."""
     unique = uuid.uuid4().hex[:8]
     return [
-        "--rdzv_backend=etcd", f"--rdzv_endpoint={etcd_endpoint}", f"--rdzv_id=train-{run_name}", "--nnodes=1:2",
+        "--rdzv_backend=etcd", f"--rdzv_endpoint={etcd_endpoint}", f"--rdzv_id=train-{run_name}", f"--nnodes={nnodes}",
         "--nproc_per_node=1", f"--max_restarts={max_restarts}", "--local_addr=127.0.0.1", f"--rdzv_id={run_name}-{unique}",
     ]  # fmt: skip
 

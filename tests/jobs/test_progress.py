@@ -1,0 +1,37 @@
+"""When rank 0 asks for a checkpoint by time (jobs.progress.CheckpointClock), and how often the
+workers vote at all (jobs.step_vote), in-process."""
+
+from __future__ import annotations
+
+from jobs import progress, step_vote
+
+
+def test_the_vote_goes_out_early_by_the_lookahead_so_saved_states_are_at_most_the_interval_apart():
+    clock = progress.CheckpointClock(10.0)
+    start = clock._last
+    # the vote takes effect 3 s after it is cast: cast at 7 s or later, the state saved is at <= 10 s
+    assert not clock.due(start + 6.9, lookahead=3.0)
+    assert clock.due(start + 7.0, lookahead=3.0)
+    assert not clock.due(start + 8.0, lookahead=3.0)  # voted once, not again while it is pending
+    clock.saved(at=start + 10.0)  # the state reached at 10 s is on disk; its save took until 14 s
+    assert not clock.due(start + 16.9, lookahead=3.0)  # the interval counts from the state, not the save
+    assert clock.due(start + 17.0, lookahead=3.0)
+
+
+def test_interval_zero_never_votes():
+    clock = progress.CheckpointClock(0.0)
+    assert not any(clock.due(clock._last + t, lookahead=0.0) for t in (1.0, 100.0, 1e6))
+
+
+def test_the_gap_between_votes_is_about_a_quarter_second_of_steps():
+    assert step_vote.proposed_gap(0.010) == 25  # 10 ms GPU steps: a vote every 25 steps
+    assert step_vote.proposed_gap(0.4) == 1  # slow CPU steps: every step
+    assert step_vote.proposed_gap(0.0) == 1 and step_vote.proposed_gap(1e-9) == step_vote.MAX_GAP
+
+
+def test_alone_every_boundary_votes_and_the_outcome_is_the_vote_itself():
+    vote = step_vote.StepVote()
+    for stop, checkpoint in [(False, False), (False, True), (True, False)]:
+        assert vote.is_voting_boundary()
+        assert vote.collect() == step_vote.Outcome() and vote.steps_until_effect() == 0
+        assert vote.cast(stop, checkpoint, gap=7) == step_vote.Outcome(stop, checkpoint, 1)
