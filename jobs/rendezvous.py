@@ -76,7 +76,7 @@ def store_failure(error: BaseException) -> bool:
 
 
 def say(message: str) -> None:
-    print(f"jobs.rendezvous: {message}", file=sys.stderr, flush=True)
+    print(f"{time.strftime('%H:%M:%S')} jobs.rendezvous: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -184,6 +184,7 @@ class OutlastingEtcdRendezvousHandler(RendezvousHandler):
         self._next_probe = now + PROBE_SECONDS
         try:
             _, state = self._rdzv.get_rdzv_state()
+            ours = self._round.is_this(state) and self._marker_present()
         except etcd.EtcdKeyNotFound:
             # The store answers but holds no round: it came back empty (or the run's keys expired).
             # The group keeps training; a node that comes later opens a round, seen below.
@@ -194,10 +195,9 @@ class OutlastingEtcdRendezvousHandler(RendezvousHandler):
                 raise
             self._note_failure(error)
             return 0
-        if self._round.is_this(state) and self._marker_present():
-            self._outage.end()
-            return state.get("num_workers_waiting", 0)
         self._outage.end()
+        if ours:
+            return state.get("num_workers_waiting", 0)
         if state.get("status") == "closed":
             return 0  # as torch: the run is over; the workers finish or fail on their own
         if not self._reforming:
