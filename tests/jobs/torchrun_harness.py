@@ -76,7 +76,11 @@ class ProcessId:
 
 def children_of(pid: int) -> list[int]:
     children = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended between being found and being read
+        return []
+    for task in tasks:
         try:
             children += [int(child) for child in (task / "children").read_text().split()]
         except OSError:
