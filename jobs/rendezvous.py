@@ -55,6 +55,7 @@ from torch.distributed.elastic.rendezvous import etcd_rendezvous as torch_etcd
 BACKEND = "etcd-outlasting"
 STORE_OUTAGE_TIMEOUT = 600  # seconds; torch's own rendezvous timeout (etcd_rendezvous _DEFAULT_TIMEOUT)
 PROBE_SECONDS = 2.0  # how often an unreachable store is tried again
+STATE_LOSSES = 3  # rounds started again in a row because the store lost the run's keys, at most
 OUTAGE_KEY = "store_outage_timeout"
 # Beside torch's keys in a round's directory (/rdzv/v_N/: rank_R keep-alives, extra_data, kv/),
 # which torch only reads by their full names.
@@ -151,6 +152,7 @@ class OutlastingEtcdRendezvousHandler(RendezvousHandler):
         return self._params.run_id
 
     def next_rendezvous(self) -> RendezvousInfo:
+        losses = 0
         while True:
             try:
                 return self._form_round()
@@ -163,10 +165,11 @@ class OutlastingEtcdRendezvousHandler(RendezvousHandler):
                 raise StoreUnavailable(f"the rendezvous store {self._params.endpoint} (etcd) was unreachable "
                                        f"when the rendezvous round timed out") from None
             except RendezvousError as error:
-                if not isinstance(error.__cause__, etcd.EtcdKeyNotFound):
+                if not isinstance(error.__cause__, etcd.EtcdKeyNotFound) or losses >= STATE_LOSSES:
                     raise
                 # try_create_rendezvous found the run's version counter gone: the store lost its
                 # data during the round. A fresh EtcdRendezvous writes the counter again.
+                losses += 1
                 say("the rendezvous store lost this run's keys during the round; starting the round again")
                 self._sleep(PROBE_SECONDS)
             except Exception as error:
