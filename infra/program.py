@@ -5,23 +5,25 @@ from __future__ import annotations
 
 import pulumi
 
-from infra.addons import Addons, AddonsArgs
-from infra.artifacts import Artifacts, ArtifactsArgs, run_prefix
-from infra.cluster import Cluster, ClusterArgs
+from infra.components.addons import Addons, AddonsArgs
+from infra.components.artifacts import Artifacts, ArtifactsArgs, run_prefix
+from infra.components.capacity import WorkerCapacity, WorkerCapacityArgs
+from infra.components.cluster import Cluster, ClusterArgs
 from infra.config import EKS, PROJECT, ConfigError, Settings, is_gpu_stack
-from infra.device_plugin import DevicePlugin, DevicePluginArgs
-from infra.elastic import Elastic, ElasticArgs
-from infra.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
-from infra.network import Network, NetworkArgs
-from infra.registry import Registry, RegistryArgs
+from infra.components.device_plugin import DevicePlugin, DevicePluginArgs
+from infra.components.elastic import Elastic, ElasticArgs
+from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
+from infra.components.network import Network, NetworkArgs
+from infra.components.registry import Registry, RegistryArgs
+from infra.specs import capacity as capacity_specs
 from infra.specs import workloads as workload_specs
-from infra.storage import Storage, StorageArgs
-from infra.workloads import Workloads, WorkloadsArgs
-from infra.zones import region_zone_names
+from infra.components.storage import Storage, StorageArgs
+from infra.components.workloads import Workloads, WorkloadsArgs
+from infra.aws.zones import region_zone_names
 
 
 def availability_zones(count: int) -> list[str]:
-    """The first `count` zones EKS can use (no Local/Wavelength Zones, no refused zone IDs: infra/zones.py)."""
+    """The first `count` zones EKS can use (no Local/Wavelength Zones, no refused zone IDs: infra/aws/zones.py)."""
     zones = region_zone_names()
     if len(zones) < count:
         error = ConfigError(f"{PROJECT}:availabilityZoneCount", count,
@@ -53,9 +55,15 @@ def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
 
 def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     """target eks: the AWS platform (network, EKS, EFS, ECR, add-ons), then the same Kubernetes objects."""
-    network = Network("network", NetworkArgs(settings, availability_zones(settings.availability_zone_count)))
+    zones = availability_zones(settings.availability_zone_count)
+    network = Network("network", NetworkArgs(settings, zones))
     cluster = Cluster("cluster", ClusterArgs(settings, network.vpc_id, network.public_subnet_ids, network.private_subnet_ids))
-    # System pods wait for the nodes they run on: the system group on GPU stacks (cluster.py).
+    # Worker nodes only while a run needs them, in every zone of the private subnets (capacity.py).
+    capacity = WorkerCapacity("capacity", WorkerCapacityArgs(
+        settings, capacity_specs.worker_pool(settings, zones), cluster.eks_cluster_name, cluster.oidc_provider_arn,
+        cluster.oidc_issuer, network.private_subnet_ids, cluster.node_security_group_id, cluster.provider,
+        cluster.system_nodes))
+    # System pods wait for the nodes they run on: the on-demand system group (cluster.py).
     elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
@@ -65,12 +73,12 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     artifacts = Artifacts("artifacts", ArtifactsArgs(settings))
     gpu_support = []
     if is_gpu_stack(settings):
-        gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, cluster.node_group)).daemonset)
+        gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, capacity.node_pool)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
-                       addons.metrics_server, *gpu_support],
+                       addons.metrics_server, capacity.node_pool, *gpu_support],
         artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
     results = pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id))
     outputs = {
@@ -100,6 +108,7 @@ def _run_outputs(settings: Settings, workloads: Workloads, kubectl: str) -> dict
         "runId": settings.run_id,
         "runDirectory": workload_specs.run_dir(settings.run_id),
         "trainingResult": workloads.training_complete.result,
+        "runCost": workloads.training_complete.runCost,
         "commands": {
             "watchPods": f"{kubectl} get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
             "workerLogs": f"{kubectl} logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "

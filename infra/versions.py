@@ -83,7 +83,7 @@ NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"
 # The training image's platform, matching the node AMI above.
 IMAGE_PLATFORM = "linux/amd64"
 
-# GPU node groups (NVIDIA instance types, infra/gpu_instances.py): the EKS-optimised AL2023 AMI with
+# GPU node groups (NVIDIA instance types, infra/aws/gpu_instances.py): the EKS-optimised AL2023 AMI with
 # the NVIDIA driver and container toolkit. The value is an `AMITypes` enum member of the EKS API
 # (botocore 1.44.5, data/eks/2017-11-01/service-2.json; the same string pulumi-aws passes as
 # `amiType`). It has no device plugin: we run that ourselves (NVIDIA_DEVICE_PLUGIN_IMAGE).
@@ -102,3 +102,16 @@ NVIDIA_DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 # CUDA runtime, cuDNN and NCCL come as wheels and the slim Python base image stays; the driver
 # comes from the node (the NVIDIA AMI's container toolkit).
 TORCH_INDEX_URLS = {"cpu": "https://download.pytorch.org/whl/cpu", "cuda": "https://pypi.org/simple"}
+
+# Karpenter, the worker nodes' autoscaler (infra/specs/capacity.py; why Karpenter: docs/design-notes.md,
+# "Worker capacity"). The Helm chart's OCI address and version, and the controller image the chart
+# at that version runs, by digest: read in aws/karpenter-provider-aws @ 1d927085 ("docs: update for
+# patch release v1.14.1"), charts/karpenter/Chart.yaml (version/appVersion 1.14.1) and values.yaml
+# (controller.image tag 1.14.1, digest below); the install command in website/content/en/v1.14/
+# getting-started/getting-started-with-karpenter/scripts/step08-apply-helm-chart.sh. Karpenter 1.14.x
+# supports Kubernetes 1.26 to 1.36 (hack/docs/compatibilitymatrix_gen/compatibility.yaml), which
+# covers SUPPORTED_KUBERNETES_VERSIONS.
+KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
+KARPENTER_VERSION = "1.14.1"
+KARPENTER_CONTROLLER_DIGEST = "sha256:723130949e4cab989461ff07d1be4cd781d63515432494641b33c235f300ae23"
+KARPENTER_MAX_KUBERNETES = "1.36"

@@ -47,6 +47,9 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--metrics-out", type=Path, default=None,
                         help="JSON file to write (default: metrics.json next to --model)")  # fmt: skip
     parser.add_argument("--min-accuracy", type=fraction, default=None, help="fail (exit 3) below this fraction, 0..1 (default: no gate; the stack's test Job passes minAccuracy)")
+    parser.add_argument("--run-cost", type=_run_cost, default=None,
+                        help="the training run's cost as the stack measured it (JSON object, infra/components/run_cost.py); "
+                             "kept in metrics.json and history.jsonl beside the model (default: none)")
     parser.add_argument("--batch-size", type=cli.positive_int, default=500, help="images per forward pass (default: %(default)s)")
     return parser
 
@@ -93,6 +96,16 @@ def accuracy_report(predictions: torch.Tensor, labels: torch.Tensor, class_names
     }
 
 
+def _run_cost(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object (the stack's runCost)")
+    return value
+
+
 def write_json_atomically(payload: dict, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -128,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         min_accuracy=args.min_accuracy,
         passed=passed,
     )
+    if args.run_cost:
+        # The run's history on the shared volume keeps what the run cost, beside its epochs.
+        report["run_cost"] = args.run_cost
+        checkpoint.append_history(args.model.parent, {"event": "run-cost", **args.run_cost})
 
     # The workshop's summary line, kept word for word for anyone who parses it.
     log.info("Accuracy of the network on the %d test images: %d %%", report["total"], int(100 * report["accuracy"]))

@@ -68,11 +68,15 @@ def destination(text: str) -> Destination:
 destination.__name__ = "S3 destination"
 
 
-def parse_args(argv: Sequence[str] | None) -> Any:
+def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="jobs.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", type=Path, required=True, help="the run directory (model.pt, metrics.json)")
     parser.add_argument("--dest", type=destination, required=True, help="s3://BUCKET/PREFIX")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None) -> Any:
+    return build_parser().parse_args(argv)
 
 
 def sha256_base64(body: bytes) -> str:

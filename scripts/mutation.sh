@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the modules where a wrong line is a wrong cluster or a wrong model
 # (targets: pyproject.toml [tool.mutation]; mutmut's settings: [tool.mutmut]). Not part of
-# scripts/test.sh: it takes minutes per target. README "Development" says when to run it.
+# scripts/test.sh: it takes minutes per target. docs/development.md says when to run it.
 #
 #   scripts/mutation.sh                    every target, one after the other
 #   scripts/mutation.sh config checkpoint  the named targets

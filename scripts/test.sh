@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one test command (README, .ci/run and .github/workflows/tests.yml all call it):
+# The one test command (README.md, docs/testing.md, .ci/run and .github/workflows/tests.yml all call it):
 # installs everything the suite needs on a fresh Debian/Ubuntu machine, then runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -31,7 +31,7 @@ def dev(synth_stack) -> Synth:
 # Non-default values for many keys at once: one render serves every "config reaches the
 # resources" test (each render costs seconds).
 VARIANT = (
-    "aws:region=eu-west-1", "availabilityZoneCount=3", "nodeCount=3", "workers=3", "maxWorkers=3",
+    "aws:region=eu-west-1", "availabilityZoneCount=3", "nodeMaxCount=3", "workers=3", "maxWorkers=3",
     'clusterAdminArns=["arn:aws:iam::123456789012:role/platform-admins"]',
     "storageClassName=shared", "persistentVolumeName=shared-pv", "pvcName=shared-claim", "namespace=ml",
     "imageUri=public.ecr.aws/example/trainer@sha256:" + "a" * 64,

@@ -17,7 +17,7 @@ STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (REPO / "stacks").
 
 @dataclass
 class Synth:
-    """What `python -m infra.synth` wrote for one stack."""
+    """What `elastic-training synth` wrote for one stack."""
 
     directory: Path
     resources: list[dict[str, Any]]
@@ -45,7 +45,7 @@ class Synth:
 
 
 def run_synth(out: Path, stack: str, *overrides: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "infra.synth", stack, "--out", str(out)]
+    command = [sys.executable, "-m", "infra.cli", "synth", stack, "--out", str(out)]
     for override in overrides:
         command += ["-c", override]
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)

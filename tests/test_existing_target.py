@@ -19,7 +19,7 @@ import pytest
 from infra.config import (EKS, EXISTING, PROJECT, READ_WRITE_ONCE, ConfigError, image_pull_policy, load_settings,
                           pins_the_image)
 from infra.specs import workloads as specs
-from infra.stack_config import read_stack_file
+from infra.config.stack_file import read_stack_file
 from synth_support import REPO
 
 P = PROJECT
@@ -31,8 +31,8 @@ def recorded(stack: str) -> dict:
     script = textwrap.dedent(f"""
         import json, pulumi
         from infra.config import load_settings
-        from infra.mocks import RecordingMocks
-        from infra.stack_config import read_stack_file
+        from infra.cli.mocks import RecordingMocks
+        from infra.config.stack_file import read_stack_file
         settings = load_settings(read_stack_file({stack!r}), {stack!r})
         mocks = RecordingMocks({P!r}, {stack!r}, settings.region)
         mocks.install()
@@ -73,10 +73,13 @@ def test_the_recording_sees_aws_invokes_on_eks():
 
 def test_provider_and_wait_read_the_same_kubeconfig_file_and_context(local_run):
     (provider,) = [v for k, v in local_run["inputs"].items() if k.startswith("pulumi:providers:kubernetes/")]
-    (wait,) = [v for k, v in local_run["inputs"].items() if k.startswith("pulumi-python:dynamic:Resource/")]
+    # The training wait and the two Jobs' scheduling guards (infra/components/job_scheduling.py).
+    waits = [v for k, v in local_run["inputs"].items() if k.startswith("pulumi-python:dynamic:Resource/")]
+    assert len(waits) == 3
     home = str(Path.home())
-    assert provider["kubeconfig"] == f"{home}/.kube/config" == wait["kubeconfig"]
-    assert provider["context"] == "kind-elastic-training" == wait["context"]
+    for wait in waits:
+        assert provider["kubeconfig"] == f"{home}/.kube/config" == wait["kubeconfig"]
+        assert provider["context"] == "kind-elastic-training" == wait["context"]
     # An existing cluster outlives the stack: unreachable is an error there, not "already gone".
     assert "deleteUnreachable" not in provider
 
@@ -90,7 +93,7 @@ def test_synth_local_counts(synth_stack):
                             "Role", "RoleBinding", "ServiceAccount", "Deployment", "Deployment", "Service",
                             "NetworkPolicy", "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
                             "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob"])
-    assert len(synth.resources) == 26  # 20 objects, the provider, the wait, 4 components
+    assert len(synth.resources) == 28  # 20 objects, the provider, the wait, 2 Jobs' guards, 4 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
         "ExistingCluster", "Elastic", "SharedVolume", "Workloads"}
     pvc = synth.manifest("PersistentVolumeClaim")
@@ -120,8 +123,9 @@ def test_placement_follows_workers_per_node_and_target():
     one = specs.worker_placement(dev, "train-x")
     (term,) = one["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["topologyKey"] == "kubernetes.io/hostname" and term["labelSelector"] == {"matchLabels": {specs.JOB_LABEL: "train-x"}}
-    assert one["nodeSelector"] == {"node.kubernetes.io/instance-type": "c5.4xlarge"}
-    assert specs.worker_placement(replace(dev, workers_per_node=2), "train-x") == {"nodeSelector": one["nodeSelector"]}
+    assert one["nodeSelector"] == {"elastic-training/role": "worker"}  # the worker pool's nodes (Karpenter)
+    assert specs.worker_placement(replace(dev, workers_per_node=2), "train-x") == {
+        "nodeSelector": one["nodeSelector"], "tolerations": one["tolerations"]}
     existing = replace(dev, target=EXISTING)
     assert specs.worker_placement(existing, "train-x") == {"affinity": one["affinity"]}
 

@@ -1,5 +1,6 @@
-"""The `gpu` stack, as the real `synth` renders it: node groups, AMI type, taints and tolerations,
-the NVIDIA device plugin, the workers' GPUs, and nothing of the system side on GPU nodes.
+"""The `gpu` stack, as the real `synth` renders it: the system node group and the worker pool, AMI
+type, taints and tolerations, the NVIDIA device plugin, the workers' GPUs, and nothing of the system
+side on GPU nodes. (The same placement rules on every eks stack: tests/test_worker_capacity.py.)
 
 Upstream behaviour modelled here, from its source:
 - toleration matching: k8s.io/api core/v1 toleration.go, `ToleratesTaint` (empty effect matches
@@ -29,7 +30,7 @@ from infra import versions
 from infra.config import load_settings
 from infra.specs import gpu
 from infra.specs import workloads as specs
-from infra.stack_config import read_stack_file
+from infra.config.stack_file import read_stack_file
 from pod_security import BASELINE, violations
 
 EKS_MODEL = botocore.session.get_session().get_service_model("eks")
@@ -60,12 +61,27 @@ def gpu_stack(synth_stack):
     return synth_stack("gpu")
 
 
+WORKERS = "nodepool/workers"  # the worker pool Karpenter launches nodes from (infra/specs/capacity.py)
+
+
 def node_groups(synth) -> dict[str, dict]:
-    return {r["name"]: r["inputs"] for r in synth.of_type("eks:index:ManagedNodeGroup")}
+    """The managed node groups, and each Karpenter NodePool as the nodes it launches: its template's
+    labels and Kubernetes taints (Karpenter puts both on every node, kubernetes-sigs/karpenter
+    pkg/apis/v1/nodepool.go NodeClaimTemplate), any of its instance types."""
+    groups = {r["name"]: r["inputs"] for r in synth.of_type("eks:index:ManagedNodeGroup")}
+    for pool in (m for m in synth.manifests if m["kind"] == "NodePool"):
+        template = pool["spec"]["template"]
+        (types,) = [r["values"] for r in template["spec"]["requirements"] if r["key"] == "node.kubernetes.io/instance-type"]
+        groups[f"nodepool/{pool['metadata']['name']}"] = {
+            "labels": template["metadata"]["labels"], "instanceTypes": types,
+            "kubernetesTaints": template["spec"].get("taints", [])}
+    return groups
 
 
 def node_taints(group: dict) -> list[dict]:
-    """The taints EKS puts on the group's nodes, in Kubernetes' terms."""
+    """The taints on the group's nodes, in Kubernetes' terms (EKS API effects translated)."""
+    if "kubernetesTaints" in group:
+        return group["kubernetesTaints"]
     return [{"key": t["key"], "value": t.get("value", ""), "effect": EKS_TO_KUBERNETES_EFFECT[t["effect"]]}
             for t in group.get("taints", [])]
 
@@ -90,28 +106,23 @@ def can_land_on(pod: dict, group: dict) -> bool:
     return selected and tolerated
 
 
-def test_gpu_and_system_node_groups(gpu_stack):
+def test_gpu_worker_pool_and_system_node_group(gpu_stack):
     groups = node_groups(gpu_stack)
-    assert set(groups) == {"cluster-nodes", "cluster-system-nodes"}
-    workers, system = groups["cluster-nodes"], groups["cluster-system-nodes"]
+    assert set(groups) == {WORKERS, "cluster-system-nodes"}
+    workers, system = groups[WORKERS], groups["cluster-system-nodes"]
     assert workers["instanceTypes"] == ["g6.xlarge"] and system["instanceTypes"] == ["m5.large"]
-    assert workers["amiType"] == "AL2023_x86_64_NVIDIA" and system["amiType"] == "AL2023_x86_64_STANDARD"
-    assert {workers["amiType"], system["amiType"]} <= set(EKS_MODEL.shape_for("AMITypes").enum)
-    (taint,) = workers["taints"]
-    assert taint["effect"] in EKS_MODEL.shape_for("TaintEffect").enum
+    assert system["amiType"] == "AL2023_x86_64_STANDARD" and system["amiType"] in EKS_MODEL.shape_for("AMITypes").enum
+    assert system["capacityType"] == "ON_DEMAND" and system["capacityType"] in EKS_MODEL.shape_for("CapacityTypes").enum
     assert node_taints(workers) == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert "taints" not in system
     assert system["scalingConfig"] == {"desiredSize": 2, "minSize": 2, "maxSize": 2}
-    # Both boot from the one launch template (seccompDefault NodeConfig, IMDSv2 hop limit 1): it names
-    # no AMI, so each group's amiType picks its AMI.
-    (template,) = gpu_stack.of_type("aws:ec2/launchTemplate:LaunchTemplate")
-    assert "imageId" not in template["inputs"]
-    assert workers["launchTemplate"] == system["launchTemplate"]
+    # The GPU nodes boot the EKS AL2023 AMI (Karpenter picks its NVIDIA variant for GPU types) with
+    # the system group's NodeConfig (seccompDefault).
+    (node_class,) = [m for m in gpu_stack.manifests if m["kind"] == "EC2NodeClass"]
+    assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
 
 
-def test_cpu_stacks_keep_one_untainted_group(dev):
-    (group,) = node_groups(dev).values()
-    assert group["amiType"] == versions.NODE_AMI_TYPE and "taints" not in group
+def test_cpu_stacks_have_no_device_plugin(dev):
     assert not [m for m in dev.manifests if m["kind"] == "DaemonSet"]
 
 
@@ -119,7 +130,7 @@ def test_device_plugin_runs_only_on_gpu_nodes(gpu_stack):
     plugin = gpu_stack.manifest("DaemonSet", "nvidia-device-plugin")
     pod = plugin["spec"]["template"]["spec"]
     groups = node_groups(gpu_stack)
-    assert can_land_on(pod, groups["cluster-nodes"])
+    assert can_land_on(pod, groups[WORKERS])
     assert not can_land_on(pod, groups["cluster-system-nodes"])
     (container,) = pod["containers"]
     assert container["image"] == versions.NVIDIA_DEVICE_PLUGIN_IMAGE == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
@@ -150,7 +161,7 @@ def test_workers_take_every_gpu_of_their_node(gpu_stack):
     gpus = str(moto_gpu_count("g6.xlarge"))
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == worker["resources"]["requests"]["nvidia.com/gpu"] == gpus
     assert f"--nproc_per_node={gpus}" in worker["args"]
-    assert can_land_on(pod, node_groups(gpu_stack)["cluster-nodes"])
+    assert can_land_on(pod, node_groups(gpu_stack)[WORKERS])
     assert not can_land_on(pod, node_groups(gpu_stack)["cluster-system-nodes"])
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "6144Mi"}  # half of workerMemory 12Gi
@@ -168,7 +179,7 @@ def test_a_multi_gpu_node_runs_one_local_worker_per_gpu(instance_type):
 
 
 def test_nothing_of_the_system_side_lands_on_gpu_nodes(gpu_stack):
-    gpu_group = node_groups(gpu_stack)["cluster-nodes"]
+    gpu_group = node_groups(gpu_stack)[WORKERS]
     on_gpu = {name for name, pod in pod_templates(gpu_stack).items() if can_land_on(pod, gpu_group)}
     assert on_gpu == {"ElasticJob/train-run-1", "DaemonSet/nvidia-device-plugin"}
 
@@ -183,7 +194,7 @@ EFS_CSI_NODE_TOLERATIONS = [{"operator": "Exists"}]
 
 def test_efs_csi_controller_stays_off_gpu_nodes_and_its_node_plugin_reaches_them(gpu_stack):
     """The workers mount EFS, so the CSI node plugin must run on GPU nodes; the controller must not."""
-    gpu_group = node_groups(gpu_stack)["cluster-nodes"]
+    gpu_group = node_groups(gpu_stack)[WORKERS]
     assert not can_land_on({"tolerations": EFS_CSI_CONTROLLER_TOLERATIONS}, gpu_group)
     assert can_land_on({"tolerations": EFS_CSI_NODE_TOLERATIONS}, gpu_group)
 

@@ -7,8 +7,8 @@ import json
 import re
 
 from infra import versions
-from infra.mocks import short_hash
-from infra.network import subnet_cidrs
+from infra.cli.mocks import short_hash
+from infra.components.network import subnet_cidrs
 
 
 def test_network_has_a_public_and_private_subnet_per_zone(dev, variant):
@@ -64,10 +64,11 @@ def test_cluster_service_role_may_use_only_its_key(dev):
 
 
 def test_managed_nodes_in_private_subnets(dev, variant):
+    """One managed group, the on-demand system group; workers come from Karpenter (tests/test_worker_capacity.py)."""
     nodes = dev.one("eks:index:ManagedNodeGroup")
     inputs = nodes["inputs"]
-    assert inputs["instanceTypes"] == ["c5.4xlarge"]
-    assert inputs["scalingConfig"] == {"desiredSize": 2, "minSize": 1, "maxSize": 4}
+    assert inputs["instanceTypes"] == ["m5.large"] and inputs["capacityType"] == "ON_DEMAND"
+    assert inputs["scalingConfig"] == {"desiredSize": 2, "minSize": 2, "maxSize": 2}
     # the root volume's size is in the launch template (tests/test_node_launch_template.py)
     assert "diskSize" not in inputs and inputs["amiType"] == versions.NODE_AMI_TYPE
     assert inputs["cluster"] == dev.one("eks:index:Cluster")["urn"]
@@ -76,7 +77,7 @@ def test_managed_nodes_in_private_subnets(dev, variant):
                    if r["name"].startswith("cluster-node-")}
     assert attachments == {"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"}
     assert "accessEntries" not in dev.one("eks:index:Cluster")["inputs"]
-    assert variant.one("eks:index:ManagedNodeGroup")["inputs"]["scalingConfig"]["desiredSize"] == 3
+    assert variant.one("eks:index:ManagedNodeGroup")["inputs"]["scalingConfig"]["desiredSize"] == 2
     entries = variant.one("eks:index:Cluster")["inputs"]["accessEntries"]
     assert entries["admin-0"]["principalArn"] == "arn:aws:iam::123456789012:role/platform-admins"
     assert entries["admin-0"]["accessPolicies"]["cluster-admin"]["policyArn"].endswith("/AmazonEKSClusterAdminPolicy")
@@ -178,7 +179,7 @@ def test_image_built_from_images_and_pushed(dev):
     image = dev.one("docker-build:index:Image")["inputs"]
     repo_url = dev.outputs["repositoryUrl"]
     assert image["push"] is True
-    assert image["dockerfile"]["location"].endswith("/images/Dockerfile")
+    assert image["dockerfile"]["location"] == "images/Dockerfile"  # relative: tests/components/test_image_inputs.py
     assert image["platforms"] == [versions.IMAGE_PLATFORM]
     (tag,) = image["tags"]
     assert re.fullmatch(re.escape(repo_url) + r":src-[0-9a-f]{16}-cpu", tag)

@@ -2,7 +2,7 @@
 
 The step's shell runs here for real (`bash -e`, as the runner does) with a stand-in for
 `.venv/bin/python` that answers with preflight's exit codes: 0 nothing failed, 1 a check failed,
-2 bad config (infra/preflight.py)."""
+2 bad config (infra/cli/preflight/)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from test_workflows import fake_tool, preview_job, preview_step, run_step, step_
 
 def preflight_step() -> tuple[int, dict]:
     _, job = preview_job()
-    found = [(i, s) for i, s in enumerate(steps(job)) if "infra.preflight" in str(s.get("run", ""))]
-    assert len(found) == 1, "preview.yml needs one step running `python -m infra.preflight`"
+    found = [(i, s) for i, s in enumerate(steps(job)) if "elastic-training preflight" in str(s.get("run", ""))]
+    assert len(found) == 1, "preview.yml needs one step running `elastic-training preflight`"
     return found[0]
 
 
@@ -35,9 +35,9 @@ def test_the_summary_gets_the_table_and_only_bad_config_fails_the_job(tmp_path, 
     _, step = preflight_step()
     (tmp_path / "bin").mkdir()
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
-    fake_tool(tmp_path / ".venv" / "bin", "python", f'echo "| credentials | PASS | args: $* |"\nexit {code}\n')
+    fake_tool(tmp_path / ".venv" / "bin", "elastic-training", f'echo "| credentials | PASS | args: $* |"\nexit {code}\n')
     summary = tmp_path / "summary.md"
     result, _ = run_step(step["run"], tmp_path, STACK="smoke", GITHUB_STEP_SUMMARY=str(summary))
     assert (result.returncode != 0) == step_fails, result.stderr
-    assert "args: -m infra.preflight smoke --markdown" in summary.read_text()
+    assert "args: preflight smoke --markdown" in summary.read_text()
     assert ("::warning::preflight of stack smoke" in result.stdout) == warned

@@ -9,7 +9,7 @@ properties read from each stack's resources.json.
 - AWS: KMS-encrypted secrets, API endpoint access, EFS encryption and TLS, ECR scanning and
   immutable tags, no `*` on `*` grants, no static credentials, retainData.
 
-Everything is rendered once per session by the real `python -m infra.synth`, stacks side by
+Everything is rendered once per session by the real `elastic-training synth`, stacks side by
 side, and the scanners run side by side too.
 """
 
@@ -30,7 +30,7 @@ from infra.specs import elastic as elastic_specs
 from infra.specs import gpu as gpu_specs
 from infra.specs.suppressions import (SUPPRESSIONS, TAG_PINNED_IMAGE, WORKLOAD_COMPONENTS, markdown_rows, pinned_by_tag,
                                       suppressions_for)
-from infra.stack_config import read_stack_file
+from infra.config.stack_file import read_stack_file
 from scanner_helpers import (CHECKOV, HADOLINT, PYTHON, REPO, checkov_reports, checkov_results, component_of,
                              credential_findings, describe_checks, dockerfiles, finish, hadolint_findings,
                              load_manifests, pod_templates, policy_documents, repository_files, require_tool,
@@ -106,7 +106,7 @@ def rendered(tmp_path_factory) -> dict[str, Rendered]:
     jobs[HARDENED] = ("dev", HARDENED_OVERRIDES)
     running = {}
     for name, (stack, overrides) in jobs.items():
-        command = [PYTHON, "-m", "infra.synth", stack, "--out", root / name]
+        command = [PYTHON, "-m", "infra.cli", "synth", stack, "--out", root / name]
         for override in overrides:
             command += ["-c", override]
         running[name] = start(command, REPO)
@@ -527,8 +527,8 @@ def test_retain_data_keeps_the_file_system_and_the_repository(rendered):
 # --- docs -----------------------------------------------------------------------------------
 
 def test_security_doc_lists_every_suppression():
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "security.md").read_text()
     missing = [row for row in markdown_rows() if row not in text]
-    assert not missing, "README.md lacks suppression rows (regenerate with infra.specs.suppressions.markdown_table()):\n" + "\n".join(missing)
+    assert not missing, "docs/security.md lacks suppression rows (regenerate: .venv/bin/python scripts/docs.py):\n" + "\n".join(missing)
     for topic in ("retainData", "apiAllowedCidrs", "etcd", "NetworkPolicy", "Threat model"):
         assert topic in text, topic

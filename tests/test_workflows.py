@@ -1,4 +1,4 @@
-"""The GitHub Actions workflows: actionlint-clean, and the contract the README's "CI" section promises.
+"""The GitHub Actions workflows: actionlint-clean, and the contract docs/ci.md promises.
 
 - tests.yml runs the one test command (the one .ci/run execs), uploads every stack's synth output
   and builds the training image once, without credentials;
@@ -112,7 +112,7 @@ def stack_names() -> list[str]:
 def stack_target(name: str) -> str:
     """A stack's `target` (eks, the default, or existing), read as the program reads it."""
     from infra.config import load_settings  # noqa: PLC0415
-    from infra.stack_config import read_stack_file  # noqa: PLC0415
+    from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     return load_settings(read_stack_file(name, STACKS), name).target
 
@@ -184,12 +184,9 @@ def paths_filter_matches(patterns: list[str], path: str) -> bool:
     return matched
 
 
-def readme_section(title: str) -> str:
-    """The text of README.md's `## <title>` section, up to the next `## ` heading."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
-    assert match, f"README.md has no section '## {title}'"
-    return match.group(1)
+def ci_page() -> str:
+    """docs/ci.md, the page the CI section of the README moved to."""
+    return (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
 def step_named(job: dict, name: str) -> tuple[int, dict]:
@@ -351,14 +348,14 @@ def test_no_cancel_in_progress_where_pulumi_runs():
 
 
 def test_documentation_names_every_variable_and_secret():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = ci_page()
     used = set()
     for path in workflow_files():
         used |= {f"{kind}:{name}" for kind, name in re.findall(r"\b(vars|secrets)\.([A-Za-z0-9_]+)", path.read_text())}
     used.discard("secrets:GITHUB_TOKEN")
     assert used, "the workflows use no variables or secrets?"
     missing = sorted(item for item in used if item.split(":", 1)[1] not in text)
-    assert not missing, f"not documented in README.md: {missing}"
+    assert not missing, f"not documented in docs/ci.md: {missing}"
 
 
 def test_pulumi_cli_version_matches_the_sdk_pin():
@@ -427,8 +424,8 @@ def test_tests_workflow_caches_pip_and_uses_the_cpu_torch_index():
 
 def test_tests_workflow_uploads_synth_of_every_stack():
     all_steps = steps(suite_job())
-    synth = [i for i, s in enumerate(all_steps) if "-m infra.synth" in str(s.get("run", ""))]
-    assert len(synth) == 1, "tests.yml needs one step running `python -m infra.synth`"
+    synth = [i for i, s in enumerate(all_steps) if "elastic-training synth" in str(s.get("run", ""))]
+    assert len(synth) == 1, "tests.yml needs one step running `elastic-training synth`"
     script = all_steps[synth[0]]["run"]
     assert "stacks/Pulumi.*.yaml" in script, "the synth step must loop over stacks/, not a fixed list"
     out_dir = re.search(r"--out\s+\"?([^\"\s$]+)", script).group(1)
@@ -452,7 +449,8 @@ def test_preview_trigger_is_pull_request_with_paths_filter():
     patterns = (on["pull_request"] or {}).get("paths")
     assert patterns, "preview.yml needs a paths filter"
     for changed in [
-        "infra/__main__.py",
+        "__main__.py",
+        "infra/program.py",
         "infra/manifests/elasticjob.yaml",
         "stacks/Pulumi.dev.yaml",
         "images/Dockerfile",
@@ -504,7 +502,7 @@ def test_preview_uses_oidc_credentials_before_pulumi():
     assert re.fullmatch(r"\$\{\{\s*secrets\.PULUMI_CONFIG_PASSPHRASE\s*\}\}", str(env.get("PULUMI_CONFIG_PASSPHRASE")))
     assert env.get("PIP_EXTRA_INDEX_URL") == PIP_CPU_INDEX
     # With an environment the OIDC subject would no longer be `repo:<owner>/<repo>:pull_request`,
-    # the subject the README's preview role trusts.
+    # the subject the preview role of docs/ci.md trusts.
     assert "environment" not in job
 
 
@@ -587,7 +585,7 @@ def test_the_program_does_not_build_the_image_during_preview(dev):
     # (pulumi_docker_build/image.py, 0.0.22) also fills in True when the argument is left out.
     image = dev.one("docker-build:index:Image")["inputs"]
     assert image.get("buildOnPreview") is False, (
-        "infra/registry.py must pass build_on_preview=False: otherwise every `pulumi preview` of every "
+        "infra/components/registry.py must pass build_on_preview=False: otherwise every `pulumi preview` of every "
         f"stack builds the training image (got buildOnPreview={image.get('buildOnPreview')!r})"
     )
 
@@ -607,8 +605,9 @@ def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials
     assert argv == ["docker", "build", "-f", "images/Dockerfile", "."], argv
     # The same Dockerfile and context as the program's image resource builds at `pulumi up`.
     image = dev.one("docker-build:index:Image")["inputs"]
-    assert Path(image["dockerfile"]["location"]) == ROOT / argv[3]
-    assert Path(image["context"]["location"]) == ROOT / argv[4]
+    # Both relative to the project root, where the provider runs (tests/components/test_image_inputs.py).
+    assert Path(image["dockerfile"]["location"]) == Path(argv[3])
+    assert Path(image["context"]["location"]) == Path(argv[4])
     # Runs for every pull request, forks included: no condition, no secrets, no registry, read-only token.
     assert "pull_request" in triggers(wf) and "if" not in job
     text = (WORKFLOWS / "tests.yml").read_text(encoding="utf-8")
@@ -742,10 +741,11 @@ def repository_files(entry: str) -> list[str]:
 
 def preview_inputs() -> set[str]:
     """What a `pulumi preview` reads, derived from the sources that define it."""
-    from infra import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
+    from infra.components import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
 
     project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
-    entries = {"Pulumi.yaml", project["main"], project["stackConfigDir"], "pyproject.toml",
+    # No `main`: the program is the root's __main__.py, which imports infra/.
+    entries = {"Pulumi.yaml", "__main__.py", "infra/", project["stackConfigDir"], "pyproject.toml",
                ".github/workflows/preview.yml"}
     # The image's build inputs as the program hashes them for the tag ...
     entries |= set(registry.IMAGE_INPUTS)
@@ -766,7 +766,7 @@ def preview_inputs() -> set[str]:
 def test_preview_paths_filter_covers_what_the_program_and_image_read():
     patterns = triggers(load("preview.yml"))["pull_request"]["paths"]
     inputs = preview_inputs()
-    assert ".dockerignore" in inputs and "jobs/train.py" in inputs and "infra/registry.py" in inputs
+    assert ".dockerignore" in inputs and "jobs/train.py" in inputs and "infra/components/registry.py" in inputs
     missed = sorted(path for path in inputs if not paths_filter_matches(patterns, path))
     assert not missed, f"a change to these files must trigger preview.yml (add them to `paths:`): {missed}"
 
@@ -790,7 +790,7 @@ def test_passphrase_salt_is_not_made_anew_on_every_run():
             assert str(env.get("PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER")) == "true", (
                 f"{name}: stacks {unsalted} carry no encryptionsalt; set PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: \"true\""
             )
-    ci = readme_section("CI")
+    ci = ci_page()
     assert "PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER" in ci and "encryptionsalt" in ci
 
 
@@ -798,14 +798,14 @@ def test_passphrase_salt_is_not_made_anew_on_every_run():
 # issue 12: what GitHub's concurrency groups really do
 
 
-def test_readme_says_what_happens_to_a_waiting_deploy():
+def test_the_docs_say_what_happens_to_a_waiting_deploy():
     """GitHub keeps at most one running and one pending run per concurrency group; a newly queued
     run cancels the pending one (docs.github.com/en/actions/using-jobs/using-concurrency). So runs
-    do not all "wait their turn": the README must say so, and what a cancelled deploy did."""
+    do not all "wait their turn": docs/ci.md must say so, and what a cancelled deploy did."""
     wf = load("deploy.yml")
     # Workflow-level: a cancelled pending run never started a job (no credentials, no Pulumi).
     assert "inputs.stack" in wf["concurrency"]["group"] and wf["concurrency"]["cancel-in-progress"] is False
-    ci = re.sub(r"\s+", " ", readme_section("CI"))
+    ci = re.sub(r"\s+", " ", ci_page())
     assert "wait their turn" not in ci
     assert "one running and one pending" in ci
     assert "the waiting one is cancelled" in ci and "the state is untouched" in ci and "start it again" in ci
@@ -860,7 +860,7 @@ def test_e2e_pins_kind_and_its_node_image_by_digest():
     assert match, env["KIND_NODE_IMAGE"]
     # The manifests are validated for the stack's kubernetesVersion: the node runs that version.
     from infra.config import load_settings  # noqa: PLC0415
-    from infra.stack_config import read_stack_file  # noqa: PLC0415
+    from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     settings = load_settings(read_stack_file(e2e_stack(), STACKS), e2e_stack())
     assert match.group(1) == settings.kubernetes_version
@@ -875,7 +875,7 @@ def test_e2e_names_match_the_local_stack():
     from infra.config import load_settings  # noqa: PLC0415
     from infra.specs import workloads as workload_specs  # noqa: PLC0415
     from infra.specs.elastic import CONTROLLER_NAMESPACE  # noqa: PLC0415
-    from infra.stack_config import read_stack_file  # noqa: PLC0415
+    from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     stack = e2e_stack()
     settings = load_settings(read_stack_file(stack, STACKS), stack)

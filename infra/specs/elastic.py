@@ -205,7 +205,7 @@ def rendezvous_endpoint() -> str:
 # --- NetworkPolicies: ingress to our pods only from where it is needed ---------------------------
 # Enforced only where the cluster's CNI enforces NetworkPolicies: cluster.py turns on the VPC CNI's
 # network policy agent. Egress is left open (data-prep downloads from the internet, every pod
-# resolves names through CoreDNS); see the README, section "Security".
+# resolves names through CoreDNS); see docs/security.md.
 
 def _network_policy(name: str, component: str, namespace_name: str, pod_selector: dict[str, Any],
                     ingress: list[dict[str, Any]]) -> dict[str, Any]:

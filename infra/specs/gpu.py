@@ -1,7 +1,7 @@
 """GPU scheduling: the node roles, the GPU taint and its toleration, and the NVIDIA device plugin.
 
-On a GPU stack (nodeInstanceType with NVIDIA GPUs, infra/gpu_instances.py) the cluster has two
-managed node groups (infra/cluster.py): the GPU nodes, tainted `nvidia.com/gpu=true:NoSchedule`,
+On a GPU stack (nodeInstanceType with NVIDIA GPUs, infra/aws/gpu_instances.py) the cluster has two
+managed node groups (infra/components/cluster.py): the GPU nodes, tainted `nvidia.com/gpu=true:NoSchedule`,
 and a small untainted CPU "system" group. Only pods that tolerate the taint land on GPU nodes: the
 training workers and the device plugin (and the EKS add-ons' node DaemonSets, which tolerate every
 taint, as they must: the VPC CNI and the EFS CSI node plugin are needed there). Everything else

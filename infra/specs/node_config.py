@@ -2,7 +2,7 @@
 
 The managed node group runs the EKS AL2023 AMI, whose `nodeadm` configures the kubelet from
 NodeConfig objects (`node.eks.aws/v1alpha1`) found in the instance's user data (awslabs/amazon-eks-ami
-nodeadm/, see the README's Security section for the exact sources):
+nodeadm/, see docs/security.md for the exact sources):
 - user data of a managed node group's launch template must be a MIME multi-part document: EKS
   appends its own NodeConfig part (cluster name, endpoint, CA, service CIDR) when the template
   names no AMI, and nodeadm merges every `application/node.eks.aws` part in order, the

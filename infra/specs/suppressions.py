@@ -1,7 +1,7 @@
 """checkov checks that cannot apply to one object, each with the reason, as checkov annotations.
 
-Suppressions are per object (kind + app.kubernetes.io/component label), never global; the README's
-security section (README.md, "Security") lists this table, as `markdown_table()` renders it. The tests
+Suppressions are per object (kind + app.kubernetes.io/component label), never global; the
+security page (docs/security.md, "Scanner suppressions") lists this table, as `markdown_table()` renders it. The tests
 fail on a suppression that no longer matches a failing check, so the table cannot go stale.
 """
 
@@ -113,5 +113,5 @@ def markdown_rows() -> list[str]:
 
 
 def markdown_table() -> str:
-    """The table the README's security section carries (python -c 'from infra.specs.suppressions import markdown_table as t; print(t())')."""
+    """The table docs/security.md carries (scripts/docs.py writes it there; a test compares)."""
     return "\n".join(["| Check | Object | Reason |", "|---|---|---|", *markdown_rows()]) + "\n"

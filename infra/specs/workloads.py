@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
-from infra.specs import gpu
+from infra.specs import capacity, gpu
 from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
@@ -31,9 +31,10 @@ WORKER_COMMAND = ["python", "-m", "jobs.agent"]
 # distributed/elastic/agent/server/api.py: shutdown_timeout=30); jobs.train keeps SIGTERM's default
 # action, so they stop at once, and nothing is saved on the way out: the checkpoint of the last
 # finished epoch is what a recreated worker resumes from. The margin covers the agent's own exit.
-# The kubelet SIGKILLs after this; 45 s also stays under the 2 minutes a Spot interruption notice gives.
+# The kubelet SIGKILLs after the pod's grace period, `workerGraceSeconds` (at least these 45 s,
+# infra/config/capacity.py; with Spot at most 90, inside the 2-minute notice).
 TORCHRUN_SHUTDOWN_SECONDS = 30
-WORKER_GRACE_SECONDS = TORCHRUN_SHUTDOWN_SECONDS + 15
+WORKER_GRACE_SECONDS = TORCHRUN_SHUTDOWN_SECONDS + 15  # workerGraceSeconds' default and least value
 # Small jobs beside the training: the image's Python, the data on EFS.
 SIDE_JOB_CPU = "1"
 SIDE_JOB_MEMORY = "4Gi"
@@ -72,7 +73,8 @@ def rendezvous_id(settings: Settings, image: str) -> str:
     renders the same object."""
     shape = {"image": image, "workers": [settings.min_workers, settings.workers, settings.max_workers],
              "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
-             "memory": settings.worker_memory, "deadline": settings.job_timeout_minutes}
+             "memory": settings.worker_memory, "deadline": settings.job_timeout_minutes,
+             "checkpoint": settings.checkpoint_every_seconds, "grace": settings.worker_grace_seconds}
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
     return f"{settings.run_id}-{digest}"
 
@@ -102,7 +104,7 @@ def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]
 
 def pull_policy(settings: Settings) -> str:
     """The image the stack builds runs by digest (IfNotPresent); an `imageUri` gets the policy its
-    reference calls for (infra/config.py image_pull_policy)."""
+    reference calls for (infra/config/ image_pull_policy)."""
     return image_pull_policy(settings.image_uri) if settings.image_uri else "IfNotPresent"
 
 
@@ -186,7 +188,7 @@ def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, An
 
 def aws_region_env(settings: Settings) -> list[dict[str, Any]]:
     """The stack's region for boto3 in a pod: botocore would otherwise ask the instance metadata
-    service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/cluster.py)."""
+    service, which pods cannot reach (the nodes' IMDS hop limit is 1, infra/components/cluster.py)."""
     return [{"name": "AWS_REGION", "value": settings.region}]
 
 
@@ -227,6 +229,8 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
         "--run-dir", run_dir(settings.run_id),
         "--epochs", str(settings.epochs),
         "--batch-size", str(settings.batch_size),
+        # A time checkpoint within the epoch: what a preemption can cost at most.
+        "--checkpoint-every-seconds", str(settings.checkpoint_every_seconds),
     ]
 
 
@@ -239,14 +243,19 @@ def worker_placement(settings: Settings, job_name: str) -> dict[str, Any]:
       k8s.io/api v0.15 types it copies pods through, upstream-facts.md fact 1), so the workers'
       CPU and memory requests decide how many share a node; with ReadWriteOnce storage the volume's
       node affinity puts them all on its node.
-    - target eks: only the stack's node group's instance type (the nodes are ours); an existing
-      cluster's nodes carry whatever labels their owner gave them, so none is required there."""
+    - target eks: the worker pool's nodes (their role label), whose taint the workers alone
+      tolerate (infra/specs/capacity.py); Karpenter launches those nodes for the pending workers. An
+      existing cluster's nodes carry whatever labels their owner gave them, so none is required there."""
     placement: dict[str, Any] = {}
     if settings.workers_per_node == 1:
         placement["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {JOB_LABEL: job_name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    gpu_stack = gpus_per_node(settings) > 0
     if settings.target == EKS:
-        placement["nodeSelector"] = {"node.kubernetes.io/instance-type": settings.node_instance_type}
+        placement["nodeSelector"] = capacity.worker_node_labels(gpu_stack)
+        placement["tolerations"] = capacity.worker_tolerations(gpu_stack)
+    elif gpu_stack:
+        placement["tolerations"] = [gpu.gpu_toleration()]
     return placement
 
 
@@ -259,15 +268,18 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
                         settings.worker_cpu, settings.worker_memory, mounts, pull_policy(settings), env)
     gpus = gpus_per_node(settings)
-    gpu_placement = {}
     if gpus:
         # Every GPU of the node (an extended resource: the limit is the request, Kubernetes docs
-        # "Schedule GPUs"), and the toleration of the GPU nodes' taint.
+        # "Schedule GPUs"); the toleration of the GPU nodes' taint is in worker_placement.
         for bound in ("requests", "limits"):
             worker["resources"][bound][gpu.GPU_RESOURCE] = str(gpus)
-        gpu_placement = {"tolerations": [gpu.gpu_toleration()]}
     pod = _pod_spec([worker], volumes, **worker_placement(settings, name),
-                    terminationGracePeriodSeconds=WORKER_GRACE_SECONDS, **gpu_placement)
+                    terminationGracePeriodSeconds=settings.worker_grace_seconds)
+    # No voluntary disruption (consolidation, drift) of a node while a worker runs there; the
+    # controller copies template annotations onto the pods (kubeflow/common pod_control.go).
+    template_metadata = {"labels": labels}
+    if settings.target == EKS:
+        template_metadata["annotations"] = capacity.worker_pod_annotations()
     return annotate({
         "apiVersion": "elastic.pytorch.org/v1alpha1",
         "kind": "ElasticJob",
@@ -291,7 +303,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
                 # The pods' restartPolicy comes from here (ExitCode -> Never, kubeflow/common pod.go
                 # setRestartPolicy); one in the template would be overridden, with a warning event.
                 "restartPolicy": "ExitCode",
-                "template": {"metadata": {"labels": labels}, "spec": pod},
+                "template": {"metadata": template_metadata, "spec": pod},
             }},
         },
     })
@@ -316,11 +328,12 @@ def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
     })
 
 
-def test_job(settings: Settings, image: Any) -> dict[str, Any]:
+def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, Any]:
+    """`run_cost`: the wait's measure of the run (JSON text), which the Job keeps in the run's history."""
     volumes, mounts = _volumes(settings)
     directory = run_dir(settings.run_id)
     args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
-            "--min-accuracy", str(settings.min_accuracy)]
+            "--min-accuracy", str(settings.min_accuracy)] + (["--run-cost", run_cost] if run_cost is not None else [])
     container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
                            pull_policy(settings))
     # No retries: a model below the accuracy gate stays below it.

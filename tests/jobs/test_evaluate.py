@@ -26,6 +26,20 @@ def test_reports_overall_and_per_class_accuracy(trained_run, tiny_cifar, tmp_pat
     assert "Accuracy of the network on the 100 test images:" in output and "airplane" in output
 
 
+def test_the_run_cost_is_kept_in_the_metrics_and_the_run_history(trained_run, tiny_cifar, tmp_path):
+    """The stack passes the wait's measure (infra/components/run_cost.py) to the test Job, which keeps it
+    on the shared volume: in metrics.json and as a line of the run's history.jsonl."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(trained_run / "model.pt", run / "model.pt")
+    measured = {"durationSeconds": 5400.0, "workerNodeHours": 2.916667, "estimatedCostUsd": 1.983333, "note": "complete"}
+    assert evaluate.main(["--data", str(tiny_cifar), "--model", str(run / "model.pt"),
+                          "--run-cost", json.dumps(measured)]) == 0  # fmt: skip
+    assert json.loads((run / "metrics.json").read_text())["run_cost"] == measured
+    (line,) = [json.loads(text) for text in (run / "history.jsonl").read_text().splitlines()]
+    assert {k: v for k, v in line.items() if k != "time"} == {"event": "run-cost", **measured}
+
+
 def test_gate_fails_below_min_accuracy_but_still_writes_metrics(trained_run, tiny_cifar, tmp_path):
     measured = tmp_path / "measured.json"
     evaluate.main(["--data", str(tiny_cifar), "--model", str(trained_run / "model.pt"), "--metrics-out", str(measured)])
@@ -63,6 +77,7 @@ def test_predictions_do_not_depend_on_the_batch(trained_run, tiny_cifar):
         (["--model", "{run}/checkpoint.pt"], cli.JobError, "not a workshop-cnn model"),
         (["--model", "{run}/nothing.pt"], cli.JobError, "does not exist"),
         (["--model", "{run}/history.jsonl"], cli.JobError, "not readable"),
+        (["--run-cost", "[1, 2]"], cli.UsageError, "must be a JSON object"),
     ],
 )
 def test_bad_input(trained_run, tiny_cifar, tmp_path, arguments, error, phrase):

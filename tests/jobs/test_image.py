@@ -69,11 +69,12 @@ def test_base_image_is_the_current_patch_tag_and_the_docs_agree():
     assert int(match.group(1)) >= CURRENT_3_11_PATCH, (
         f"{default} is superseded: official-images lists python:3.11.{CURRENT_3_11_PATCH}-slim-bookworm"
     )
-    # checkov's suppression and the README name the same image.
+    # checkov's suppression and the docs (the training image, docs/commands/jobs.md) name the same image.
     (skipped,) = re.findall(r"checkov:skip=CKV_DOCKER_7:BASE_IMAGE defaults to (\S+)", dockerfile)
     assert skipped == default
-    readme_tags = re.findall(r"python:3\.11[\w.@:-]*", (REPO_ROOT / "README.md").read_text())
-    assert readme_tags and set(readme_tags) == {default}, f"README.md names {sorted(set(readme_tags))}, the Dockerfile {default}"
+    documented = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+    doc_tags = [tag for path in documented for tag in re.findall(r"python:3\.11[\w.@:-]*", path.read_text())]
+    assert doc_tags and set(doc_tags) == {default}, f"the docs name {sorted(set(doc_tags))}, the Dockerfile {default}"
     # How to bump it and how to add a digest that was really read.
     assert "library/python" in dockerfile and "docker buildx imagetools inspect" in dockerfile
 

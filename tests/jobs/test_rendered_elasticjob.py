@@ -20,7 +20,7 @@ from jobs import agent, rendezvous
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.specs.elastic import rendezvous_endpoint
-from infra.stack_config import read_stack_file
+from infra.config.stack_file import read_stack_file
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
 

@@ -1,0 +1,60 @@
+"""`elastic-training`: the one command for everything a user runs.
+
+    elastic-training COMMAND [ARGS ...]      elastic-training COMMAND --help
+
+Each command is a module of infra/cli/ with its own `main(argv) -> exit status`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from infra.cli import compare, config_docs, cost_command, deploy, local, synth
+from infra.cli.preflight import command as preflight
+
+# name -> (entry point, one line for the overview, exit statuses)
+COMMANDS: dict[str, tuple[Callable[[list[str]], int], str, str]] = {
+    "synth": (synth.main, "render a stack offline under Pulumi's mocks: manifests, resources, graph, cost",
+              "0 written, 2 bad config, usage or --out"),
+    "preflight": (preflight.main, "check the AWS account, zones, quotas, versions and local tools for a stack",
+                  "0 nothing failed, 1 a check failed, 2 bad config or usage"),
+    "cost": (cost_command.main, "what a stack costs between runs, during one and at most per run, item by item",
+             "0 printed, 2 bad config or usage"),
+    "compare": (compare.main, "two stacks' costs side by side, per hour, per day and per run, and the difference",
+                "0 printed, 2 bad config or usage"),
+    "up": (deploy.up, "synth, preflight, then `pulumi up` (preview, then asks before changing anything)",
+           "0 deployed, 1 preflight or Pulumi failed, 2 bad stack, config or usage"),
+    "destroy": (deploy.destroy, "`pulumi destroy` of a stack (preview, then asks)",
+                "0 removed, 1 Pulumi failed, 2 bad stack or usage"),
+    "local": (local.main, "the whole pipeline on this machine on CPU: prepare, train (torchrun), evaluate",
+              "0 done, a failing step's status, 2 usage"),
+    "config-table": (config_docs.main, "print the configuration table of the docs, made from the key table",
+                     "0 printed"),
+}
+
+
+def overview() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: elastic-training COMMAND [ARGS ...]   (elastic-training COMMAND --help for its options)", "",
+             "Distributed PyTorch training on Amazon EKS as Pulumi stacks.", "", "commands:"]
+    lines += [f"  {name:{width}}  {summary}" for name, (_, summary, _) in COMMANDS.items()]
+    lines += ["", "exit status:"] + [f"  {name:{width}}  {codes}" for name, (_, _, codes) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(overview())
+        return 0 if args else 2
+    entry = COMMANDS.get(args[0])
+    if entry is None:
+        print(f"elastic-training: unknown command '{args[0]}' (commands: {', '.join(COMMANDS)})", file=sys.stderr)
+        return 2
+    return entry[0](args[1:])
+
+
+def run() -> None:
+    """The console script `elastic-training` (pyproject.toml [project.scripts])."""
+    sys.exit(main())

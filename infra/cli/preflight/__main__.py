@@ -1,0 +1,5 @@
+import sys
+
+from infra.cli.preflight.command import main
+
+sys.exit(main())

@@ -1,0 +1,388 @@
+"""The checks of `elastic-training preflight`: read-only AWS calls and local tools, one result each.
+
+Each check is PASS, WARN, FAIL or SKIP with a short message and, for a failure, the fix. An AWS call
+that is denied, throttled or not implemented by the endpoint is `WARN could not check: <reason>`,
+never a traceback (the command and its report are in command.py and report.py).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from importlib import metadata
+from typing import Any, Callable
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from infra import versions
+from infra.cli import cost
+from infra.aws import live_prices, prices
+from infra.cli.preflight import spot
+from infra.config import INSTANCE_TYPE, Settings
+from infra.aws.zones import usable_zone_names
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
+             "kubernetes-version", "addon-versions", "spot-market", "local-tools")
+
+# Service Quotas codes (upstream-facts.md fact 18): Running On-Demand instances, in vCPUs, by family.
+STANDARD_FAMILIES_QUOTA = "L-1216C47A"   # A, C, D, H, I, M, R, T, Z
+G_AND_VT_QUOTA = "L-DB2E81BA"
+P_QUOTA = "L-417A185B"
+ELASTIC_IP_QUOTA = "L-0263D0A3"
+QUOTA_BY_FAMILY = {**{letter: STANDARD_FAMILIES_QUOTA for letter in "acdhimrtz"},
+                   "g": G_AND_VT_QUOTA, "vt": G_AND_VT_QUOTA, "p": P_QUOTA}
+
+# The Price List API is served from us-east-1; it answers for every region.
+PRICING_REGION = "us-east-1"
+# A region that is not enabled for the account refuses API calls made in it, so who we are and which
+# regions are enabled are asked in a region every account has (us-east-1 needs no opt-in).
+ALWAYS_ENABLED_REGION = "us-east-1"
+
+ClientMaker = Callable[[str, str], Any]
+
+
+def default_client(service: str, region: str) -> Any:
+    """A client of boto3's default session: what a user's environment configures, nothing else."""
+    return boto3.client(service, region_name=region)
+
+
+@dataclass
+class Check:
+    id: str
+    status: str
+    message: str
+    fix: str = ""
+
+    def as_json(self) -> dict[str, str]:
+        return {"id": self.id, "status": self.status,
+                "message": self.message + (f"; fix: {self.fix}" if self.fix else "")}
+
+
+class CouldNotCheck(Exception):
+    """An AWS call that failed for a reason that says nothing about the stack (denied, throttled, not there)."""
+
+
+def reason(error: Exception) -> str:
+    if isinstance(error, ClientError):
+        err = error.response.get("Error", {})
+        code = err.get("Code") or str(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "error"))
+        # An endpoint without the operation may answer with an HTML error page: keep its words only.
+        message = " ".join(re.sub(r"<[^>]*>", " ", str(err.get("Message") or "")).split())[:160]
+        return f"{code}: {message}" if message else code
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def aws_call(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
+    try:
+        return getattr(client, operation)(**kwargs)
+    except NoCredentialsError:
+        raise
+    except (ClientError, BotoCoreError) as error:
+        raise CouldNotCheck(f"{client.meta.service_model.service_name} {operation}: {reason(error)}") from None
+
+
+def could_not_check(check_id: str, error: CouldNotCheck, extra: str = "") -> Check:
+    return Check(check_id, WARN, f"could not check: {error}" + (f"; {extra}" if extra else ""))
+
+
+class Preflight:
+    def __init__(self, settings: Settings, make_client: ClientMaker = default_client, today: date | None = None,
+                 which: Callable[[str], str | None] = shutil.which):
+        self.settings = settings
+        self.make_client = make_client
+        self.today = today or datetime.now(timezone.utc).date()
+        self.which = which
+        self._clients: dict[tuple[str, str], Any] = {}
+        self.zones: list[str] = []
+        self.phase: str | None = None
+
+    def client(self, service: str, region: str | None = None) -> Any:
+        key = (service, region or self.settings.region)
+        if key not in self._clients:
+            self._clients[key] = self.make_client(*key)
+        return self._clients[key]
+
+    # --- the checks, in order; each returns one Check ------------------------------------------
+
+    def credentials(self) -> Check:
+        fix = ("configure AWS credentials: `aws configure` or `aws sso login --profile NAME` and export AWS_PROFILE=NAME "
+               "(or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
+        try:
+            identity = self.client("sts", ALWAYS_ENABLED_REGION).get_caller_identity()
+        except NoCredentialsError:
+            return Check("credentials", FAIL, "no AWS credentials found (boto3's credential chain came up empty)", fix)
+        except ClientError as error:
+            return Check("credentials", FAIL, f"AWS refused the credentials: {reason(error)}", fix)
+        except BotoCoreError as error:
+            return Check("credentials", WARN, f"could not check: sts GetCallerIdentity: {reason(error)}")
+        return Check("credentials", PASS, f"account {identity['Account']}, {identity['Arn']}")
+
+    def region(self) -> Check:
+        name = self.settings.region
+        answer = aws_call(self.client("ec2", ALWAYS_ENABLED_REGION), "describe_regions", AllRegions=True)
+        found = [r for r in answer.get("Regions", []) if r.get("RegionName") == name]
+        if not found:
+            return Check("region", FAIL, f"{name} is not a region this account can see",
+                         "set aws:region to a region listed by `aws ec2 describe-regions`")
+        status = found[0].get("OptInStatus", "opt-in-not-required")
+        if status in ("opt-in-not-required", "opted-in"):
+            return Check("region", PASS, f"{name} is enabled ({status})")
+        return Check("region", FAIL, f"{name} is not enabled for this account ({status})",
+                     f"enable it (`aws account enable-region --region-name {name}`, or the console's AWS Regions page) "
+                     "or choose an enabled region with -c aws:region=...")
+
+    def zones_check(self) -> Check:
+        count = self.settings.availability_zone_count
+        # The same filter and the same choice as the program (infra/aws/zones.py, fact 13).
+        answer = aws_call(self.client("ec2"), "describe_availability_zones",
+                          Filters=[{"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
+                                   {"Name": "state", "Values": ["available"]}])
+        zones = answer.get("AvailabilityZones", [])
+        usable = usable_zone_names([z["ZoneName"] for z in zones], [z["ZoneId"] for z in zones])
+        if len(usable) < count:
+            return Check("zones", FAIL, f"{self.settings.region} has {len(usable)} available standard zones that EKS accepts "
+                                        f"({', '.join(usable) or 'none'}); availabilityZoneCount is {count}",
+                         f"-c availabilityZoneCount={max(len(usable), 2)} (2-4) or another region" if len(usable) >= 2
+                         else "choose another region with -c aws:region=...")
+        self.zones = usable[:count]
+        return Check("zones", PASS, f"{count} of {len(usable)} usable zones: {', '.join(self.zones)}")
+
+    def instance_type(self) -> Check:
+        kind = self.settings.node_instance_type
+        pages = self.client("ec2").get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
+        try:
+            offered = sorted({o["Location"] for page in pages for o in page.get("InstanceTypeOfferings", [])})
+        except (ClientError, BotoCoreError) as error:
+            raise CouldNotCheck(f"ec2 describe_instance_type_offerings: {reason(error)}") from None
+        if not offered:
+            return Check("instance-type", FAIL, f"{kind} is not offered in any zone of {self.settings.region}",
+                         "choose another nodeInstanceType (-c nodeInstanceType=...) or a region that offers it")
+        missing = [zone for zone in self.zones if zone not in offered]
+        if not missing:
+            return Check("instance-type", PASS, f"{kind} is offered in {', '.join(self.zones)}")
+        # The program takes the first availabilityZoneCount usable zones by name; the longest run of them
+        # that all offer the type is the count that would work.
+        usable_prefix = 0
+        for zone in self.zones:
+            if zone not in offered:
+                break
+            usable_prefix += 1
+        fix = (f"-c availabilityZoneCount={usable_prefix} (the stack takes the first zones by name), "
+               if usable_prefix >= 2 else "")
+        fix += "or another nodeInstanceType offered in all chosen zones, or another region"
+        return Check("instance-type", FAIL, f"{kind} is not offered in {', '.join(missing)}; it is offered in "
+                                            f"{', '.join(offered)}", fix)
+
+    def vcpu_quota(self) -> Check:
+        if self.settings.capacity_type == "spot":
+            return Check("vcpu-quota", WARN, spot.SPOT_QUOTA_NOT_READ)
+        kind = self.settings.node_instance_type
+        family = INSTANCE_TYPE.fullmatch(kind)["family"]
+        code = QUOTA_BY_FAMILY.get(family) or QUOTA_BY_FAMILY.get(family[:1])
+        if code is None:
+            return Check("vcpu-quota", WARN, f"no On-Demand vCPU quota code known for the {family} family")
+        types = aws_call(self.client("ec2"), "describe_instance_types", InstanceTypes=[kind]).get("InstanceTypes", [])
+        if not types:
+            return Check("vcpu-quota", SKIP, f"EC2 does not describe {kind} in {self.settings.region}")
+        vcpus = types[0]["VCpuInfo"]["DefaultVCpus"]
+        needed = self.settings.node_max_count * vcpus
+        quota = aws_call(self.client("service-quotas"), "get_service_quota", ServiceCode="ec2", QuotaCode=code)
+        value = int(quota["Quota"]["Value"])
+        name = quota["Quota"].get("QuotaName", code)
+        if value >= needed:
+            return Check("vcpu-quota", PASS, f"{name} ({code}) is {value} vCPUs; nodeMaxCount {self.settings.node_max_count} "
+                                             f"x {vcpus} vCPUs = {needed} (instances already running in the region count too)")
+        return Check("vcpu-quota", FAIL, f"{name} ({code}) is {value} vCPUs; nodeMaxCount {self.settings.node_max_count} "
+                                         f"x {kind} ({vcpus} vCPUs) needs {needed}",
+                     f"request {needed}: `aws service-quotas request-service-quota-increase --service-code ec2 "
+                     f"--quota-code {code} --desired-value {needed} --region {self.settings.region}`, "
+                     "or lower nodeMaxCount / choose a smaller type")
+
+    def elastic_ip_quota(self) -> Check:
+        quota = aws_call(self.client("service-quotas"), "get_service_quota", ServiceCode="ec2", QuotaCode=ELASTIC_IP_QUOTA)
+        limit = int(quota["Quota"]["Value"])
+        used = len(aws_call(self.client("ec2"), "describe_addresses").get("Addresses", []))
+        if used < limit:
+            return Check("elastic-ip-quota", PASS, f"{used} of {limit} Elastic IPs in use; the NAT gateway needs 1")
+        return Check("elastic-ip-quota", FAIL, f"{used} of {limit} Elastic IPs in use; the NAT gateway needs 1 more",
+                     f"release an unused one (`aws ec2 release-address --allocation-id ...`) or request more "
+                     f"(quota code {ELASTIC_IP_QUOTA})")
+
+    def kubernetes_version(self) -> Check:
+        version = self.settings.kubernetes_version
+        offline = versions.eks_support_phase(version, self.today)
+        try:
+            answer = aws_call(self.client("eks"), "describe_cluster_versions", clusterVersions=[version], includeAll=True)
+        except CouldNotCheck as error:
+            self.phase = offline
+            return could_not_check("kubernetes-version", error,
+                                   f"the offline EKS calendar (infra/versions.py) puts {version} in {offline} support today")
+        found = [v for v in answer.get("clusterVersions", []) if v.get("clusterVersion") == version]
+        if not found:
+            return Check("kubernetes-version", FAIL, f"EKS does not list Kubernetes {version}",
+                         f"-c kubernetesVersion= one of {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}")
+        status = found[0].get("versionStatus") or found[0].get("status", "")
+        status = status.lower().replace("_", "-")
+        standard = prices.find("eks-standard", self.settings.region, "cluster-hour").usd
+        extended = prices.find("eks-extended", self.settings.region, "cluster-hour").usd
+        if status == "standard-support":
+            self.phase = versions.STANDARD
+            until = found[0].get("endOfStandardSupportDate")
+            return Check("kubernetes-version", PASS, f"{version} is in EKS standard support"
+                         + (f" until {until:%Y-%m-%d}" if hasattr(until, "strftime") else ""))
+        if status == "extended-support":
+            self.phase = versions.EXTENDED
+            more = "" if standard is None or extended is None else (
+                f": the control plane costs ${extended:.2f}/hour instead of ${standard:.2f}/hour "
+                f"(+${extended - standard:.2f}/hour, +${(extended - standard) * 24:.2f}/day)")
+            return Check("kubernetes-version", WARN, f"{version} is in EKS extended support{more}",
+                         "upgrade to a version in standard support before it bills at the extended rate")
+        in_standard = [v for v in versions.SUPPORTED_KUBERNETES_VERSIONS
+                       if versions.eks_support_phase(v, self.today) == versions.STANDARD]
+        return Check("kubernetes-version", FAIL, f"EKS answers that {version} is {status or 'not supported'}: "
+                                                 "it creates no cluster of that version",
+                     f"-c kubernetesVersion= one in standard support: {', '.join(in_standard) or 'none known'}")
+
+    def addon_versions(self) -> Check:
+        version = self.settings.kubernetes_version
+        lines, failed, warned = [], [], False
+        for name, last_run in versions.OFFLINE_ADDON_VERSIONS.items():
+            answer = aws_call(self.client("eks"), "describe_addon_versions", kubernetesVersion=version, addonName=name)
+            offered = [v["addonVersion"] for addon in answer.get("addons", []) if addon.get("addonName") == name
+                       for v in addon.get("addonVersions", [])
+                       if any(c.get("clusterVersion") == version for c in v.get("compatibilities", []))]
+            if not offered:
+                failed.append(name)
+                lines.append(f"{name}: no version offered for Kubernetes {version}")
+            elif last_run in offered:
+                lines.append(f"{name}: {len(offered)} versions offered, including {last_run}")
+            else:
+                warned = True
+                lines.append(f"{name}: {last_run} (synth's offline render) is not offered for {version}; `up` installs "
+                             f"the newest EKS offers, one of {', '.join(offered[:4])}")
+        if failed:
+            return Check("addon-versions", FAIL, "; ".join(lines),
+                         f"choose a kubernetesVersion for which EKS offers {', '.join(failed)}")
+        return Check("addon-versions", WARN if warned else PASS, "; ".join(lines))
+
+    def local_tools(self) -> Check:
+        problems, found = [], []
+        pin = metadata.version("pulumi")
+        pulumi = self._tool_output(["pulumi", "version"])
+        match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", pulumi or "")
+        if pulumi is None:
+            problems.append("pulumi is not installed (https://www.pulumi.com/docs/install/)")
+        elif not match or tuple(map(int, match.groups())) < tuple(map(int, pin.split(".")[:3])):
+            problems.append(f"pulumi {pulumi.strip()} is older than the SDK pin {pin}: upgrade the CLI")
+        else:
+            found.append(f"pulumi {'.'.join(match.groups())}")
+        if self.settings.image_uri:
+            found.append("docker not needed (imageUri is set)")
+        else:
+            buildx = self._tool_output(["docker", "buildx", "version"])
+            if buildx is None:
+                problems.append("docker with buildx is needed to build the training image (or set imageUri)")
+            else:
+                found.append("docker buildx")
+        aws = self._tool_output(["aws", "--version"]) if self.settings.target == "eks" else "not needed"
+        if aws == "not needed":
+            found.append("AWS CLI not needed (target existing)")
+        elif aws is None:
+            problems.append("AWS CLI v2 is not installed (the kubeconfig runs `aws eks get-token`)")
+        elif not re.match(r"aws-cli/2\.", aws.strip()):
+            problems.append(f"AWS CLI v2 is needed (the kubeconfig runs `aws eks get-token`); found {aws.split()[0] if aws.split() else aws!r}")
+        else:
+            found.append(aws.split()[0])
+        if problems:
+            return Check("local-tools", FAIL, "; ".join(problems), "install what is missing (docs/getting-started.md, Prerequisites)")
+        return Check("local-tools", PASS, ", ".join(found))
+
+    def _tool_output(self, command: list[str]) -> str | None:
+        """The tool's output (stdout, else stderr), or None when it is missing or fails."""
+        path = self.which(command[0])
+        if path is None:
+            return None
+        try:
+            result = subprocess.run([path, *command[1:]], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if result.returncode != 0:
+            return None
+        return result.stdout.strip() or result.stderr.strip()
+
+    # --- prices -----------------------------------------------------------------------------------
+
+    def node_prices(self, now: datetime | None = None) -> tuple[cost.LivePrices, list[str]]:
+        """What AWS says the stack's node types cost (infra/aws/live_prices.py); notes for what it did not."""
+        live, notes = cost.LivePrices(), []
+        now = now or datetime.now(timezone.utc)
+        for kind in cost.node_types(self.settings):
+            price, why = live_prices.on_demand(self.client("pricing", PRICING_REGION), kind, self.settings.region,
+                                               self.today.isoformat())
+            if price:
+                live.on_demand[kind] = price
+            notes += [why] if why else []
+        if cost.capacity_type(self.settings) == cost.SPOT:
+            kind = self.settings.node_instance_type
+            price, why = live_prices.spot(self.client("ec2"), kind, self.zones, now)
+            if price:
+                live.spot[kind] = price
+            notes += [why] if why else []
+        return live, notes
+
+    def spot_market(self) -> Check:  # infra/cli/preflight/spot.py (the estimate reads Spot prices in node_prices)
+        result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc), lambda op, **kw:
+                                             aws_call(self.client("ec2"), op, **kw), Check, (PASS, WARN, SKIP))
+        return result
+
+    # --- everything -------------------------------------------------------------------------------
+
+    def run(self) -> tuple[list[Check], dict[str, Any], list[str]]:
+        checks: list[Check] = []
+        notes: list[str] = []
+        aws_ids = CHECK_IDS[1:-1]
+        if self.settings.target != "eks":
+            # Nothing in an AWS account: only the tools `pulumi up` needs on this machine.
+            why = f"target {self.settings.target} creates no AWS resources"
+            checks = [Check(i, SKIP, why) for i in CHECK_IDS[:-1]] + [self.local_tools()]
+            return checks, cost.estimate(self.settings, self.today), notes
+        first = self.credentials()
+        checks.append(first)
+        if first.status == FAIL:
+            checks += [Check(i, SKIP, "no usable AWS credentials") for i in aws_ids]
+        else:
+            steps: list[tuple[str, Callable[[], Check]]] = [
+                ("region", self.region), ("zones", self.zones_check), ("instance-type", self.instance_type),
+                ("vcpu-quota", self.vcpu_quota), ("elastic-ip-quota", self.elastic_ip_quota),
+                ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions),
+                ("spot-market", self.spot_market)]
+            # What a failed check leaves nothing to check for.
+            needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region",
+                     "spot-market": "zones"}
+            results: dict[str, Check] = {}
+            for check_id, step in steps:
+                required = needs.get(check_id)
+                if required and results.get(required) and results[required].status in (FAIL, SKIP):
+                    results[check_id] = Check(check_id, SKIP, f"the {required} check did not pass")
+                    continue
+                if check_id == "instance-type" and results["zones"].status == WARN:
+                    results[check_id] = Check(check_id, SKIP, "the zones could not be read")
+                    continue
+                try:
+                    results[check_id] = step()
+                except CouldNotCheck as error:
+                    results[check_id] = could_not_check(check_id, error)
+            checks += [results[i] for i in aws_ids]
+        checks.append(self.local_tools())
+        live = None
+        if first.status != FAIL:
+            live, price_notes = self.node_prices()
+            notes += price_notes
+        estimate = cost.estimate(self.settings, self.today, phase=self.phase, live=live)
+        return checks, estimate, notes

@@ -1,0 +1,34 @@
+"""What `elastic-training preflight` prints: the checks as a table or Markdown, and the stack's cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.cli import cost
+from infra.cli.preflight.checks import Check
+from infra.config import Settings
+
+
+def table(checks: list[Check]) -> list[str]:
+    width = max(len(c.id) for c in checks)
+    lines = []
+    for check in checks:
+        lines.append(f"{check.status.upper():4}  {check.id:{width}}  {check.message}")
+        if check.fix:
+            lines.append(f"{'':4}  {'':{width}}  fix: {check.fix}")
+    return lines
+
+
+def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], notes: list[str]) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [f"### preflight of `{settings.stack}` in {settings.region}", "", "| check | status | message |", "|---|---|---|"]
+    lines += [f"| `{c.id}` | {c.status.upper()} | {cell(c.as_json()['message'])} |" for c in checks]
+    lines += ["", f"**Cost:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
+              "| item | unit price | per hour | source |", "|---|---|---|---|"]
+    for item in estimate["items"]:
+        what, unit, hourly = cost.item_line(item)
+        lines.append(f"| {cell(what)} | {unit} | {hourly} | {cell(item['source'])} |")
+    lines += ["", f"Prices from: {cell(estimate['pricesFrom'])}"] + [f"Note: {cell(n)}" for n in notes]
+    return "\n".join(lines) + "\n"

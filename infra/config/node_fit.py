@@ -1,0 +1,134 @@
+"""Does a worker fit its node? What one node of `nodeInstanceType` gives pods, and the check that
+`workersPerNode` workers of (`workerCpu`, `workerMemory`, the node's GPUs) fit in it.
+
+A node gives pods its allocatable (infra/aws/node_allocatable.py: the EKS AMI's kubelet
+reservation, its eviction threshold and the VM's own memory) less what the DaemonSets every node
+runs request (infra/aws/node_daemonsets.py). The instance's vCPUs and memory come from the
+instance catalog (infra/aws/instance_catalog.py), or for a GPU type it does not carry from the GPU
+table (infra/aws/gpu_instances.py), which also says how many GPUs a worker takes: all of them, so
+GPU stacks run one worker per node. A type neither table knows, or whose ENI limits the max-pods
+table lacks, is not checked: the stack gets a warning saying so, and the run's wait still fails
+fast with the scheduler's reason if a worker never fits (infra/components/scheduling.py).
+
+Checked on target eks only: on target existing the nodes are not the stack's, and nodeInstanceType
+means nothing there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from infra.aws import eni_limits, gpu_instances, instance_catalog, node_allocatable, node_daemonsets
+from infra.config.errors import ConfigError
+from infra.config.keys import PROJECT
+from infra.config.parsers import QUANTITY, memory_mib
+
+# Kubernetes quantity suffixes as multipliers of one CPU (apimachinery resource.Quantity: decimal
+# SI k, M, G, T; binary Ki, Mi, Gi, Ti; m is a thousandth).
+# Fractions, not floats or Decimal's 28 digits: a 40-digit workerCpu must compare exactly.
+_CPU_UNITS = {"m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
+              "T": Fraction(10**12), "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
+              "Ti": Fraction(2**40)}
+
+
+# What each of the data-prep, test and export Jobs requests (infra/specs/workloads.py SIDE_JOB_CPU and
+# SIDE_JOB_MEMORY; config sits below specs, so tests/config/test_node_fit.py compares the two). They run
+# on the system nodes of a GPU stack and on the training nodes otherwise, one at a time, before and
+# after the workers.
+SIDE_JOB_CPU_MILLICORES = 1000
+SIDE_JOB_MEMORY_MIB = 4096
+
+
+@dataclass(frozen=True)
+class NodeRoom:
+    """One node of a type, and what it leaves for pods."""
+    instance_type: str
+    vcpus: int
+    memory_mib: int
+    gpus: int
+    kubelet_cpu_millicores: int     # kubeReserved cpu
+    kubelet_memory_mib: int         # kubeReserved memory + evictionHard + the VM's own
+    daemonset_cpu_millicores: int
+    daemonset_memory_mib: int
+    cpu_millicores: int             # for pods
+    memory_mib_for_pods: int
+
+
+def cpu_millicores(quantity: str) -> int:
+    """A CPU quantity that passed the key's rule, in millicores, rounded up as the API server
+    rounds a request below 1m (resource.Quantity keeps at most milli precision for cpu)."""
+    match = QUANTITY.fullmatch(quantity)
+    return math.ceil(Fraction(match[1]) * _CPU_UNITS.get(match[3] or "", Fraction(1)) * 1000)
+
+
+def node_room(instance_type: str) -> NodeRoom | None:
+    """What one node of the type gives pods, or None when the tables cannot tell."""
+    shape = instance_catalog.shape(instance_type)
+    gpu = gpu_instances.nvidia_instance(instance_type)
+    limits = eni_limits.eni_limits(instance_type)
+    if limits is None or (shape is None and gpu is None):
+        return None
+    vcpus = int(shape.vcpus) if shape else gpu.vcpus
+    memory = int(shape.memory_gib * 1024) if shape else gpu.memory_mib
+    max_pods = node_allocatable.eni_max_pods(limits.default_max_enis, limits.ipv4_addresses_per_interface)
+    node = node_allocatable.allocatable(vcpus, memory, max_pods)
+    for_pods = node_daemonsets.for_pods(node, gpu_node=gpu is not None)
+    return NodeRoom(instance_type=instance_type, vcpus=vcpus, memory_mib=memory, gpus=gpu.gpus if gpu else 0,
+                    kubelet_cpu_millicores=vcpus * 1000 - node.cpu_millicores,
+                    kubelet_memory_mib=memory - node.memory_mib,
+                    daemonset_cpu_millicores=node.cpu_millicores - for_pods.cpu_millicores,
+                    daemonset_memory_mib=node.memory_mib - for_pods.memory_mib,
+                    cpu_millicores=for_pods.cpu_millicores, memory_mib_for_pods=for_pods.memory_mib)
+
+
+def check_worker_fits(v: dict[str, Any]) -> str | None:
+    """Raise ConfigError when workersPerNode workers do not fit one node; a warning (or None) when
+    the node cannot be sized. Checks CPU, then memory: the first misfit is the line a user sees."""
+    instance_type, per_node = v["node_instance_type"], v["workers_per_node"]
+    room = node_room(instance_type)
+    if room is None:
+        return (f"config {PROJECT}:nodeInstanceType={instance_type!r} is in neither the instance catalog "
+                f"({instance_catalog.source_line()}) nor the GPU and ENI tables of infra/aws/, so whether "
+                f"a worker fits its node is not checked before `pulumi up`; add the type with "
+                f"`scripts/refresh_prices.py --add {instance_type}`")
+    workers = f"{per_node} worker{'s' if per_node > 1 else ''} per node"
+    most_cpu = room.cpu_millicores // per_node
+    if cpu_millicores(v["worker_cpu"]) > most_cpu:
+        raise ConfigError(f"{PROJECT}:workerCpu", v["worker_cpu"],
+                          f"must be at most {most_cpu}m for {workers}: one {instance_type} node gives pods "
+                          f"{room.cpu_millicores}m of its {room.vcpus} vCPUs (the kubelet keeps "
+                          f"{room.kubelet_cpu_millicores}m, the node's DaemonSets request {room.daemonset_cpu_millicores}m)")
+    most_memory = room.memory_mib_for_pods // per_node
+    if memory_mib(v["worker_memory"]) > most_memory:
+        raise ConfigError(f"{PROJECT}:workerMemory", v["worker_memory"],
+                          f"must be at most {most_memory}Mi for {workers}: one {instance_type} node gives pods "
+                          f"{room.memory_mib_for_pods}Mi of its {room.memory_mib} MiB (the kubelet, its eviction "
+                          f"threshold and the VM keep {room.kubelet_memory_mib}Mi, the node's DaemonSets request "
+                          f"{room.daemonset_memory_mib}Mi)")
+    return None
+
+
+def check_side_jobs_fit(v: dict[str, Any]) -> None:
+    """The Jobs' pods fit the nodes they run on (when the tables can size those nodes)."""
+    gpu_stack = gpu_instances.nvidia_instance(v["node_instance_type"]) is not None
+    key, instance_type = (("systemNodeInstanceType", v["system_node_instance_type"]) if gpu_stack
+                          else ("nodeInstanceType", v["node_instance_type"]))
+    room = node_room(instance_type)
+    if room is None:
+        return
+    if room.cpu_millicores < SIDE_JOB_CPU_MILLICORES or room.memory_mib_for_pods < SIDE_JOB_MEMORY_MIB:
+        raise ConfigError(f"{PROJECT}:{key}", instance_type,
+                          f"must give the data-prep, test and export Jobs {SIDE_JOB_CPU_MILLICORES}m and "
+                          f"{SIDE_JOB_MEMORY_MIB}Mi: one {instance_type} node gives pods {room.cpu_millicores}m and "
+                          f"{room.memory_mib_for_pods}Mi")
+
+
+def largest_worker(instance_type: str, per_node: int = 1) -> tuple[str, str] | None:
+    """(workerCpu, workerMemory) of the largest worker that fits, as config values."""
+    room = node_room(instance_type)
+    if room is None:
+        return None
+    return f"{room.cpu_millicores // per_node}m", f"{math.floor(room.memory_mib_for_pods / per_node)}Mi"

@@ -1,0 +1,121 @@
+"""Raw stack config as the program sees it: full keys ("elastic-training:nodeMaxCount") to strings.
+
+Under `pulumi up` the engine hands the program its config; `synth` reads the same stack file
+itself and applies `-c key=value` overrides with `pulumi config set`'s meaning.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import pulumi
+import yaml
+
+from infra.config import KEYS_BY_NAME, PROJECT, ConfigError
+
+STACKS_DIR = Path(__file__).resolve().parents[2] / "stacks"
+
+
+class StackConfigError(ValueError):
+    """A stack file or override that cannot be read at all (not a rule about a value)."""
+
+
+def current_config() -> dict[str, str]:
+    """Every config key the engine gave the program. The SDK has no public call that lists them;
+    this reads the same two places `pulumi.Config().get` looks in, in its order of precedence."""
+    raw = dict(pulumi.runtime.config.get_config_env())
+    raw.update(pulumi.runtime.config.CONFIG.get())
+    return {key: str(value) for key, value in raw.items()}
+
+
+def full_key(key: str) -> str:
+    """`nodeMaxCount` means the project's key; `aws:region` names its namespace."""
+    return key if ":" in key else f"{PROJECT}:{key}"
+
+
+def as_config_string(value: Any) -> str:
+    """How the engine passes a stack file value to a program: strings as they are, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value)
+
+
+class CliYamlLoader(yaml.SafeLoader):
+    """YAML as the Pulumi CLI reads a stack file (gopkg.in/yaml.v3, resolve.go at go-yaml/yaml
+    0d383ff9): only true/false (True, TRUE, False, FALSE) are booleans; yes/no/on/off, which PyYAML's
+    YAML 1.1 makes booleans, stay strings, so the CLI refuses `retainData: yes` and so do we."""
+
+
+CliYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+CliYamlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                    list("tTfF"))
+
+
+def _stack_value(full: str, value: Any) -> str:
+    """One stack-file value as the program gets it, refused where the Pulumi CLI refuses it first."""
+    declared = KEYS_BY_NAME.get(full[len(PROJECT) + 1:]) if full.startswith(f"{PROJECT}:") else None
+    # The CLI type-checks a stack value against Pulumi.yaml (pulumi/pulumi pkg/workspace/config.go
+    # validateStackConfigValue): only a YAML list is an array; a string, even of JSON, is a string.
+    if declared is not None and declared.type == "array" and not isinstance(value, list):
+        raise ConfigError(full, value, 'must be a YAML list in the stack file, e.g. ["203.0.113.0/24"] '
+                                       "(the Pulumi CLI refuses any other value for a list key)")
+    # ... and a YAML list or mapping is never a string (the program would get its JSON text).
+    if declared is not None and declared.type == "string" and isinstance(value, (list, dict)):
+        raise ConfigError(full, value, "must be a plain value in the stack file, not a YAML list or mapping "
+                                       "(the Pulumi CLI refuses it for a string key)")
+    # yaml.v3 reads 2026-01-01 as a time, which the CLI passes on as "2026-01-01 00:00:00 +0000 UTC".
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        raise ConfigError(full, str(value), "must be quoted: unquoted, YAML reads it as a date")
+    return as_config_string(value)
+
+
+def available_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """Where and what, on one line: PyYAML's marks count from 0; editors count lines and columns from 1."""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    mark, context, context_mark = (getattr(error, name, None) for name in ("problem_mark", "context", "context_mark"))
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    opened = f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})" if context and context_mark else ""
+    return f"{where}{problem}{opened}"
+
+
+def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
+    path = stacks_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        raise StackConfigError(f"no stack file {path.name} in {stacks_dir}; stacks: {', '.join(available_stacks(stacks_dir))}")
+    try:
+        document = yaml.load(path.read_text(), Loader=CliYamlLoader) or {}
+    except yaml.YAMLError as error:
+        raise StackConfigError(f"{path.name} is not valid YAML: {yaml_problem(error)}") from None
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackConfigError(f"{path.name}: 'config' must be a mapping of keys to values")
+    raw = {}
+    for key, value in config.items():
+        full = full_key(str(key))
+        if isinstance(value, dict) and "secure" in value:
+            raw[full] = "[secret]"  # encrypted values cannot be read offline; synth shows a placeholder
+        else:
+            raw[full] = _stack_value(full, value)
+    return raw
+
+
+def apply_overrides(raw: dict[str, str], overrides: Iterable[str]) -> dict[str, str]:
+    merged = dict(raw)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise StackConfigError(f"-c {item!r} must be KEY=VALUE (e.g. -c nodeMaxCount=3 or -c aws:region=eu-west-1)")
+        merged[full_key(key)] = value
+    return merged

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs torch 2.13.0 into a Python environment; scripts/setup.sh calls it for .venv.
+#   bash scripts/install-torch.sh PYTHON [--gpu] [-- PIP_ARGS...]
+# On Linux x86-64 PyPI's torch is the multi-GB CUDA build, so the default there is the CPU build
+# (torch==2.13.0+cpu from PyTorch's CPU index); --gpu takes PyPI's build instead. `torch===2.13.0`
+# is PEP 440 arbitrary equality: it matches the version string exactly, so a "+cpu" build (from an
+# exported PIP_EXTRA_INDEX_URL, say) cannot stand in for it, while `==2.13.0` ignores local labels.
+# Elsewhere (macOS, Linux arm64) PyPI's torch==2.13.0 is the one to take, as before.
+# Without --gpu, a torch 2.13.0 already installed is kept, whichever build: a later setup.sh (run by
+# test.sh, or the README's steps) never swaps a --gpu install back to the CPU build.
+set -euo pipefail
+
+TORCH_VERSION=2.13.0  # = pyproject.toml's jobs extra (tests/test_install_torch.py compares them)
+TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
+
+python=${1:?usage: install-torch.sh PYTHON [--gpu] [-- PIP_ARGS...]}
+shift
+gpu=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --gpu) gpu=1; shift ;;
+    --) shift; break ;;
+    *) echo "install-torch: unknown option $1; the only option is --gpu (PyPI's CUDA build of torch)" >&2; exit 2 ;;
+  esac
+done
+
+installed=$("$python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)
+if [ "$gpu" = 0 ] && [ "${installed%%+*}" = "$TORCH_VERSION" ]; then
+  echo "install-torch: torch $installed is installed"
+  exit 0
+fi
+if [ "$gpu" = 1 ]; then
+  exec "$python" -m pip install "$@" "torch===$TORCH_VERSION"
+elif [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ]; then
+  # torch alone from the CPU index, then its dependencies from the usual indexes: pip asks every
+  # index for every package, and the CPU index is needed for one.
+  "$python" -m pip install "$@" --no-deps --extra-index-url "$TORCH_CPU_INDEX" "torch==$TORCH_VERSION+cpu"
+  exec "$python" -m pip install "$@" "torch==$TORCH_VERSION+cpu"
+else
+  exec "$python" -m pip install "$@" "torch==$TORCH_VERSION"
+fi

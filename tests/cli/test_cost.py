@@ -1,0 +1,248 @@
+"""The cost estimate (infra/cli/cost.py) and its price table (infra/aws/prices.py): sums, the extended-support
+line, no unrecorded price for any shipped stack, and the stack tables (README.md, docs/costs.md) in step with cost.json."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from infra import versions
+from infra.cli import cost
+from infra.aws import prices
+from infra.config import load_settings
+from infra.config.stack_file import apply_overrides, read_stack_file
+from synth_support import STACKS
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDARD_DAY = date(2026, 11, 22)  # 1.35: standard support until 2027-03-27 (infra/versions.py)
+
+
+def settings_of(stack: str, *overrides: str):
+    return load_settings(apply_overrides(read_stack_file(stack), overrides), stack, STANDARD_DAY)
+
+
+def test_dev_total_is_the_sum_of_its_items(dev):
+    written = json.loads((dev.directory / "cost.json").read_text())
+    assert set(written) >= {"hourlyUsd", "dailyUsd", "items", "pricesFrom"}
+    assert all(set(item) == {"what", "quantity", "unitUsd", "unit", "hourlyUsd", "runHourlyUsd", "source"}
+               for item in written["items"])
+    assert written["hourlyUsd"] == pytest.approx(sum(i["hourlyUsd"] for i in written["items"] if i["hourlyUsd"] is not None))
+    assert written["dailyUsd"] == pytest.approx(24 * written["hourlyUsd"])
+    assert written["hourlyUsd"] > 0
+
+
+def test_extended_support_changes_exactly_the_control_plane_line():
+    settings = settings_of("dev")
+    standard = cost.estimate(settings, STANDARD_DAY)
+    extended = cost.estimate(settings, STANDARD_DAY, phase=versions.EXTENDED)
+    changed = [index for index, (a, b) in enumerate(zip(standard["items"], extended["items"])) if a != b]
+    assert changed == [0]
+    assert (standard["items"][0]["unitUsd"], extended["items"][0]["unitUsd"]) == (0.10, 0.60)
+    assert extended["hourlyUsd"] - standard["hourlyUsd"] == pytest.approx(0.50)
+
+
+def test_the_calendar_decides_the_rate_on_the_day():
+    settings = settings_of("dev", "kubernetesVersion=1.33")  # extended support since 2026-07-29
+    assert cost.estimate(settings, date(2026, 7, 28))["items"][0]["unitUsd"] == 0.10
+    assert cost.estimate(settings, date(2026, 7, 29))["items"][0]["unitUsd"] == 0.60
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_item_of_every_stack_has_a_recorded_price(stack):
+    """A new stack, region or instance type must come with its prices: in infra/aws/prices.py (or NOT READ
+    and why) and, for its node types, in the catalog table (scripts/refresh_prices.py --add TYPE)."""
+    assert cost.missing_prices(settings_of(stack)) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_hourly_item_of_every_stack_is_priced(stack):
+    """No stack in stacks/ bills an hour that the estimate cannot price: its totals are complete, not lower bounds."""
+    estimate = cost.estimate(settings_of(stack), STANDARD_DAY)
+    assert [i["what"] for i in estimate["items"] if i["quantity"] is not None and i["hourlyUsd"] is None] == []
+    assert estimate["note"] in ("complete for the hourly items",
+                                "target is not eks: the stack creates no AWS resources that bill by the hour")
+
+
+def _nodes(estimate):
+    return next(i for i in estimate["items"] if i["what"].startswith("nodes:"))
+
+
+def test_an_item_without_a_recorded_price_is_caught_and_never_zero():
+    settings = settings_of("dev", "nodeInstanceType=c5.9xlarge")
+    assert len(cost.missing_prices(settings)) == 1
+    assert "c5.9xlarge is not in the table" in cost.missing_prices(settings)[0]
+    nodes = _nodes(cost.estimate(settings, STANDARD_DAY))
+    assert nodes["unitUsd"] is None and nodes["hourlyUsd"] is None and nodes["source"].startswith("NOT READ")
+
+
+def test_a_price_not_read_is_null_named_and_makes_the_total_a_lower_bound():
+    estimate = cost.estimate(settings_of("dev", "nodeInstanceType=c5.9xlarge"), STANDARD_DAY)
+    unread = [i for i in estimate["items"] if i["unitUsd"] is None]
+    assert unread and all(i["hourlyUsd"] is None for i in unread)
+    assert [i["what"] for i in unread] == estimate["unpriced"]
+    assert estimate["note"].startswith("lower bound") and all(c.endswith(("or more", "min)")) for c in cost.readme_cells(estimate))
+    assert cost.readme_cells(estimate)[0].endswith(" or more")
+
+
+def test_the_nodes_are_priced_from_the_catalog_table_and_say_so():
+    nodes = _nodes(cost.estimate(settings_of("dev"), STANDARD_DAY))
+    assert (nodes["unitUsd"], nodes["hourlyUsd"]) == (0.68, 1.36)   # c5.4xlarge in us-west-2, vms.csv @ 27f67dd4
+    assert nodes["source"].startswith("skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @ 27f67dd4")
+
+
+def spot_settings(stack: str):
+    """The stack as a `capacityType: SPOT` one: the estimate reads the attribute the config gives it."""
+    return SimpleNamespace(**{**vars(settings_of(stack)), "capacity_type": "SPOT"})
+
+
+def test_a_spot_stack_prices_its_workers_at_spot_and_says_so():
+    on_demand, spot = cost.estimate(settings_of("gpu"), STANDARD_DAY), cost.estimate(spot_settings("gpu"), STANDARD_DAY)
+    workers = _nodes(spot)
+    assert "Spot" in workers["what"] and spot["capacityType"] == "SPOT" and on_demand["capacityType"] == "ON_DEMAND"
+    # g6.xlarge in us-west-2: Spot in usw2-az1/az3/az4 (az2 has none in the catalog), median 0.3961.
+    assert workers["unitUsd"] == pytest.approx(0.3961) and "median of 3 zones" in workers["source"]
+    # The system nodes stay On-Demand: only the workers change.
+    changed = [a["what"] for a, b in zip(on_demand["items"], spot["items"]) if a["unitUsd"] != b["unitUsd"]]
+    assert changed == ["nodes: 2 x g6.xlarge On-Demand"]
+    assert on_demand["hourlyUsd"] - spot["hourlyUsd"] == pytest.approx(2 * (0.8048 - 0.3961))
+
+
+def test_live_prices_replace_the_table_and_name_their_source():
+    read = prices.Price(0.7, "instance-hour", "AWS Price List API (pricing.get_products, read 2026-11-22)", "2026-11-22")
+    estimate = cost.estimate(settings_of("dev"), STANDARD_DAY, live=cost.LivePrices(on_demand={"c5.4xlarge": read}))
+    assert (_nodes(estimate)["unitUsd"], _nodes(estimate)["source"]) == (0.7, read.source)
+    assert estimate["pricesFrom"].startswith("AWS Price List API")
+
+
+def test_a_run_costs_at_most_the_run_rate_for_the_job_timeout():
+    estimate = cost.estimate(settings_of("smoke"), STANDARD_DAY)   # jobTimeoutMinutes 45
+    assert estimate["runMaxMinutes"] == 45
+    assert estimate["runMaxUsd"] == pytest.approx(estimate["runHourlyUsd"] * 45 / 60)
+    assert cost.readme_cells(estimate)[2] == f"{cost.usd(estimate['runMaxUsd'])} (45 min)"
+
+
+def test_every_recorded_price_names_its_source_and_the_day_it_was_read():
+    for key, price in prices.PRICES.items():
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.read_on), key
+        assert len(price.source) > 40, key
+        assert price.known or price.source.startswith("NOT READ"), key
+
+
+def test_per_gb_rates_are_shown_but_not_in_the_total():
+    estimate = cost.estimate(settings_of("smoke"), STANDARD_DAY)
+    rates = [i for i in estimate["items"] if i["quantity"] is None]
+    assert [i["what"].split(",")[0] for i in rates] == ["EFS storage", "ECR storage", "NAT data processing"]
+    assert all(i["hourlyUsd"] is None for i in rates) and rates[0]["unit"] == "GB-month"
+
+
+def test_a_stack_without_eks_costs_nothing_and_says_why():
+    estimate = cost.estimate(SimpleNamespace(target="existing"), STANDARD_DAY)
+    assert (estimate["hourlyUsd"], estimate["items"]) == (0.0, []) and "not eks" in estimate["note"]
+
+
+# The stack table is on the front page and on the costs page, row for row.
+STACK_TABLES = ["README.md", "docs/costs.md"]
+
+
+def readme_stack_rows(where: str = "README.md") -> dict[str, list[str]]:
+    text = (ROOT / where).read_text(encoding="utf-8")
+    section = re.search(r"^## Stacks\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL).group(1)
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        match = re.fullmatch(r"`([a-z0-9-]+)`", cells[0]) if cells else None
+        if match:
+            rows[match.group(1)] = cells
+    return rows
+
+
+@pytest.mark.parametrize("where", STACK_TABLES)
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_table_shows_the_cost_synth_writes(stack, where, synth_stack):
+    written = json.loads((synth_stack(stack).directory / "cost.json").read_text())
+    rows = readme_stack_rows(where)
+    assert stack in rows, f"{where}: the stack table has no row for `{stack}`"
+    cells = list(cost.readme_cells(written))
+    assert rows[stack][-len(cells):] == cells, (
+        f"{where} stack table, `{stack}`: the cost cells must be {cells!r} (from cost.json; "
+        "`.venv/bin/python scripts/docs.py` rewrites them)")
+
+
+@pytest.mark.parametrize("where", STACK_TABLES)
+def test_stack_table_has_no_row_for_a_stack_that_does_not_exist(where):
+    assert sorted(readme_stack_rows(where)) == sorted(STACKS)
+
+
+def test_the_two_stack_tables_are_the_same():
+    assert readme_stack_rows("README.md").keys() == readme_stack_rows("docs/costs.md").keys()
+    for stack, row in readme_stack_rows("README.md").items():
+        # the same row, but the README's links into the docs start with docs/
+        same = [cell.replace("](docs/", "](") for cell in row]
+        assert same == readme_stack_rows("docs/costs.md")[stack], stack
+
+
+def vcpus_from_aws_data(instance_type: str) -> int:
+    """DefaultVCpus as EC2's DescribeInstanceTypes reports it, from the AWS-derived data moto 5.2.5 ships
+    (moto/ec2/resources/instance_types.json.gz), the same data preflight's tests run against."""
+    import gzip
+    import importlib.util
+
+    path = Path(importlib.util.find_spec("moto").origin).parent / "ec2" / "resources" / "instance_types.json.gz"
+    return json.loads(gzip.decompress(path.read_bytes()))[instance_type]["VCpuInfo"]["DefaultVCpus"]
+
+
+@pytest.mark.parametrize("where", STACK_TABLES)
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_table_states_the_vcpu_quota_each_stack_needs(stack, where):
+    from infra.cli.preflight import QUOTA_BY_FAMILY
+    from infra.config import INSTANCE_TYPE
+
+    settings = settings_of(stack)
+    if settings.target != "eks":  # no AWS account involved, so no quota either
+        assert readme_stack_rows(where)[stack][2] == "none (no AWS)"
+        return
+    vcpus = vcpus_from_aws_data(settings.node_instance_type)
+    code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(settings.node_instance_type)["family"]]
+    if settings.capacity_type == "spot":
+        # Spot workers count against the Spot quota of their family, by the name the EC2 user guide
+        # gives it (using-spot-limits.html), not against the On-Demand one.
+        code = "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"
+    expected = f"{settings.node_max_count * vcpus} of `{code}` ({settings.node_max_count} × {vcpus})"
+    # The on-demand system node group of every eks stack (infra/components/cluster.py).
+    system = settings.system_node_instance_type
+    system_vcpus = settings.system_node_count * vcpus_from_aws_data(system)
+    system_code = QUOTA_BY_FAMILY[INSTANCE_TYPE.fullmatch(system)["family"]]
+    expected += f", plus {system_vcpus} of `{system_code}` for the {settings.system_node_count} × {system} system nodes"
+    assert readme_stack_rows(where)[stack][2] == expected
+
+
+def test_the_costs_page_shows_the_figures_the_code_computes():
+    """docs/costs.md's table of each stack with and without Spot workers, from infra/cli/cost_command.stack_rows."""
+    from datetime import datetime, timezone
+
+    from infra.cli.cost_command import stack_rows
+
+    page = (ROOT / "docs" / "costs.md").read_text(encoding="utf-8")
+    section = re.search(r"^## On-Demand and Spot workers\n(.*?)(?=^## )", page, re.MULTILINE | re.DOTALL).group(1)
+    shown = [line for line in section.splitlines() if re.match(r"\| `[a-z0-9-]+` \|", line)]
+    expected = stack_rows(sorted(STACKS, key=shown_order(shown)), datetime.now(timezone.utc).date())
+    assert shown == expected, "docs/costs.md stack table must read:\n" + "\n".join(expected)
+
+
+def shown_order(shown: list[str]):
+    names = [line.split("`")[1] for line in shown]
+    return lambda stack: names.index(stack) if stack in names else len(names)
+
+
+def test_a_region_without_recorded_prices_names_every_item_it_bills():
+    """eu-west-1: the catalog prices c5.4xlarge there, infra/aws/prices.py records nothing for the region."""
+    missing = cost.missing_prices(settings_of("dev", "aws:region=eu-west-1"))
+    assert [m.split(" in ")[0].removeprefix("no price recorded for ") for m in missing] == [
+        "eks-standard", "eks-extended", "nat-gateway", "public-ipv4", "ebs-gp3", "efs-standard", "ecr-storage", "nat-data"]
+    estimate = cost.estimate(settings_of("dev", "aws:region=eu-west-1"), STANDARD_DAY)
+    assert _nodes(estimate)["unitUsd"] == 0.768 and estimate["note"].startswith("lower bound")

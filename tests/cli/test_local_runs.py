@@ -1,0 +1,69 @@
+"""`elastic-training local` can start a second run (issue 21, item 14).
+
+jobs.train trains nothing in a run directory that holds model.pt (jobs/train.py, step 1 of its
+docstring), so `local`, which always used runs/<data>/, ran the pipeline once and then only
+re-evaluated the same model. Now each call is a new run, runs/<data>/run-<n>/. The rule is checked on
+the real jobs.train; the pipeline's commands are recorded instead of run (tests/jobs runs them for real).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.cli import local
+from synth_support import REPO
+
+
+def finished_run(root: Path, run_id: str) -> Path:
+    run = root / "runs" / "synthetic" / run_id
+    run.mkdir(parents=True)
+    (run / "model.pt").write_bytes(b"a finished run's model")
+    return run
+
+
+def test_jobs_train_trains_nothing_where_a_model_is(tmp_path):
+    run = finished_run(tmp_path, "run-1")
+    result = subprocess.run([sys.executable, "-m", "jobs.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
+                             "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "this run is finished, nothing to train" in result.stdout + result.stderr
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    commands: list[list[str]] = []
+
+    def run(command, cwd, check):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(local.subprocess, "run", run)
+    return commands
+
+
+def run_dir(commands: list[list[str]]) -> str:
+    (train,) = [c for c in commands if "jobs.train" in c]
+    return train[train.index("--run-dir") + 1]
+
+
+def test_a_second_call_is_a_new_run(tmp_path, recorded, capsys):
+    finished_run(tmp_path, "run-1")
+    assert local.main([], root=tmp_path) == 0
+    assert run_dir(recorded) == "runs/synthetic/run-2"
+    assert not (tmp_path / run_dir(recorded) / "model.pt").exists()  # so jobs.train trains
+    assert capsys.readouterr().err == "local: run run-2 in runs/synthetic/run-2\n"
+
+
+def test_run_id_goes_back_to_a_run(tmp_path, recorded):
+    finished_run(tmp_path, "run-1")
+    assert local.main(["--run-id", "run-1"], root=tmp_path) == 0
+    assert run_dir(recorded) == "runs/synthetic/run-1"
+
+
+def test_a_bad_run_id_is_one_line(tmp_path, recorded, capsys):
+    assert local.main(["--run-id", "../x"], root=tmp_path) == 2
+    assert capsys.readouterr().err == "local: --run-id '../x' is invalid: letters, digits, '.', '_' and '-' only\n"
+    assert recorded == []
