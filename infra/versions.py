@@ -66,9 +66,14 @@ def eks_support_phase(version: str, today: date) -> str:
 # answer the lookup with them, as offline placeholders.
 EFS_CSI_ADDON = "aws-efs-csi-driver"
 METRICS_SERVER_ADDON = "metrics-server"
+EBS_CSI_ADDON = "aws-ebs-csi-driver"  # etcd's volume (infra/components/rendezvous_volume.py)
 EFS_CSI_ADDON_VERSION = "v2.1.10-eksbuild.1"
 METRICS_SERVER_ADDON_VERSION = "v0.8.0-eksbuild.2"
-OFFLINE_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION}
+# Read in `aws eks describe-addon-versions` output quoted in antonputra/tutorials PR #165
+# (2023-05-10); an old build, so preflight's addon-versions check says which one `up` installs.
+EBS_CSI_ADDON_VERSION = "v1.18.0-eksbuild.1"
+OFFLINE_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION,
+                          EBS_CSI_ADDON: EBS_CSI_ADDON_VERSION}
 
 # TorchElastic controller (pytorch/elastic kubernetes/, amd64-only, distroless nonroot).
 ELASTIC_CONTROLLER_IMAGE = "docker.io/torchelastic/kubernetes:0.1.0"
