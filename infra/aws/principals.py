@@ -1,4 +1,4 @@
-"""Is an IAM principal ARN the identity that runs `pulumi up`?
+"""Is an IAM principal ARN the cluster's creator, the identity that runs `pulumi up`, or another?
 
 pulumi-eks always creates the cluster with `accessConfig.bootstrapClusterCreatorAdminPermissions:
 true` when an authentication mode is set (pulumi/pulumi-eks nodejs/eks/cluster/cluster.ts
@@ -40,15 +40,28 @@ def principal_of(arn: str) -> Principal | None:
     return None
 
 
-def drop_deployer(admin_arns: tuple[str, ...] | list[str], caller_arn: str) -> tuple[list[str], list[str]]:
-    """(the admin ARNs without the caller's own, a warning for each one dropped)."""
-    caller = principal_of(caller_arn)
+def iam_arn(arn: str) -> str:
+    """The IAM ARN of the principal behind `arn`: an assumed-role session becomes its role (the
+    session ARN names the role without its path, so the result has none); anything else is kept.
+    EKS keys access entries by the IAM principal: "You can't use the STS session principal type
+    with access entries" (botocore 1.44.5's EKS model, CreateAccessEntryRequest.principalArn)."""
+    if match := ASSUMED_ROLE.fullmatch(arn):
+        partition = arn.split(":", 2)[1]
+        return f"arn:{partition}:iam::{match['account']}:role/{match['name']}"
+    return arn
+
+
+def drop_creator(admin_arns: tuple[str, ...] | list[str], creator_arn: str) -> tuple[list[str], list[str]]:
+    """(the admin ARNs without the cluster creator's, a warning for each one dropped). The creator
+    has an access entry of its own, made by EKS when it created the cluster; an explicit one for
+    the same principal is refused (409 ResourceInUseException)."""
+    creator = principal_of(creator_arn)
     kept, warnings = [], []
     for arn in admin_arns:
-        if caller is not None and principal_of(arn) == caller:
+        if creator is not None and principal_of(arn) == creator:
             warnings.append(
-                f"config elastic-training:clusterAdminArns lists {arn}, the identity running this deployment "
-                f"({caller_arn}): EKS already makes the cluster creator an admin (pulumi-eks sets "
+                f"config elastic-training:clusterAdminArns lists {arn}, the cluster's creator ({creator_arn}): "
+                "EKS gave the creator an access entry of its own when it created the cluster (pulumi-eks sets "
                 "bootstrapClusterCreatorAdminPermissions), so it is not added again")
         else:
             kept.append(arn)

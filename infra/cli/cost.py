@@ -84,8 +84,8 @@ def _item(what: str, quantity: float | None, price: prices.Price, factor: float 
 
 def _describe_nodes(count: int, instance_type: str, capacity: str, price: prices.Price) -> str:
     if capacity != SPOT:
-        return f"nodes: {count} x {instance_type} On-Demand"
-    return f"nodes: {count} x {instance_type} Spot (price moves; {price.source.split('; ')[-1]})"
+        return f"worker nodes while a run trains: {count} x {instance_type} On-Demand"
+    return f"worker nodes while a run trains: {count} x {instance_type} Spot (price moves; {price.source.split('; ')[-1]})"
 
 
 def billed_items(settings: Settings) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
 from infra.config import ConfigError, load_settings
+from infra.config.capacity import SPOT
 from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file
 
 
@@ -35,7 +36,7 @@ def stack_rows(stacks: list[str], today: date) -> list[str]:
         hourly, daily, run = cost.readme_cells(cost.estimate(settings, today))
         spot_hourly = spot_run = "n/a"
         if settings.target == "eks":
-            spot = SimpleNamespace(**{**vars(settings), "capacity_type": cost.SPOT})
+            spot = SimpleNamespace(**{**vars(settings), "capacity_type": SPOT})
             spot_hourly, _, spot_run = cost.readme_cells(cost.estimate(spot, today))
         rows.append(f"| `{stack}` | {hourly} | {daily} | {run} | {spot_hourly} | {spot_run} |")
     return rows

@@ -115,6 +115,9 @@ class Registration:
     protect: bool = False
     # Outputs the engine is told to store encrypted (ResourceOptions.additional_secret_outputs).
     secret_outputs: list[str] = field(default_factory=list)
+    # What decides between an update in place and a replacement, and its order.
+    replace_on_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
 
 
 def _refs_to_urns(struct) -> None:
@@ -178,7 +181,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
             depends_on=sorted(set(request.dependencies)) if request is not None else [],
             retain_on_delete=bool(request.retainOnDelete) if request is not None else False,
             protect=bool(request.protect) if request is not None else False,
-            secret_outputs=list(request.additionalSecretOutputs) if request is not None else [])
+            secret_outputs=list(request.additionalSecretOutputs) if request is not None else [],
+            replace_on_changes=list(request.replaceOnChanges) if request is not None else [],
+            delete_before_replace=bool(request.deleteBeforeReplace) if request is not None else False)
         with self._lock:
             self.registrations.append(registration)
         resource_id, outputs = self.outputs_for(args)

@@ -6,7 +6,7 @@ Runs the real program for stacks/Pulumi.<STACK>.yaml under Pulumi's mocks (no cr
 network, no Pulumi CLI) and writes:
   DIR/manifests/*.yaml   every Kubernetes object the stack applies, in wire form, one per file
   DIR/resources.json     every resource: type, name, parent, provider, dependsOn, retainOnDelete,
-                         protect, inputs
+                         protect, replaceOnChanges, deleteBeforeReplace, inputs
   DIR/graph.mmd          the component/resource graph as a Mermaid flowchart
   DIR/outputs.json       the stack outputs (secrets masked)
   DIR/cost.json          what the stack costs per hour while it exists, item by item (infra/cli/cost.py)
@@ -94,6 +94,7 @@ def resource_inventory(registrations: list[Registration]) -> list[dict[str, Any]
     return [{"type": r.type, "name": r.name, "urn": r.urn, "parent": r.parent, "provider": r.provider.split("::")[-2] if r.provider else "",
              "providerUrn": r.provider.rsplit("::", 1)[0] if r.provider else "",
              "dependsOn": r.depends_on, "retainOnDelete": r.retain_on_delete, "protect": r.protect,
+             "replaceOnChanges": r.replace_on_changes, "deleteBeforeReplace": r.delete_before_replace,
              "inputs": integral_floats_to_ints(_mask(r.inputs))}
             for r in registrations]
 

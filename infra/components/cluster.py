@@ -4,8 +4,9 @@ Karpenter, only while a run needs them: infra/components/capacity.py.)
 
 Choices, each for a reason:
 - authentication mode API with access entries (the aws-auth ConfigMap is deprecated); the
-  deployer gets cluster-admin as the cluster creator, `clusterAdminArns` adds more, less the
-  deployer's own ARN (dropped with a warning: infra/aws/principals.py).
+  cluster's creator has cluster-admin from EKS, `clusterAdminArns` adds more, less the creator's
+  own ARN (dropped with a warning: infra/aws/principals.py). The creator is the one who created
+  the cluster, recorded on it, not whoever runs this `up` (infra/components/cluster_creator.py).
 - the control-plane log group `/aws/eks/<cluster>/cluster` is the stack's own, with a retention
   (`logRetentionDays`), created before the cluster so that EKS writes into it instead of creating
   one with no retention that outlives `pulumi destroy` (upstream-facts.md fact 14; as
@@ -34,8 +35,10 @@ import pulumi_kubernetes as k8s
 from infra import versions
 from infra.aws import iam
 from infra.config import Settings
+from infra.components import node_tags
 from infra.components.naming import aws_tags, component_type, eks_cluster_name
-from infra.aws.principals import drop_deployer
+from infra.aws.principals import drop_creator
+from infra.components.cluster_creator import cluster_creator
 from infra.specs import gpu, node_config
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -86,9 +89,12 @@ class Cluster(pulumi.ComponentResource):
             for policy in NODE_POLICIES
         ]
 
-        # The identity running `pulumi up`, known at program time (STS GetCallerIdentity).
-        admin_arns, warnings = drop_deployer(settings.cluster_admin_arns, aws.get_caller_identity().arn)
-        for warning in warnings:
+        # The cluster's creator, fixed when it is created and read back from the cluster after that
+        # (cluster_creator.py): the same access entries whoever runs `pulumi up`.
+        cluster_name = eks_cluster_name(settings)
+        creator = cluster_creator(cluster_name, aws.get_caller_identity().arn, settings.cluster_admin_arns)
+        admin_arns, warnings = drop_creator(settings.cluster_admin_arns, creator.arn)
+        for warning in [*creator.warnings, *warnings]:
             pulumi.log.warn(warning)
         admins = {
             f"admin-{index}": eks.AccessEntryArgs(
@@ -99,7 +105,6 @@ class Cluster(pulumi.ComponentResource):
             for index, arn in enumerate(admin_arns)
         }
 
-        cluster_name = eks_cluster_name(settings)
         log_group = aws.cloudwatch.LogGroup(f"{name}-control-plane-logs", name=f"/aws/eks/{cluster_name}/cluster",
                                             retention_in_days=settings.log_retention_days, tags=aws_tags(settings),
                                             opts=child)
@@ -127,7 +132,13 @@ class Cluster(pulumi.ComponentResource):
             # NetworkPolicies in infra/specs/elastic.py are accepted by the API and enforced by nothing.
             use_default_vpc_cni=False,
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
+            # kube-proxy as the EKS add-on at the newest version EKS publishes for the cluster's
+            # Kubernetes version (pulumi-eks cluster.ts @ 0f5a5447 lines 764-797; its default, made
+            # explicit so that a Kubernetes version bump always upgrades it). CoreDNS needs nodes:
+            # infra/components/addons.py creates it once they exist.
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True),
             tags=aws_tags(settings),
+            cluster_tags=creator.cluster_tags or None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service_policy, service_kms, log_group]),
         )
 
@@ -148,6 +159,8 @@ class Cluster(pulumi.ComponentResource):
             # docs/security.md.
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT),
+            # The instances, volumes and network interfaces carry the stack's tags (node_tags.py).
+            tag_specifications=node_tags.launch_tag_specifications(aws_tags(settings)),
             tags=aws_tags(settings),
             opts=child,
         )

@@ -38,6 +38,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
 from infra.components import provider_errors, run_cost, scheduling
+from infra.components.spec_identity import stale_spec
 
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
 # SIGUSR1 (138) make the controller delete and recreate the pod; every other code is permanent.
@@ -238,9 +239,9 @@ def _scheduling_problem(cluster: Cluster, pods: list[dict[str, Any]], watch: sch
 
 def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-             guard: Callable[[Snapshot], str | None] | None = None) -> Verdict:
-    """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted. `guard`
-    (infra/components/run_cost.py: the cost ceiling) may stop a running job with its one line."""
+             spec_hash: str = "", guard: Callable[[Snapshot], str | None] | None = None) -> Verdict:
+    """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted; never from a job made from
+    another spec (spec_hash: spec_identity.py). `guard` (run_cost.py: the cost ceiling) may stop a running job."""
     start = clock()
     watch = scheduling.SchedulingWatch()
     while True:
@@ -258,7 +259,8 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
                                          f"it is deleted when a run fails: run `pulumi up --refresh` to create it again")
             return _stop(cluster, f"the Kubernetes API refused to show ElasticJob {cluster.namespace}/{cluster.name} "
                                   f"({error})", clock, sleep)
-        verdict = assess(snapshot, clock() - start, timeout_seconds)
+        stale = stale_spec(snapshot.elasticjob, spec_hash)  # an older spec's job says nothing about this one
+        verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
         if blocked:
             verdict = Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name}: {blocked}")
@@ -373,7 +375,8 @@ class _CompletionProvider(ResourceProvider):
         cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"],
                                     props.get("context") or "")
         budget = run_cost.budget_for(props)
-        verdict = wait_for(cluster, float(props["timeoutSeconds"]), guard=run_cost.guard(cluster, budget))
+        verdict = wait_for(cluster, float(props["timeoutSeconds"]), spec_hash=props.get("specHash") or "",
+                           guard=run_cost.guard(cluster, budget))
         if verdict.state != "succeeded":
             provider_errors.fail(verdict.message)  # one line and the log tail, no traceback
         return CreateResult(id_=f"{props['namespace']}/{props['name']}",

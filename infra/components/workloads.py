@@ -22,6 +22,7 @@ from infra.components.completion import ElasticJobCompletion
 from infra.components.job_scheduling import JobSchedulingGuard
 from infra.config import Settings
 from infra.components.k8s_object import KubernetesObject
+from infra.components.spec_identity import with_spec_hash
 from infra.components.naming import aws_tags, component_type
 from infra.specs import workloads as specs
 
@@ -73,12 +74,15 @@ class Workloads(pulumi.ComponentResource):
         self.worker_budget = KubernetesObject(f"{name}-training-pdb", specs.worker_disruption_budget(settings),
                                               after(*args.prerequisites))
         rdzv_id_arg = args.image_ref.apply(lambda ref: f"--rdzv_id={specs.rendezvous_id(settings, ref)}")
-        self.training = KubernetesObject(f"{name}-training", specs.elastic_job(settings, args.image_ref, rdzv_id_arg),
-                                         after(self.data_prep, self.worker_budget, *args.prerequisites))
+        # A changed spec is a new ElasticJob, and a new wait that only takes this spec's result
+        # (spec_identity.py): the controller never re-runs a finished job updated in place.
+        elasticjob, spec_hash = with_spec_hash(specs.elastic_job(settings, args.image_ref, rdzv_id_arg))
+        self.training = KubernetesObject(f"{name}-training", elasticjob, pulumi.ResourceOptions.merge(
+            after(self.data_prep, self.worker_budget, *args.prerequisites), pulumi.ResourceOptions(replace_on_changes=["spec"])))
         self.training_complete = ElasticJobCompletion(
             f"{name}-training-complete", kubeconfig=args.kubeconfig, context=args.kube_context, namespace=settings.namespace,
             elasticjob_name=specs.names(settings.run_id).training, job_label=specs.JOB_LABEL,
-            timeout_seconds=settings.job_timeout_minutes * 60, spec_hash=rdzv_id_arg,
+            timeout_seconds=settings.job_timeout_minutes * 60, spec_hash=spec_hash,
             region=settings.region, max_run_cost_usd=settings.max_run_cost_usd,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.training], custom_timeouts=timeouts))
 

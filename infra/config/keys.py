@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infra import versions
-from infra.aws import gpu_instances
+from infra.aws import gpu_instances, nvidia_gpus
 from infra.config import image_reference
 from infra.config.parsers import PARSERS, QUANTITY, parse_decimal, parse_optional_usd
 
@@ -22,8 +22,9 @@ PROJECT = "elastic-training"
 # Every pattern is applied with fullmatch: `$` alone also matches before a trailing newline, which
 # a YAML block scalar (`runId: |`) leaves on the value.
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge
-INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z-]*)\.(?P<size>[0-9]*[a-z]+)$")
+# family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge; the
+# attributes are letters, then optional "-" parts (m7i-flex, p6-b200, p6-b300).
+INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z]*(?:-[a-z0-9]+)*)\.(?P<size>[0-9]*[a-z]+)$")
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 # What CloudWatch Logs accepts as a retention (botocore 1.44.5, logs service model, shape `Days` of
 # PutRetentionPolicy: "Possible values are: 1, 3, 5, ... 3653"; "never expire" is no value there).
@@ -97,6 +98,10 @@ def _worker_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
+    # GPUs the nodes' driver or the image's torch cannot use (infra/aws/nvidia_gpus.py): G7, Volta.
+    unusable = nvidia_gpus.why_it_cannot_train(v)
+    if unusable:
+        return unusable
     # A G or P type must be one whose GPUs we know (infra/aws/gpu_instances.py): the AMI type, the
     # device plugin, the workers' nvidia.com/gpu and --nproc_per_node all follow from that entry.
     if gpu_instances.is_gpu_family(v) and gpu_instances.nvidia_instance(v) is None:

@@ -104,8 +104,8 @@ def _check_existing_only_keys(v: dict[str, Any]) -> None:
         default = KEYS_BY_NAME[name].default
         if v[field] != default:
             raise ConfigError(f"{PROJECT}:{name}", v[field],
-                              f"must not be set with target eks (it chooses the cluster of target existing; an eks "
-                              f"stack talks to the cluster it creates): remove it, or set target existing")
+                              "must not be set with target eks (it chooses the cluster of target existing; an eks "
+                              "stack talks to the cluster it creates): remove it, or set target existing")
 
 
 def _check_image_variant(v: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
 from infra.specs import capacity, gpu
 from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
+from infra.specs.controller_fields import as_the_controller_keeps_it
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate, pinned_by_tag
@@ -280,7 +281,8 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     template_metadata = {"labels": labels}
     if settings.target == EKS:
         template_metadata["annotations"] = capacity.worker_pod_annotations()
-    return annotate({
+    # Only what the controller's write-back keeps, so a refresh finds no change (controller_fields.py).
+    return annotate(as_the_controller_keeps_it({
         "apiVersion": "elastic.pytorch.org/v1alpha1",
         "kind": "ElasticJob",
         "metadata": {"name": name, "namespace": settings.namespace, "labels": labels,
@@ -295,9 +297,11 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
             # deadline check needs (kubeflow/common job.go pastActiveDeadline), so it would be
             # inert; the deadline is ElasticJobCompletion's (jobTimeoutMinutes).
 
-            # Keep finished pods so `kubectl logs` works after a successful run (a failed run's
-            # ElasticJob is deleted by ElasticJobCompletion, and its pods with it).
-            "cleanPodPolicy": "None",
+            # No cleanPodPolicy: the controller keeps finished pods without one (its default is None,
+            # controllers/elasticjob_controller.go), so `kubectl logs` works after a successful run,
+            # and one here would never reach it: its Go type reads the run policy from the key
+            # "RunPolicy" (a named `json:",inline"` field, which Go's JSON inlines only when embedded)
+            # and its write-back drops the key (tests/elasticjob_writeback.py).
             "replicaSpecs": {"Worker": {
                 "replicas": settings.workers,
                 # The pods' restartPolicy comes from here (ExitCode -> Never, kubeflow/common pod.go
@@ -306,7 +310,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
                 "template": {"metadata": template_metadata, "spec": pod},
             }},
         },
-    })
+    }))
 
 
 def worker_disruption_budget(settings: Settings) -> dict[str, Any]:

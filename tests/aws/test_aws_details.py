@@ -32,7 +32,7 @@ import pytest
 from infra.aws import zones
 from infra.config import CLOUDWATCH_LOG_RETENTION_DAYS, PROJECT
 from infra.cli.mocks import ACCOUNT_ID, DEPLOYER_ROLE, DEPLOYER_SESSION_ARN, describe_availability_zones, zones_of
-from infra.aws.principals import drop_deployer, principal_of
+from infra.aws.principals import drop_creator, iam_arn, principal_of
 
 
 # --- zones ---------------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def test_allowed_retentions_are_the_ones_cloudwatch_logs_accepts():
     assert tuple(int(v) for v in re.findall(r"[0-9]+", listed)) == CLOUDWATCH_LOG_RETENTION_DAYS
 
 
-# --- the deployer's own ARN in clusterAdminArns --------------------------------------------------------
+# --- the cluster creator's own ARN in clusterAdminArns --------------------------------------------------------
 
 @pytest.mark.parametrize("arn, same", [
     (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}", True),
@@ -110,7 +110,7 @@ def test_allowed_retentions_are_the_ones_cloudwatch_logs_accepts():
     (f"arn:aws:iam::{ACCOUNT_ID}:user/{DEPLOYER_ROLE}", False),             # a user is not the role
 ])
 def test_an_assumed_role_session_is_compared_as_its_role(arn, same):
-    kept, warnings = drop_deployer([arn], DEPLOYER_SESSION_ARN)
+    kept, warnings = drop_creator([arn], DEPLOYER_SESSION_ARN)
     assert (kept, len(warnings)) == (([], 1) if same else ([arn], 0))
 
 
@@ -118,10 +118,12 @@ def test_a_user_caller_matches_its_user_arn_with_or_without_path():
     caller = f"arn:aws:iam::{ACCOUNT_ID}:user/ops/alice"
     assert principal_of(caller) == principal_of(f"arn:aws:iam::{ACCOUNT_ID}:user/alice")
     assert principal_of(f"arn:aws:iam::{ACCOUNT_ID}:root") is None
-    assert drop_deployer([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], caller) == ([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], [])
+    assert drop_creator([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], caller) == ([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], [])
+    # the creator is recorded as the IAM principal: a session becomes its role, a user stays itself
+    assert iam_arn(DEPLOYER_SESSION_ARN) == f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}" and iam_arn(caller) == caller
 
 
-def test_synth_drops_the_deployer_with_a_warning_and_takes_the_log_retention(tmp_path):
+def test_synth_drops_the_creator_with_a_warning_and_takes_the_log_retention(tmp_path):
     """One render for two config keys (each render costs seconds)."""
     from synth_support import load_synth, run_synth
 
@@ -130,9 +132,11 @@ def test_synth_drops_the_deployer_with_a_warning_and_takes_the_log_retention(tmp
     result = run_synth(tmp_path / "out", "dev", f'clusterAdminArns={json.dumps([mine, other])}', "logRetentionDays=365")
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "clusterAdminArns lists" in line]
-    assert warnings == [f"warning: config {PROJECT}:clusterAdminArns lists {mine}, the identity running this deployment "
-                        f"({DEPLOYER_SESSION_ARN}): EKS already makes the cluster creator an admin (pulumi-eks sets "
-                        "bootstrapClusterCreatorAdminPermissions), so it is not added again"]
+    # no cluster yet: the deployer creates it, so it is the creator (its role, from the session ARN)
+    assert warnings == [f"warning: config {PROJECT}:clusterAdminArns lists {mine}, the cluster's creator "
+                        f"(arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}): EKS gave the creator an access entry of its "
+                        "own when it created the cluster (pulumi-eks sets bootstrapClusterCreatorAdminPermissions), "
+                        "so it is not added again"]
     rendered = load_synth(tmp_path / "out")
     entries = rendered.one("eks:index:Cluster")["inputs"]["accessEntries"]
     assert [entry["principalArn"] for entry in entries.values()] == [other]

@@ -90,7 +90,7 @@ def test_no_spot_price_in_the_zones_is_said_not_zero():
 
 
 def test_preflight_asks_the_spot_history_for_a_spot_stacks_workers_in_its_zones():
-    """A `capacityType: SPOT` stack: On-Demand for each node type, Spot for the workers, in the chosen zones."""
+    """A `capacityType: spot` stack: On-Demand for each node type, Spot for the workers, in the chosen zones."""
     from types import SimpleNamespace
 
     from infra.cli import cost
@@ -98,10 +98,12 @@ def test_preflight_asks_the_spot_history_for_a_spot_stacks_workers_in_its_zones(
     from infra.config import load_settings
     from infra.config.stack_file import read_stack_file
 
-    settings = SimpleNamespace(**{**vars(load_settings(read_stack_file("dev"), "dev", NOW.date())), "capacity_type": "SPOT"})
+    settings = SimpleNamespace(**{**vars(load_settings(read_stack_file("dev"), "dev", NOW.date())), "capacity_type": "spot"})
     clients = {"pricing": client("pricing", "us-east-1"), "ec2": client("ec2")}
     with Stubber(clients["pricing"]) as prices_stub, Stubber(clients["ec2"]) as ec2_stub:
         prices_stub.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": [product("0.68")]})
+        # the on-demand system nodes every eks stack runs (m5.large)
+        prices_stub.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": [product("0.096")]})
         ec2_stub.add_response("describe_spot_price_history", {"SpotPriceHistory": [
             history("us-west-2a", "0.2256", 1), history("us-west-2b", "0.2329", 1)]}, {
             "InstanceTypes": ["c5.4xlarge"], "ProductDescriptions": ["Linux/UNIX"], "StartTime": NOW, "EndTime": NOW,
@@ -110,6 +112,6 @@ def test_preflight_asks_the_spot_history_for_a_spot_stacks_workers_in_its_zones(
         check.zones = ["us-west-2a", "us-west-2b"]
         live, notes = check.node_prices(now=NOW)
     estimate = cost.estimate(settings, NOW.date(), live=live)
-    workers = next(i for i in estimate["items"] if i["what"].startswith("nodes:"))
+    workers = next(i for i in estimate["items"] if i["what"].startswith("worker nodes while a run trains:"))
     assert notes == [] and live.on_demand["c5.4xlarge"].usd == 0.68
     assert workers["unitUsd"] == pytest.approx((0.2256 + 0.2329) / 2) and workers["source"].startswith("EC2 Spot price history")

@@ -31,7 +31,7 @@ def test_the_difference_per_run_is_the_run_rates_difference_for_the_run_length(c
 
 def test_spot_workers_show_what_a_run_saves():
     """The gpu stack on Spot workers against itself On-Demand, over its 120-minute ceiling."""
-    result = compare.compare(estimate("gpu"), estimate("gpu", capacity_type="SPOT"))
+    result = compare.compare(estimate("gpu"), estimate("gpu", capacity_type="spot"))
     assert (result["a"]["capacityType"], result["b"]["capacityType"]) == ("ON_DEMAND", "SPOT")
     # 2 x g6.xlarge in us-west-2: On-Demand 0.8048, Spot median 0.3961 (vms.csv @ 27f67dd4), for 2 hours.
     assert result["difference"]["perRunUsd"] == pytest.approx(2 * (0.3961 - 0.8048) * 2)

@@ -10,6 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from infra.aws import instance_catalog
 from infra.cli import cost
 from infra.cli.preflight import checks, spot
 from infra.config import load_settings
@@ -52,9 +53,10 @@ def test_the_pool_types_prices_and_score_pass_and_price_the_workers():
     assert "c5.4xlarge $0.24-$0.26" in found.message and "placement score 8/10 for 4 nodes in us-west-2" in found.message
     assert price.usd == pytest.approx(0.25) and price.source.startswith("EC2 Spot price history")
     # The estimate charges the Spot workers that price, 3 of them while a run trains.
-    estimate = cost.estimate(settings(), date(2026, 11, 24), node_price=price, node_price_from=price.source)
+    estimate = cost.estimate(settings(), date(2026, 11, 24), live=cost.LivePrices(spot={"c5.4xlarge": price}))
     workers = next(i for i in estimate["items"] if i["what"].startswith("worker nodes while a run trains:"))
-    assert workers["what"].endswith("3 x c5.4xlarge spot") and workers["hourlyUsd"] == pytest.approx(0.75)
+    assert "3 x c5.4xlarge Spot" in workers["what"] and workers["runHourlyUsd"] == pytest.approx(0.75)
+    assert workers["hourlyUsd"] == 0  # none between runs
 
 
 def test_a_low_score_warns_with_what_to_change():
@@ -81,10 +83,10 @@ def test_offline_the_spot_workers_cost_the_catalogs_median_spot_price():
     estimate = cost.estimate(settings(), date(2026, 11, 24))
     workers = next(i for i in estimate["items"] if i["what"].startswith("worker nodes while a run trains:"))
     on_demand = cost.estimate(settings("dev"), date(2026, 11, 24))
-    assert workers["unitUsd"] == cost.spot_price(settings()).usd and workers["unitUsd"] is not None
-    assert "Spot median" in cost.spot_price(settings()).source
-    assert workers["quantity"] == 3 and "spot" in workers["what"]
-    assert next(i for i in on_demand["items"] if i["what"].startswith("worker nodes"))["what"].endswith("on-demand")
+    median = instance_catalog.spot_median("c5.4xlarge", "us-west-2")
+    assert workers["unitUsd"] == median.usd and workers["unitUsd"] is not None and "Spot median" in median.source
+    assert workers["runHourlyUsd"] == pytest.approx(3 * median.usd) and "Spot" in workers["what"]
+    assert next(i for i in on_demand["items"] if i["what"].startswith("worker nodes"))["what"].endswith("On-Demand")
 
 
 def test_the_vcpu_quota_of_spot_workers_is_not_passed_on_the_on_demand_quota():

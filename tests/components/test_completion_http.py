@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from infra.components.spec_identity import SPEC_HASH_ANNOTATION
 from infra.components.completion import KubernetesCluster, wait_for
 
 NAMESPACE, NAME, CLUSTER_NAME, REGION = "training", "train-run-1", "elastic-training-dev-eks", "us-west-2"
@@ -101,10 +102,14 @@ def _status(code: int, reason: str, message: str) -> dict:
             "reason": reason, "code": code}
 
 
+# The hash of the spec the ElasticJob was made from, as the stack annotates it (infra/components/spec_identity.py).
+SPEC_HASH = "5d2c0ffee0ddba11"
+
+
 def _elasticjob(*conditions: tuple[str, str, str]) -> dict:
     return {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
             "metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711",
-                         "creationTimestamp": "2026-11-22T03:00:00Z"},
+                         "creationTimestamp": "2026-11-22T03:00:00Z", "annotations": {SPEC_HASH_ANNOTATION: SPEC_HASH}},
             "spec": {"rdzvEndpoint": "etcd-service:2379", "minReplicas": 1, "maxReplicas": 2,
                      "replicaSpecs": {"Worker": {"replicas": 2, "restartPolicy": "ExitCode", "template": {}}}},
             "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": f"ElasticJob {NAME} is {t.lower()}.",

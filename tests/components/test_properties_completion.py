@@ -186,8 +186,8 @@ def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_messag
     built, waits = [], []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
     verdicts = iter([Verdict("succeeded", f"ElasticJob {REF} succeeded"), Verdict("failed", "worker x failed")])
-    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, guard: waits.append((cluster, timeout, guard))
-                        or next(verdicts))
+    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash, guard:
+                        waits.append((cluster, timeout, spec_hash, guard)) or next(verdicts))
     # The run's cost is measured on the same cluster with the budget the guard kept (tests/components/test_run_cost.py).
     monkeypatch.setattr(completion.run_cost, "final", lambda cluster, budget: {"on": cluster, "ceiling": budget.ceiling})
     provider = completion._CompletionProvider()
@@ -195,7 +195,8 @@ def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_messag
     assert isinstance(result, CreateResult) and result.id == REF
     assert result.outs == {**PROPS, "result": f"ElasticJob {REF} succeeded", "runCost": {"on": "cluster", "ceiling": 5.0}}
     assert built == [("{}", "training", "train-run-1", "elastic-training/job", "kind-elastic")]
-    assert [w[:2] for w in waits] == [("cluster", 7200.0)] and type(waits[0][1]) is float and callable(waits[0][2])
+    assert [w[:3] for w in waits] == [("cluster", 7200.0, PROPS["specHash"])] and type(waits[0][1]) is float
+    assert callable(waits[0][3])
     with pytest.raises(RuntimeError, match="^worker x failed$"):
         provider.create(dict(PROPS))
     assert provider.delete(REF, PROPS) is None
@@ -283,7 +284,7 @@ def _assert_equal(actual, expected):
 def test_create_without_a_context_uses_the_current_one(monkeypatch):
     built = []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
-    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, guard: Verdict("succeeded", "ok"))
+    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash, guard: Verdict("succeeded", "ok"))
     monkeypatch.setattr(completion.run_cost, "final", lambda cluster, budget: {})
     for props in ({k: v for k, v in PROPS.items() if k != "context"}, {**PROPS, "context": ""}, {**PROPS, "context": None}):
         completion._CompletionProvider().create(props)

@@ -42,7 +42,7 @@ from infra.cli.mocks import RecordingMocks
 from provider_host import (PROVIDER_KEY, LauncherExit, configure, engine_pwd, from_struct, language_host_virtualenv,
                            launcher_command, plugin_environment, plugin_version, start_provider_host, to_struct)
 from synth_support import REPO
-from test_completion_http import (JOB_LABEL, NAME, NAMESPACE, _elasticjob, _pod, cluster_env)  # noqa: F401 - fixture
+from test_completion_http import (JOB_LABEL, NAME, NAMESPACE, SPEC_HASH, _elasticjob, _pod, cluster_env)  # noqa: F401 - fixture
 
 URN = "urn:pulumi:dev::elastic-training::pulumi-python:dynamic:Resource::training-complete"
 
@@ -63,7 +63,7 @@ def completion_inputs(kubeconfig: str) -> dict:
     def register():
         resource = completion.ElasticJobCompletion(
             "training-complete", kubeconfig=kubeconfig, namespace=NAMESPACE, elasticjob_name=NAME,
-            job_label=JOB_LABEL, timeout_seconds=3600, spec_hash="--rdzv_id=run-1-abc")
+            job_label=JOB_LABEL, timeout_seconds=3600, spec_hash=SPEC_HASH)
         return resource.urn.apply(
             lambda _: found.update(next(r for r in mocks.registrations if r.name == "training-complete").inputs))
 

@@ -169,8 +169,16 @@ TABLE = [
     # GPU stacks (infra/aws/gpu_instances.py, moto's EC2 instance data): whole NVIDIA GPUs only
     Bad("gpu-fractional", ("nodeInstanceType=g6f.xlarge",), f"{P}:nodeInstanceType", "'g6f.xlarge'",
         "is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs"),
-    Bad("gpu-unknown-type", ("nodeInstanceType=p3.2xlarge",), f"{P}:nodeInstanceType", "'p3.2xlarge'",
+    Bad("gpu-unknown-type", ("nodeInstanceType=p2.xlarge",), f"{P}:nodeInstanceType", "'p2.xlarge'",
         "is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs"),
+    # GPUs the nodes cannot train on (infra/aws/nvidia_gpus.py): G7 needs driver 595, the AMI has 580;
+    # Volta has no kernels in the CUDA 13 torch
+    Bad("gpu-g7-driver", ("nodeInstanceType=g7.2xlarge",), f"{P}:nodeInstanceType", "'g7.2xlarge'",
+        "need NVIDIA driver 595 or later; the EKS NVIDIA AMI the nodes boot ships 580: pick g7e"),
+    Bad("gpu-volta-p3dn", ("nodeInstanceType=p3dn.24xlarge",), f"{P}:nodeInstanceType", "'p3dn.24xlarge'",
+        "has Volta GPUs (V100, compute capability 7.0), for which PyPI's CUDA 13 torch has no kernels"),
+    Bad("gpu-volta-p3", ("nodeInstanceType=p3.2xlarge",), f"{P}:nodeInstanceType", "'p3.2xlarge'",
+        "has Volta GPUs (V100, compute capability 7.0)"),
     Bad("system-nodes-gpu", ("systemNodeInstanceType=g6.xlarge",), f"{P}:systemNodeInstanceType", "'g6.xlarge'",
         "must be a CPU instance type"),
     Bad("system-nodes-graviton", ("systemNodeInstanceType=m6g.large",), f"{P}:systemNodeInstanceType", "'m6g.large'",

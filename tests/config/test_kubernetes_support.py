@@ -129,9 +129,10 @@ def test_pulumi_up_warns_in_extended_support_and_resolves_addons_for_the_stack_v
     assert f"warning: config {KEY}='1.34' is in EKS extended support since 2026-12-02" in result.stderr
     found = json.loads(result.stdout.split("RESULT ", 1)[1])
     lookups = [args for token, args in found["calls"] if token == "aws:eks/getAddonVersion:getAddonVersion"]
-    assert sorted(args["addonName"] for args in lookups) == sorted([versions.EFS_CSI_ADDON, versions.METRICS_SERVER_ADDON])
+    assert sorted(args["addonName"] for args in lookups) == sorted(versions.OFFLINE_ADDON_VERSIONS)
     assert all(args["kubernetesVersion"] == "1.34" and args["mostRecent"] is True for args in lookups)
     # the Addons carry exactly what the lookup answered (the mocks answer with the last-run versions)
     assert found["addons"] == {"storage-efs-csi-driver": versions.EFS_CSI_ADDON_VERSION,
-                               "addons-metrics-server": versions.METRICS_SERVER_ADDON_VERSION}
+                               "addons-metrics-server": versions.METRICS_SERVER_ADDON_VERSION,
+                               "addons-coredns": versions.COREDNS_ADDON_VERSION}
 

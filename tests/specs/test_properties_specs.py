@@ -13,6 +13,7 @@ import pytest
 from infra.config import CIFAR10_MD5, PROJECT, load_settings
 from infra.specs import elastic, workloads
 from infra.specs.labels import PART_OF
+from infra.specs.quantity import canonical
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
 TODAY = date(2026, 11, 25)
@@ -337,7 +338,8 @@ def test_gpu_shared_memory_is_half_the_worker_memory_up_to_8_gib(memory, shm):
     gpu_settings = settings(nodeInstanceType="g6.12xlarge", workerMemory=memory, workerCpu="3")
     assert workloads.shm_size_limit(gpu_settings) == shm
     volumes = workloads.elastic_job(gpu_settings, IMAGE, "--rdzv_id=x")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
-    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}} in volumes
+    # written as Kubernetes writes it back (6144Mi is stored as 6Gi: infra/specs/quantity.py)
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": canonical(shm)}} in volumes
     # On CPU nodes the cap is fixed, whatever the memory (64Gi does not fit dev's c5.4xlarge: m5.16xlarge
     # is in no table of infra/aws/, so its fit is not checked).
     cpu_settings = settings(workerMemory=memory, workerCpu="1", nodeInstanceType="c5.4xlarge" if memory != "64Gi" else "m5.16xlarge")

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from controller_model import command_line, worker_pod
+from infra.components.spec_identity import SPEC_HASH_ANNOTATION, spec_hash_of
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.config.stack_file import read_stack_file
@@ -50,8 +51,10 @@ def test_synth_renders_the_specs(dev):
     settings = load_settings(read_stack_file("dev"), "dev")
     rdzv_arg = f"--rdzv_id={specs.rendezvous_id(settings, image)}"
     assert dev.manifest("Job", "prep-run-1") == yaml.safe_load(yaml.safe_dump(specs.data_prep_job(settings, image)))
-    assert dev.manifest("ElasticJob", "train-run-1") == yaml.safe_load(
-        yaml.safe_dump(specs.elastic_job(settings, image, rdzv_arg)))
+    training = yaml.safe_load(yaml.safe_dump(specs.elastic_job(settings, image, rdzv_arg)))
+    # plus the hash of its spec, which the workloads component adds (infra/components/spec_identity.py)
+    training["metadata"]["annotations"][SPEC_HASH_ANNOTATION] = spec_hash_of(training["spec"])
+    assert dev.manifest("ElasticJob", "train-run-1") == training
     # Under the mocks the wait measured nothing: the test Job is handed an empty run cost ("{}").
     assert dev.manifest("Job", "eval-run-1") == yaml.safe_load(yaml.safe_dump(specs.test_job(settings, image, "{}")))
 
@@ -172,8 +175,8 @@ def test_waits_and_timeouts(dev):
     assert complete["timeoutSeconds"] == 7200 and complete["name"] == "train-run-1"
     assert complete["namespace"] == "training" and complete["jobLabel"] == "elastic-training/job"
     assert complete["kubeconfig"] == "[secret]"
-    assert complete["specHash"] == next(a for a in reversed(worker_command_line(dev.manifest("ElasticJob")))
-                                        if a.startswith("--rdzv_id="))
+    # the wait is for this spec: the hash the ElasticJob carries (infra/components/spec_identity.py)
+    assert complete["specHash"] == dev.manifest("ElasticJob")["metadata"]["annotations"]["elastic-training/spec-hash"]
     # The provider's own await is off for the ElasticJob (the completion resource waits instead),
     # and on, with the default semantics, for the Jobs.
     assert dev.manifest("ElasticJob")["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"

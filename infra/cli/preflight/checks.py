@@ -20,22 +20,20 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from infra import versions
 from infra.cli import cost
-from infra.aws import live_prices, prices
-from infra.cli.preflight import spot
-from infra.config import INSTANCE_TYPE, Settings
+from infra.cli.preflight import capacity, spot
+from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
+from infra.aws import ec2_quotas, live_prices, prices
+from infra.config import Settings
 from infra.aws.zones import usable_zone_names
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
              "kubernetes-version", "addon-versions", "spot-market", "local-tools")
 
-# Service Quotas codes (upstream-facts.md fact 18): Running On-Demand instances, in vCPUs, by family.
-STANDARD_FAMILIES_QUOTA = "L-1216C47A"   # A, C, D, H, I, M, R, T, Z
-G_AND_VT_QUOTA = "L-DB2E81BA"
-P_QUOTA = "L-417A185B"
+# Service Quotas codes: the On-Demand vCPU quotas by instance family, where the code is known
+# (infra/aws/ec2_quotas.py; the others are looked up by name), and Elastic IPs (fact 18).
+QUOTA_BY_FAMILY = {family: quota.code for family, quota in ec2_quotas.QUOTA_BY_FAMILY.items() if quota.code}
 ELASTIC_IP_QUOTA = "L-0263D0A3"
-QUOTA_BY_FAMILY = {**{letter: STANDARD_FAMILIES_QUOTA for letter in "acdhimrtz"},
-                   "g": G_AND_VT_QUOTA, "vt": G_AND_VT_QUOTA, "p": P_QUOTA}
 
 # The Price List API is served from us-east-1; it answers for every region.
 PRICING_REGION = "us-east-1"
@@ -61,29 +59,6 @@ class Check:
     def as_json(self) -> dict[str, str]:
         return {"id": self.id, "status": self.status,
                 "message": self.message + (f"; fix: {self.fix}" if self.fix else "")}
-
-
-class CouldNotCheck(Exception):
-    """An AWS call that failed for a reason that says nothing about the stack (denied, throttled, not there)."""
-
-
-def reason(error: Exception) -> str:
-    if isinstance(error, ClientError):
-        err = error.response.get("Error", {})
-        code = err.get("Code") or str(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "error"))
-        # An endpoint without the operation may answer with an HTML error page: keep its words only.
-        message = " ".join(re.sub(r"<[^>]*>", " ", str(err.get("Message") or "")).split())[:160]
-        return f"{code}: {message}" if message else code
-    return " ".join(str(error).split()) or type(error).__name__
-
-
-def aws_call(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
-    try:
-        return getattr(client, operation)(**kwargs)
-    except NoCredentialsError:
-        raise
-    except (ClientError, BotoCoreError) as error:
-        raise CouldNotCheck(f"{client.meta.service_model.service_name} {operation}: {reason(error)}") from None
 
 
 def could_not_check(check_id: str, error: CouldNotCheck, extra: str = "") -> Check:
@@ -153,56 +128,14 @@ class Preflight:
         return Check("zones", PASS, f"{count} of {len(usable)} usable zones: {', '.join(self.zones)}")
 
     def instance_type(self) -> Check:
-        kind = self.settings.node_instance_type
-        pages = self.client("ec2").get_paginator("describe_instance_type_offerings").paginate(
-            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
-        try:
-            offered = sorted({o["Location"] for page in pages for o in page.get("InstanceTypeOfferings", [])})
-        except (ClientError, BotoCoreError) as error:
-            raise CouldNotCheck(f"ec2 describe_instance_type_offerings: {reason(error)}") from None
-        if not offered:
-            return Check("instance-type", FAIL, f"{kind} is not offered in any zone of {self.settings.region}",
-                         "choose another nodeInstanceType (-c nodeInstanceType=...) or a region that offers it")
-        missing = [zone for zone in self.zones if zone not in offered]
-        if not missing:
-            return Check("instance-type", PASS, f"{kind} is offered in {', '.join(self.zones)}")
-        # The program takes the first availabilityZoneCount usable zones by name; the longest run of them
-        # that all offer the type is the count that would work.
-        usable_prefix = 0
-        for zone in self.zones:
-            if zone not in offered:
-                break
-            usable_prefix += 1
-        fix = (f"-c availabilityZoneCount={usable_prefix} (the stack takes the first zones by name), "
-               if usable_prefix >= 2 else "")
-        fix += "or another nodeInstanceType offered in all chosen zones, or another region"
-        return Check("instance-type", FAIL, f"{kind} is not offered in {', '.join(missing)}; it is offered in "
-                                            f"{', '.join(offered)}", fix)
+        # Every node group's type, in the zones the program takes (capacity.py).
+        return Check("instance-type", *capacity.offering(self))
 
     def vcpu_quota(self) -> Check:
         if self.settings.capacity_type == "spot":
             return Check("vcpu-quota", WARN, spot.SPOT_QUOTA_NOT_READ)
-        kind = self.settings.node_instance_type
-        family = INSTANCE_TYPE.fullmatch(kind)["family"]
-        code = QUOTA_BY_FAMILY.get(family) or QUOTA_BY_FAMILY.get(family[:1])
-        if code is None:
-            return Check("vcpu-quota", WARN, f"no On-Demand vCPU quota code known for the {family} family")
-        types = aws_call(self.client("ec2"), "describe_instance_types", InstanceTypes=[kind]).get("InstanceTypes", [])
-        if not types:
-            return Check("vcpu-quota", SKIP, f"EC2 does not describe {kind} in {self.settings.region}")
-        vcpus = types[0]["VCpuInfo"]["DefaultVCpus"]
-        needed = self.settings.node_max_count * vcpus
-        quota = aws_call(self.client("service-quotas"), "get_service_quota", ServiceCode="ec2", QuotaCode=code)
-        value = int(quota["Quota"]["Value"])
-        name = quota["Quota"].get("QuotaName", code)
-        if value >= needed:
-            return Check("vcpu-quota", PASS, f"{name} ({code}) is {value} vCPUs; nodeMaxCount {self.settings.node_max_count} "
-                                             f"x {vcpus} vCPUs = {needed} (instances already running in the region count too)")
-        return Check("vcpu-quota", FAIL, f"{name} ({code}) is {value} vCPUs; nodeMaxCount {self.settings.node_max_count} "
-                                         f"x {kind} ({vcpus} vCPUs) needs {needed}",
-                     f"request {needed}: `aws service-quotas request-service-quota-increase --service-code ec2 "
-                     f"--quota-code {code} --desired-value {needed} --region {self.settings.region}`, "
-                     "or lower nodeMaxCount / choose a smaller type")
+        # Every node group against its family's On-Demand vCPU quota (capacity.py).
+        return Check("vcpu-quota", *capacity.vcpu_quotas(self))
 
     def elastic_ip_quota(self) -> Check:
         quota = aws_call(self.client("service-quotas"), "get_service_quota", ServiceCode="ec2", QuotaCode=ELASTIC_IP_QUOTA)
