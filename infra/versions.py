@@ -74,7 +74,7 @@ METRICS_SERVER_ADDON_VERSION = "v0.8.0-eksbuild.2"
 EBS_CSI_ADDON_VERSION = "v1.18.0-eksbuild.1"
 # CoreDNS as an EKS add-on (infra/components/addons.py): the EKS user guide's "CoreDNS versions" table
 # (docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html) lists v1.12.4-eksbuild.1 as the
-# latest for Kubernetes 1.33 and 1.34; an offline placeholder like the two above.
+# latest for Kubernetes 1.33 and 1.34; an offline placeholder like the others.
 COREDNS_ADDON = "coredns"
 COREDNS_ADDON_VERSION = "v1.12.4-eksbuild.1"
 OFFLINE_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION,
