@@ -19,8 +19,7 @@ kubeflow/common @ 0b3a4c3, the version its go.mod pins) decides what the wait re
   - "ElasticJob <ns>/<name>: worker <pod> can never be scheduled: ...; the scheduler says: <its message>"
   - "ElasticJob <ns>/<name>: worker <pod> was not scheduled in 30 minutes, ...; the scheduler says: ..."
     (infra/components/scheduling.py: a Pending worker no node can hold, or capacity that does not come)
-  - "ElasticJob <ns>/<name>: the rendezvous store etcd-service:2379 (...) has had no ready pod for N minutes ..."
-    (infra/components/rendezvous_health.py; a store that went away and came back is no failure)
+  - "ElasticJob <ns>/<name>: the rendezvous store ... has had no ready pod for N minutes ..." (rendezvous_health.py)
   - "ElasticJob <ns>/<name> failed: <reason>: <message>"                 a Failed condition
   - "deadline exceeded: ElasticJob <ns>/<name> did not succeed within N minutes (<pod phases>)"
   - "the Kubernetes API kept failing for 5 minutes ..." / "the Kubernetes API refused ..."
@@ -265,8 +264,7 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         stale = stale_spec(snapshot.elasticjob, spec_hash)  # an older spec's job says nothing about this one
         verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
-        if verdict.state == "running" and not blocked:
-            blocked = store.problem(snapshot.store, snapshot.events, clock())
+        blocked = blocked or (store.problem(snapshot.store, snapshot.events, clock()) if verdict.state == "running" else None)
         if blocked:
             verdict = Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name}: {blocked}")
         if verdict.state == "failed":
