@@ -177,6 +177,11 @@ def etcd_objects(namespace_name: str, storage_class_name: str) -> list[dict[str,
                     "priorityClassName": rendezvous_store.PRIORITY_CLASS,
                     # etcd stops in well under a second on SIGTERM; a stuck one is not waited for long.
                     "terminationGracePeriodSeconds": 10,
+                    # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
+                    # plugin gives: its volume then needs the attach-detach controller's 6 minutes
+                    # (maxWaitForUnmountDuration) to follow, and the workers wait 10 (jobs/rendezvous.py).
+                    "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+                                     "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
                     "securityContext": {**pod_security_context(NONROOT_UID, NONROOT_UID),
                                         # the volume is chowned once, not at every start
                                         "fsGroupChangePolicy": "OnRootMismatch"},

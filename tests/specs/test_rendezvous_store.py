@@ -31,6 +31,9 @@ def test_etcd_keeps_its_data_on_the_claim_it_comes_with():
     assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"] == elastic.NONROOT_UID
     # the old pod lets go of the volume before the new one mounts it
     assert objects["Deployment"]["spec"]["strategy"] == {"type": "Recreate"}
+    # off a dead node in 30 s (not the admission default of 300 s), so its volume can follow in time
+    assert sorted((t["key"], t["effect"], t["tolerationSeconds"]) for t in pod["tolerations"]) == [
+        ("node.kubernetes.io/not-ready", "NoExecute", 30), ("node.kubernetes.io/unreachable", "NoExecute", 30)]
 
 
 def test_etcd_runs_above_the_workloads_with_a_class_of_its_own():
