@@ -146,11 +146,12 @@ def statuses(**given: str) -> dict[str, str]:
 
 LAST = dict(versions.OFFLINE_ADDON_VERSIONS)
 ALL_ADDONS = {name: [v] for name, v in LAST.items()}
-OK_QUOTAS = [(STANDARD, 64.0), (EIP, 5.0)]  # dev: nodeMaxCount 4 x c5.4xlarge (16 vCPUs) = 64
+# dev: nodeMaxCount 4 x c5.4xlarge (16 vCPUs) + systemNodeCount 2 x m5.large (2 vCPUs) = 68, both Standard
+OK_QUOTAS = [(STANDARD, 68.0), (EIP, 5.0)]
 
 SCENARIOS = [
     Scenario("everything-fine", statuses(), quotas=OK_QUOTAS,
-             message={"zones": "us-west-2a, us-west-2b", "vcpu-quota": "= 64"}),
+             message={"zones": "us-west-2a, us-west-2b", "vcpu-quota": "= 68"}),
     Scenario("no-credentials", statuses(credentials="fail", region="skip", zones="skip", instance_type="skip",
                                         vcpu_quota="skip", elastic_ip_quota="skip", kubernetes_version="skip",
                                         addon_versions="skip"), credentials=False, cluster=None, prices=None,
@@ -168,11 +169,11 @@ SCENARIOS = [
              overrides=("aws:region=us-west-1", "nodeInstanceType=c5ad.4xlarge"), quotas=OK_QUOTAS,
              message={"instance-type": "not offered in any zone of us-west-1"}),
     Scenario("vcpu-quota-standard-too-small", statuses(vcpu_quota="fail"), quotas=[(STANDARD, 32.0), (EIP, 5.0)],
-             message={"vcpu-quota": "needs 64"}),
+             message={"vcpu-quota": "needs 68"}),
     Scenario("vcpu-quota-g-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi"),
-             quotas=[(G_VT, 0.0), (STANDARD, 64.0), (EIP, 5.0)], message={"vcpu-quota": "L-DB2E81BA"}),
+             quotas=[(G_VT, 0.0), (STANDARD, 68.0), (EIP, 5.0)], message={"vcpu-quota": "L-DB2E81BA"}),
     Scenario("vcpu-quota-p-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=p5.4xlarge",),
-             quotas=[(P, 0.0), (STANDARD, 64.0), (EIP, 5.0)], message={"vcpu-quota": "L-417A185B"}),
+             quotas=[(P, 0.0), (STANDARD, 68.0), (EIP, 5.0)], message={"vcpu-quota": "L-417A185B"}),
     Scenario("no-free-elastic-ip", statuses(elastic_ip_quota="fail"), quotas=OK_QUOTAS, elastic_ips_in_use=5,
              message={"elastic-ip-quota": "5 of 5"}),
     Scenario("version-in-extended-support", statuses(kubernetes_version="warn"), quotas=OK_QUOTAS,
@@ -327,7 +328,7 @@ def test_the_table_output_has_one_line_per_check_and_the_fix(aws_env, tools, cap
     assert code == 1
     for check_id in IDS:
         assert any(line.split()[1:2] == [check_id] for line in out.splitlines() if line[:4] in ("PASS", "WARN", "FAIL", "SKIP"))
-    assert "fix: request 64: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A" in out
+    assert "fix: request 68: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A" in out
 
 
 IAM_PREFIX = {"ec2": "ec2", "service-quotas": "servicequotas", "eks": "eks", "pricing": "pricing"}

@@ -117,13 +117,15 @@ def test_inf_trn_dl_hpc_are_checked_against_their_own_quota(aws_env, instance_ty
     # The account's list, two pages, the family's quota on the second; its code is whatever the
     # account says (here an obviously made-up one) and is what the message and the fix name.
     listed = [[quota(*STANDARD, 10_000.0), quota(*G_VT, 10_000.0)], [quota("L-0000FA11", family_quota, 10_000.0)]]
+    # The system nodes (m5.large) count against the Standard quota, asked by its code first.
     check, stubbers = preflight_for(f"nodeInstanceType={instance_type}", "workerCpu=3", "workerMemory=12Gi",
-                                    listed=listed)
+                                    quotas=[(STANDARD, 10_000.0)], listed=listed)
     result = check.vcpu_quota()
     for stubber in stubbers:
         stubber.assert_no_pending_responses()  # both pages read, no get_service_quota by a guessed code
     assert result.status == "pass", result.message
-    assert result.message.startswith(f"{family_quota} (L-0000FA11) is 10000 vCPUs; nodeMaxCount 4 x ")
+    assert f"{family_quota} (L-0000FA11) is 10000 vCPUs; nodeMaxCount 4 x " in result.message
+    assert result.message.startswith("system nodes: Running On-Demand Standard")
 
 
 def test_a_quota_the_account_does_not_list_is_a_warning_not_a_guess(aws_env):

@@ -42,12 +42,12 @@ def test_coredns_and_kube_proxy_are_eks_addons_each_exactly_once(synth_stack, st
     assert "kube-proxy" not in [r["inputs"]["addonName"] for r in stack.of_type(ADDON)]
 
 
-@pytest.mark.parametrize("stack_name, nodes", [("dev", "cluster-nodes"), ("gpu", "cluster-system-nodes")])
+@pytest.mark.parametrize("stack_name, nodes", [("dev", "cluster-system-nodes"), ("gpu", "cluster-system-nodes")])
 def test_coredns_waits_for_the_nodes_it_runs_on(synth_stack, stack_name, nodes):
     stack = synth_stack(stack_name)
     coredns = stack.one(ADDON, "addons-coredns")
-    # CPU stacks: the one node group; GPU stacks: the untainted system group (CoreDNS does not
-    # tolerate the GPU taint)
+    # Every eks stack: the on-demand system group, the only node group (workers come from
+    # Karpenter's pool, whose taint CoreDNS does not tolerate)
     assert stack.one(NODE_GROUP, nodes)["urn"] in coredns["dependsOn"]
     inputs = coredns["inputs"]
     assert inputs["resolveConflictsOnCreate"] == "OVERWRITE" and inputs["preserve"] is True

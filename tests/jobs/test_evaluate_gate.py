@@ -204,7 +204,7 @@ def test_an_interrupted_metrics_write_leaves_no_temporary(tmp_path, monkeypatch)
 def test_the_command_line_defaults_and_required_options():
     args = evaluate.parse_args(["--data", "d", "--model", "m.pt"])
     assert vars(args) == {"data": Path("d"), "model": Path("m.pt"), "metrics_out": None, "min_accuracy": None,
-                          "batch_size": 500}
+                          "batch_size": 500, "run_cost": None}
     for missing in (["--model", "m.pt"], ["--data", "d"]):
         with pytest.raises(cli.UsageError) as refused:
             evaluate.parse_args(missing)

@@ -106,37 +106,61 @@ def quota_value(preflight: "Preflight", quota: VcpuQuota) -> tuple[int, str, str
 
 
 def vcpu_quotas(preflight: "Preflight") -> tuple[str, str, str]:
-    """(status, message, fix) of the vcpu-quota check: every group against its family's quota."""
-    results = []
+    """(status, message, fix) of the vcpu-quota check. Groups whose families share a quota (the
+    Standard one holds c/m workers and m system nodes alike) are summed against it: EC2 counts every
+    running instance of those families against the one limit."""
+    results, members = [], {}
     for group in node_groups(preflight.settings):
         try:
-            results.append(group_quota(preflight, group))
+            sized = group_size(preflight, group)
         except CouldNotCheck as error:  # one group's answer missing leaves the others' findings standing
             results.append(("warn", f"{group.label}could not check: {error}", ""))
+            continue
+        if isinstance(sized, tuple) and isinstance(sized[0], str):
+            results.append(sized)
+        else:
+            quota, vcpus = sized
+            members.setdefault(quota, []).append((group, vcpus))
+    # Quotas known by code first, then those looked up by name in the account's list.
+    for quota, sized_groups in sorted(members.items(), key=lambda item: not item[0].code):
+        try:
+            results.append(quota_check(preflight, quota, sized_groups))
+        except CouldNotCheck as error:
+            results.append(("warn", f"could not check: {error}", ""))
     return (worst([status for status, _, _ in results]), "; ".join(message for _, message, _ in results),
             "; ".join(fix for _, _, fix in results if fix))
 
 
-def group_quota(preflight: "Preflight", group: NodeGroup) -> tuple[str, str, str]:
-    """(status, message, fix) of one node group against its family's On-Demand vCPU quota."""
-    region, kind, label = preflight.settings.region, group.instance_type, group.label
+def group_size(preflight: "Preflight", group: NodeGroup) -> tuple[VcpuQuota, int] | tuple[str, str, str]:
+    """(its quota, vCPUs of one node) of a node group, or the (status, message, fix) that ends its check."""
+    kind, label = group.instance_type, group.label
     family = INSTANCE_TYPE.fullmatch(kind)["family"]
     quota = vcpu_quota(family)
     if quota is None:
         return "warn", f"{label}no On-Demand vCPU quota known for the {family} family ({kind})", ""
     types = aws_call(preflight.client("ec2"), "describe_instance_types", InstanceTypes=[kind]).get("InstanceTypes", [])
     if not types:
-        return "skip", f"{label}EC2 does not describe {kind} in {region}", ""
-    vcpus = types[0]["VCpuInfo"]["DefaultVCpus"]
-    needed = group.max_count * vcpus
+        return "skip", f"{label}EC2 does not describe {kind} in {preflight.settings.region}", ""
+    return quota, types[0]["VCpuInfo"]["DefaultVCpus"]
+
+
+def quota_check(preflight: "Preflight", quota: VcpuQuota, sized_groups: list[tuple[NodeGroup, int]]) -> tuple[str, str, str]:
+    """(status, message, fix) of the groups that count against one quota, at their largest together."""
+    region = preflight.settings.region
+    needed = sum(group.max_count * vcpus for group, vcpus in sized_groups)
     found = quota_value(preflight, quota)
     if found is None:
-        return "warn", f"{label}could not check: Service Quotas lists no quota named {quota.name!r}", ""
+        return "warn", f"could not check: Service Quotas lists no quota named {quota.name!r}", ""
     value, code, name = found
-    size = f"{group.count_key} {group.max_count} x"
+    # One group alone is named as before ("system nodes: ..."); a shared quota names every group's key.
+    label = sized_groups[0][0].label if len(sized_groups) == 1 else ""
+    sizes = " + ".join(f"{group.count_key} {group.max_count} x {vcpus} vCPUs" for group, vcpus in sized_groups)
     if value >= needed:
-        return ("pass", f"{label}{name} ({code}) is {value} vCPUs; {size} {vcpus} vCPUs = {needed} "
+        return ("pass", f"{label}{name} ({code}) is {value} vCPUs; {sizes} = {needed} "
                         "(instances already running in the region count too)", "")
-    return ("fail", f"{label}{name} ({code}) is {value} vCPUs; {size} {kind} ({vcpus} vCPUs) needs {needed}",
+    kinds = " + ".join(f"{group.count_key} {group.max_count} x {group.instance_type} ({vcpus} vCPUs)"
+                       for group, vcpus in sized_groups)
+    keys = " / ".join(group.count_key for group, _ in sized_groups)
+    return ("fail", f"{label}{name} ({code}) is {value} vCPUs; {kinds} needs {needed}",
             f"request {needed}: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
-            f"--desired-value {needed} --region {region}`, or lower {group.count_key} / choose a smaller type")
+            f"--desired-value {needed} --region {region}`, or lower {keys} / choose a smaller type")
