@@ -53,7 +53,10 @@ from torch.distributed.elastic.rendezvous import (
 from torch.distributed.elastic.rendezvous import etcd_rendezvous as torch_etcd
 
 BACKEND = "etcd-outlasting"
-STORE_OUTAGE_TIMEOUT = 600  # seconds; torch's own rendezvous timeout (etcd_rendezvous _DEFAULT_TIMEOUT)
+# Seconds. Longer than etcd takes to come back on another node when its own died (about 7 minutes:
+# docs/design-notes.md, "Rendezvous store"), shorter than the training wait's bound on a store
+# without a ready pod (15 minutes: infra/components/rendezvous_health.py).
+STORE_OUTAGE_TIMEOUT = 600
 PROBE_SECONDS = 2.0  # how often an unreachable store is tried again
 STATE_LOSSES = 3  # rounds started again in a row because the store lost the run's keys, at most
 OUTAGE_KEY = "store_outage_timeout"
@@ -158,7 +161,8 @@ class OutlastingEtcdRendezvousHandler(RendezvousHandler):
                 return self._form_round()
             except RendezvousTimeoutError:
                 # torch's barrier retries a failing store itself, until its own timeout (the
-                # `timeout` rdzv_conf, 600 s by default); then only the store can say why.
+                # `timeout` rdzv_conf: 900 s under torchrun, launcher/api.py LaunchConfig); then
+                # only the store can say why.
                 if self._store_reachable():
                     raise  # too few nodes came: torch's verdict stands
                 self._gave_up = True
