@@ -141,3 +141,10 @@ def test_the_store_check_counts_only_the_controller_s_138_events():
         down, events, rendezvous_health.STORE_DOWN_SECONDS)
     assert watch.problem(rendezvous_health.StoreState(True), events, rendezvous_health.STORE_DOWN_SECONDS + 1) is None
     assert watch.since is None  # back: the bound starts over
+
+
+def test_the_wait_gives_the_store_longer_than_the_workers_do():
+    """A store the workers outlast (jobs/rendezvous.py) never fails the run: the wait's bound is the longer."""
+    from jobs import rendezvous
+
+    assert rendezvous.STORE_OUTAGE_TIMEOUT < rendezvous_health.STORE_DOWN_SECONDS
