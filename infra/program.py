@@ -15,6 +15,7 @@ from infra.components.elastic import Elastic, ElasticArgs
 from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
 from infra.components.network import Network, NetworkArgs
 from infra.components.registry import Registry, RegistryArgs
+from infra.components.rendezvous_volume import RendezvousVolume, RendezvousVolumeArgs
 from infra.specs import capacity as capacity_specs
 from infra.specs import workloads as workload_specs
 from infra.components.storage import Storage, StorageArgs
@@ -64,7 +65,11 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
         cluster.oidc_issuer, network.private_subnet_ids, cluster.node_security_group_id, cluster.provider,
         cluster.system_nodes))
     # System pods wait for the nodes they run on: the on-demand system group (cluster.py).
-    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes))
+    etcd_volume = RendezvousVolume("rendezvous", RendezvousVolumeArgs(
+        settings, cluster.eks_cluster_name, cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider,
+        cluster.system_nodes))
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes,
+                                             etcd_volume.storage_class_name, etcd_volume.storage_class))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
         cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.system_nodes))

@@ -2,8 +2,9 @@
 
     python -m jobs.agent TORCHRUN_ARGS...      e.g. --standalone --nproc_per_node=2 -m jobs.train ...
 
-It runs `torchrun TORCHRUN_ARGS...` (torch.distributed.run) as a child and waits for it, so it
-runs the same in a pod and on a laptop.
+It runs `torchrun TORCHRUN_ARGS...` as a child and waits for it, so it runs the same in a pod
+and on a laptop. The child is jobs.torchrun: torch.distributed.run with an etcd rendezvous that
+outlasts a restart of etcd, and exits 138 (retryable) when etcd stays away too long.
 
 Why it exists: Kubernetes stops a pod it evicts (a node drained for an upgrade or scale-in, a
 Spot interruption, kubelet pressure) with SIGTERM. torchrun answers SIGTERM by stopping its
@@ -18,7 +19,7 @@ from the container named `elasticjob-worker`); 1 is permanent, so one routine dr
 So this wrapper forwards SIGTERM to torchrun, lets it stop its workers, and then exits 143
 (128 + SIGTERM): the controller recreates the worker pod, which rejoins the rendezvous once there
 is a node for it. Every other outcome keeps torchrun's own exit code (a child killed by signal N
-gives 128 + N, as a shell reports it).
+gives 128 + N, as a shell reports it), 138 from jobs.torchrun included.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ EXIT_STOPPED_FROM_OUTSIDE = 128 + signal.SIGTERM  # 143: retryable for the contr
 
 
 def torchrun_command(torchrun_args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args]
+    return [sys.executable, "-m", "jobs.torchrun", *torchrun_args]
 
 
 def exit_code(returncode: int, stopped_from_outside: bool) -> int:

@@ -138,8 +138,8 @@ def test_metrics_server_is_the_pinned_community_addon(dev):
 
 def test_pv_and_pvc_bind_the_efs_access_point_read_write_many(dev):
     pv = dev.manifest("PersistentVolume")
-    pvc = dev.manifest("PersistentVolumeClaim")
-    sc = dev.manifest("StorageClass")
+    pvc = dev.manifest("PersistentVolumeClaim", "efs-")
+    sc = dev.manifest("StorageClass", "efs-")
     fs_id = dev.outputs["efsFileSystemId"]
     assert sc["metadata"]["name"] == "efs-sc" and sc["provisioner"] == "efs.csi.aws.com"
     assert pv["metadata"]["name"] == "efs-pv"
@@ -152,12 +152,12 @@ def test_pv_and_pvc_bind_the_efs_access_point_read_write_many(dev):
     assert pvc["spec"]["volumeName"] == "efs-pv" and pvc["spec"]["storageClassName"] == "efs-sc"
     pv_resource = dev.one("kubernetes:core/v1:PersistentVolume")
     assert {t["urn"] for t in dev.of_type("aws:efs/mountTarget:MountTarget")} <= set(pv_resource["dependsOn"])
-    assert pv_resource["urn"] in dev.one("kubernetes:core/v1:PersistentVolumeClaim")["dependsOn"]
+    assert pv_resource["urn"] in dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["dependsOn"]
 
 
 def test_storage_names_come_from_config(variant):
     synth = variant
-    pvc = synth.manifest("PersistentVolumeClaim")
+    pvc = synth.manifest("PersistentVolumeClaim", "shared-")
     assert (pvc["metadata"]["name"], pvc["metadata"]["namespace"]) == ("shared-claim", "ml")
     assert pvc["spec"]["volumeName"] == "shared-pv" and pvc["spec"]["storageClassName"] == "shared"
     assert synth.manifest("Job", "prep-")["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"] == {

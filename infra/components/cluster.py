@@ -181,6 +181,10 @@ class Cluster(pulumi.ComponentResource):
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                     id=node_template.id, version=node_template.latest_version.apply(str)),
                 scaling_config=scaling,
+                # etcd's disruption budget (infra/specs/rendezvous_store.py) holds a drain; an update
+                # that could not drain fails after 15 minutes unless forced (EKS user guide,
+                # "Understand each phase of node updates"); forced, it moves etcd last.
+                force_update_version=True,
                 capacity_type="ON_DEMAND",
                 labels=labels,
                 tags=aws_tags(settings),

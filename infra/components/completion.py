@@ -19,6 +19,7 @@ kubeflow/common @ 0b3a4c3, the version its go.mod pins) decides what the wait re
   - "ElasticJob <ns>/<name>: worker <pod> can never be scheduled: ...; the scheduler says: <its message>"
   - "ElasticJob <ns>/<name>: worker <pod> was not scheduled in 30 minutes, ...; the scheduler says: ..."
     (infra/components/scheduling.py: a Pending worker no node can hold, or capacity that does not come)
+  - "ElasticJob <ns>/<name>: the rendezvous store ... has had no ready pod for N minutes ..." (rendezvous_health.py)
   - "ElasticJob <ns>/<name> failed: <reason>: <message>"                 a Failed condition
   - "deadline exceeded: ElasticJob <ns>/<name> did not succeed within N minutes (<pod phases>)"
   - "the Kubernetes API kept failing for 5 minutes ..." / "the Kubernetes API refused ..."
@@ -37,7 +38,7 @@ from typing import Any, Callable, Protocol
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
-from infra.components import provider_errors, run_cost, scheduling
+from infra.components import provider_errors, rendezvous_health, run_cost, scheduling
 from infra.components.spec_identity import stale_spec
 
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
@@ -73,6 +74,7 @@ class Snapshot:
     elasticjob: dict[str, Any]
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    store: rendezvous_health.StoreState | None = None  # etcd's; None: not known
 
 
 class TransientApiError(Exception):
@@ -243,7 +245,7 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
     """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted; never from a job made from
     another spec (spec_hash: spec_identity.py). `guard` (run_cost.py: the cost ceiling) may stop a running job."""
     start = clock()
-    watch = scheduling.SchedulingWatch()
+    watch, store = scheduling.SchedulingWatch(), rendezvous_health.StoreWatch(cluster.namespace)
     while True:
         try:
             snapshot = _retrying(cluster.read, API_RETRY_SECONDS, clock, sleep)
@@ -262,6 +264,7 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         stale = stale_spec(snapshot.elasticjob, spec_hash)  # an older spec's job says nothing about this one
         verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
+        blocked = blocked or (store.problem(snapshot.store, snapshot.events, clock()) if verdict.state == "running" else None)
         if blocked:
             verdict = Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name}: {blocked}")
         if verdict.state == "failed":
@@ -310,7 +313,9 @@ class KubernetesCluster:
         events = self._call(self._core.list_namespaced_event, self.namespace,
                             field_selector=f"involvedObject.kind=ElasticJob,involvedObject.name={self.name}")
         serialize = self._api_client.sanitize_for_serialization
-        return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items])
+        store = rendezvous_health.read_store(self._call, self._api_client, self.namespace, (TransientApiError, ApiError))
+        return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items],
+                        store)
 
     def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         """The namespace's pod events (FailedScheduling, TriggeredScaleUp, ...) and the nodes, or None

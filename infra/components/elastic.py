@@ -12,6 +12,7 @@ from infra.config import Settings
 from infra.components.k8s_object import KubernetesObject
 from infra.components.naming import component_type
 from infra.specs import elastic as specs
+from infra.specs import rendezvous_store
 
 
 @dataclass
@@ -21,6 +22,11 @@ class ElasticArgs:
     # The Deployments (controller, etcd) wait for nodes: without any, their pods stay Pending and
     # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.
     nodes: pulumi.Resource | None = None
+    # The StorageClass of etcd's volume, and what must exist before a claim of it can be served
+    # (target eks: the EBS class and its driver, infra/components/rendezvous_volume.py); an
+    # existing cluster's is its storageClassName, already there.
+    etcd_storage_class: str | None = None
+    etcd_storage: pulumi.Resource | None = None
 
 
 class Elastic(pulumi.ComponentResource):
@@ -58,10 +64,17 @@ class Elastic(pulumi.ComponentResource):
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
         after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))
-        etcd_service, self.etcd = [
-            KubernetesObject(f"{name}-etcd-{obj['kind'].lower()}", obj,
-                             after_ns_and_nodes if obj["kind"] == "Deployment" else after_ns)
-            for obj in specs.etcd_objects(settings.namespace)]
+        # etcd: its priority class (cluster-scoped) and claim exist before its pod (rendezvous_store.py).
+        priority = KubernetesObject(f"{name}-etcd-priorityclass", rendezvous_store.priority_class(), in_cluster)
+        storage = [args.etcd_storage] if args.etcd_storage is not None else []
+        etcd_objects = {obj["kind"]: obj for obj in
+                        specs.etcd_objects(settings.namespace, args.etcd_storage_class or settings.storage_class_name)}
+        KubernetesObject(f"{name}-etcd-service", etcd_objects["Service"], after_ns)
+        claim = KubernetesObject(f"{name}-etcd-persistentvolumeclaim", etcd_objects["PersistentVolumeClaim"],
+                                 pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=storage)))
+        KubernetesObject(f"{name}-etcd-poddisruptionbudget", etcd_objects["PodDisruptionBudget"], after_ns)
+        self.etcd = KubernetesObject(f"{name}-etcd-deployment", etcd_objects["Deployment"], pulumi.ResourceOptions.merge(
+            after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority, claim])))
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})
 

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from infra import versions
+from infra.specs import rendezvous_store
 from infra.specs.labels import PART_OF, common_labels
 from infra.specs.security import (BASELINE, RESTRICTED, container_security_context, pod_security_context, pod_security_labels,
                                   resources)
@@ -20,6 +21,7 @@ CONTROLLER_NAME = "elastic-job-k8s-controller"
 NONROOT_UID = 65532
 ETCD_SERVICE = "etcd-service"
 ETCD_CLIENT_PORT = 2379
+ETCD_DATA_MOUNT = "/var/lib/etcd"
 CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 ETCD_SELECTOR = {"app.kubernetes.io/name": "etcd"}
@@ -147,9 +149,10 @@ def controller_objects() -> list[dict[str, Any]]:
     return [annotate(obj) for obj in (service_account, cluster_role, cluster_binding, election_role, election_binding, deployment)]
 
 
-def etcd_objects(namespace_name: str) -> list[dict[str, Any]]:
-    """etcd 3.5 with the v2 API, one replica, state in memory: a rendezvous store whose loss only
-    makes the running job re-rendezvous, as upstream's sample and the workshop run it."""
+def etcd_objects(namespace_name: str, storage_class_name: str) -> list[dict[str, Any]]:
+    """etcd 3.5 with the v2 API, one member, its data on a volume that outlives the pod (the claim
+    of `storage_class_name`), at a priority above the workloads, behind a disruption budget
+    (rendezvous_store.py). The workers outlast a restart of it either way (jobs/rendezvous.py)."""
     component = "rendezvous"
     selector = ETCD_SELECTOR
     service = {
@@ -158,44 +161,60 @@ def etcd_objects(namespace_name: str) -> list[dict[str, Any]]:
         "spec": {"selector": selector,
                  "ports": [{"name": "etcd-client-port", "port": ETCD_CLIENT_PORT, "targetPort": ETCD_CLIENT_PORT, "protocol": "TCP"}]},
     }
-    health = {"httpGet": {"path": "/health", "port": ETCD_CLIENT_PORT}}
+    health = {"httpGet": {"path": "/health", "port": ETCD_CLIENT_PORT}, "timeoutSeconds": 2}
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": _meta("etcd", component, namespace_name),
         "spec": {
             "replicas": 1,
+            # The old pod ends (and releases the volume) before the new one starts.
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": _labels(component, "etcd")},
                 "spec": {
                     "automountServiceAccountToken": False,
-                    "securityContext": pod_security_context(NONROOT_UID, NONROOT_UID),
+                    "priorityClassName": rendezvous_store.PRIORITY_CLASS,
+                    # etcd stops in well under a second on SIGTERM; a stuck one is not waited for long.
+                    "terminationGracePeriodSeconds": 10,
+                    # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
+                    # plugin gives: its volume then needs the attach-detach controller's 6 minutes
+                    # (maxWaitForUnmountDuration) to follow, and the workers wait 10 (jobs/rendezvous.py).
+                    "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+                                     "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
+                    "securityContext": {**pod_security_context(NONROOT_UID, NONROOT_UID),
+                                        # the volume is chowned once, not at every start
+                                        "fsGroupChangePolicy": "OnRootMismatch"},
                     "containers": [{
                         "name": "etcd",
                         "image": versions.ETCD_IMAGE,
                         "imagePullPolicy": "IfNotPresent",
                         "command": ["/usr/local/bin/etcd"],
                         "args": [
-                            "--data-dir=/var/lib/etcd",
+                            # A directory of its own in the volume: etcd wants its data directory
+                            # 0700, and the volume's root belongs to the fsGroup.
+                            f"--data-dir={ETCD_DATA_MOUNT}/data",
                             "--enable-v2=true",
                             f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
                             f"--advertise-client-urls=http://{ETCD_SERVICE}:{ETCD_CLIENT_PORT}",
                             "--initial-cluster-state=new",
                         ],
                         "ports": [{"name": "client", "containerPort": ETCD_CLIENT_PORT, "protocol": "TCP"}],
-                        "readinessProbe": {**health, "periodSeconds": 5},
-                        "livenessProbe": {**health, "initialDelaySeconds": 10, "periodSeconds": 10, "failureThreshold": 6},
+                        # Ready (in the Service) within a second or two of answering; live once started.
+                        "startupProbe": {**health, "periodSeconds": 1, "failureThreshold": 120},
+                        "readinessProbe": {**health, "periodSeconds": 2},
+                        "livenessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
                         "resources": resources("250m", "256Mi"),
                         "securityContext": container_security_context(),
-                        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/etcd"}],
+                        "volumeMounts": [{"name": "data", "mountPath": ETCD_DATA_MOUNT}],
                     }],
-                    "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": rendezvous_store.DATA_CLAIM}}],
                 },
             },
         },
     }
-    return [annotate(service), annotate(deployment)]
+    return [annotate(service), rendezvous_store.data_claim(namespace_name, storage_class_name),
+            rendezvous_store.disruption_budget(namespace_name, selector), annotate(deployment)]
 
 
 def rendezvous_endpoint() -> str:

@@ -158,6 +158,7 @@ class FakeApiServer(ThreadingHTTPServer):
         self.logs = logs
         self.nodes: list | tuple = []  # GET /api/v1/nodes: the items, or (status, body) to refuse
         self.jobs: dict[str, dict] = {}  # batch/v1 Jobs by name (GET, PATCH)
+        self.deployments: dict[str, dict] = {}  # apps/v1 Deployments by name (GET): etcd's, for rendezvous_health
         self.patches: list[tuple[str, dict]] = []  # (Content-Type, body) of every PATCH
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
@@ -217,6 +218,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.server.patches.append((self.headers["Content-Type"], patch))
                     job["spec"].update(patch.get("spec", {}))
                 return self._send(200, job)
+            deployment = url.path.removeprefix(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/")
+            if method == "GET" and deployment != url.path:
+                if deployment not in self.server.deployments:
+                    return self._send(404, _status(404, "NotFound", f'deployments.apps "{deployment}" not found'))
+                return self._send(200, self.server.deployments[deployment])
             if method == "GET" and url.path == "/api/v1/nodes":
                 if isinstance(self.server.nodes, tuple):  # (status, body): a refusal such as 403
                     return self._send(*self.server.nodes)
@@ -294,9 +300,11 @@ def test_the_real_reader_authenticates_with_the_exec_plugin_and_refreshes_the_to
     tokens = [token for _, _, _, token in server.requests]
     assert None not in tokens  # every request carried a valid bearer token
     paths = [path for _, path, _, _ in server.requests]
-    assert paths == [ELASTICJOB_PATH, f"/api/v1/namespaces/{NAMESPACE}/pods", f"/api/v1/namespaces/{NAMESPACE}/events"] * 2
+    # ... and etcd's Deployment (infra/components/rendezvous_health.py), which this server does not have
+    assert paths == [ELASTICJOB_PATH, f"/api/v1/namespaces/{NAMESPACE}/pods", f"/api/v1/namespaces/{NAMESPACE}/events",
+                     f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/etcd"] * 2
     # The plugin ran at load and once more when the first token was about to expire; the server saw both.
-    assert tokens == ["k8s-aws-v1.token-1"] * 3 + ["k8s-aws-v1.token-2"] * 3
+    assert tokens == ["k8s-aws-v1.token-1"] * 4 + ["k8s-aws-v1.token-2"] * 4
     assert len(token_log.read_text().splitlines()) == 2
     assert server.requests[1][2]["labelSelector"] == f"{JOB_LABEL}={NAME}"
 
@@ -379,9 +387,9 @@ def test_the_reader_takes_the_kubeconfig_file_and_context_the_provider_uses(clus
     verdict = wait_for(KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL, context="kind-elastic-training"),
                        timeout_seconds=3600)
     assert verdict.state == "succeeded", verdict.message
-    assert [token for *_, token in right.requests] == [token] * 3 and wrong.requests == []
+    assert [token for *_, token in right.requests] == [token] * 4 and wrong.requests == []
 
     # Without a context: the file's current-context, as kubectl would.
     wrong_verdict = wait_for(KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL), timeout_seconds=3600)
     assert wrong_verdict.state == "failed" and "does not exist" in wrong_verdict.message
-    assert wrong.requests and len(right.requests) == 3
+    assert wrong.requests and len(right.requests) == 4

@@ -121,7 +121,7 @@ def test_each_job_command_shown_parses(item):
     else:
         module, args = words[2], words[3:]
     assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), f"{item.where}: no module {module}"
-    if module == "jobs.agent":  # takes torchrun's arguments, none of its own
+    if module in ("jobs.agent", "jobs.torchrun"):  # take torchrun's arguments, none of their own
         return
     parser = job_parser(module)
     named = {w.split("=")[0].lstrip("[") for w in args if w.lstrip("[").startswith("--")}

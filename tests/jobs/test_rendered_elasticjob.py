@@ -16,7 +16,7 @@ from torch.distributed.run import get_args_parser
 from torchrun_harness import run_torchrun_agents
 
 from controller_model import command_line, worker_pod
-from jobs import agent
+from jobs import agent, rendezvous
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.specs.elastic import rendezvous_endpoint
@@ -44,12 +44,12 @@ def test_rendered_elasticjob_command_trains_with_two_agents(etcd_server, tiny_ci
     elasticjob = specs.elastic_job(settings, IMAGE, f"--rdzv_id={rdzv_id}")
     command = command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
 
-    # What torchrun makes of it: jobs.agent hands every argument on to torchrun; the controller's
-    # --rdzv_id=<job name> comes first, ours last, and argparse keeps the last; --nnodes is the
-    # controller's min:max.
+    # What torchrun makes of it: jobs.agent hands every argument on to jobs.torchrun, which parses
+    # them with torchrun's own parser; the controller's --rdzv_id=<job name> comes first, ours
+    # last, and argparse keeps the last; --nnodes is the controller's min:max.
     assert command[:3] == ["python", "-m", "jobs.agent"]
     torchrun_argv = agent.torchrun_command(command[3:])
-    assert torchrun_argv[1:3] == ["-m", "torch.distributed.run"]
+    assert torchrun_argv[1:3] == ["-m", "jobs.torchrun"]
     parsed = get_args_parser().parse_args(torchrun_argv[3:])
     assert parsed.rdzv_id == rdzv_id != elasticjob["metadata"]["name"]
     assert parsed.nnodes == f"{settings.min_workers}:{settings.max_workers}"
@@ -61,10 +61,12 @@ def test_rendered_elasticjob_command_trains_with_two_agents(etcd_server, tiny_ci
     local = local_command(command, etcd_server.endpoint, str(mount))
     assert "--rdzv_backend=etcd" in local and f"--rdzv_endpoint={etcd_server.endpoint}" in local
 
-    results = run_torchrun_agents([local, local], tmp_path / "logs", deadline_seconds=150, name=run_id)
+    results = run_torchrun_agents([local, local], tmp_path / "logs", deadline_seconds=150, name=run_id, LOGLEVEL="INFO")
     assert [r.returncode for r in results] == [0, 0], "\n".join(r.log[-3000:] for r in results)
     run_dir = mount / "runs" / run_id
     assert (run_dir / "model.pt").is_file()
     # both agents joined one rendezvous: a world of 2 (the jobs' log lines carry "rank R/W")
     logs = "\n".join(r.log for r in results)
     assert "rank 0/2" in logs and "rank 1/2" in logs
+    # the controller's --rdzv_backend=etcd ran jobs.rendezvous's handler (torchrun logs its config)
+    assert f"rdzv_backend             : {rendezvous.BACKEND}" in logs

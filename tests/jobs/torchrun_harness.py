@@ -76,7 +76,11 @@ class ProcessId:
 
 def children_of(pid: int) -> list[int]:
     children = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended between being found and being read
+        return []
+    for task in tasks:
         try:
             children += [int(child) for child in (task / "children").read_text().split()]
         except OSError:
@@ -128,13 +132,14 @@ class EtcdServer:
                 self.client_port, self.peer_port = free_port(), free_port()
         return self._start_once(timeout)
 
-    def _start_once(self, timeout: float) -> EtcdServer:
+    def _start_once(self, timeout: float, keep_data: bool = False) -> EtcdServer:
         binary = shutil.which("etcd")
         if binary is None:
             raise RuntimeError("etcd is not installed: run scripts/install-system-deps.sh (Debian package etcd-server)")
         peer_url, client_url = f"http://127.0.0.1:{self.peer_port}", f"http://{self.endpoint}"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.workdir / "data", ignore_errors=True)  # a failed attempt's member data
+        if not keep_data:
+            shutil.rmtree(self.workdir / "data", ignore_errors=True)  # a failed attempt's member data
         self.log_path = self.workdir / "etcd.log"
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
@@ -165,6 +170,19 @@ class EtcdServer:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"etcd did not answer on {client_url} within {timeout} s")
+
+    def kill(self) -> None:
+        """SIGKILL, as an OOM kill or a lost node ends the etcd pod (by PID: exactly this process)."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def restart(self, keep_data: bool, timeout: float = 20) -> EtcdServer:
+        """Start etcd again on the same address, as a rescheduled etcd pod behind the same Service:
+        with the data it had (`keep_data`: a volume that outlives the pod) or empty (an emptyDir).
+        Same ports, so a port taken in between fails the restart (no silent move)."""
+        self.stop()
+        return self._start_once(timeout, keep_data=keep_data)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -133,7 +133,7 @@ def test_etcd_admits_training_pods_on_its_client_port_only():
                                                "matchExpressions": [{"key": "elastic-training/job", "operator": "Exists"}]}}],
                      "ports": [{"protocol": "TCP", "port": 2379}]}]}
     # The port the policy opens is the one etcd listens on and its Service targets.
-    service, deployment = elastic.etcd_objects("ml")
+    service, _claim, _budget, deployment = elastic.etcd_objects("ml", "gp3")
     assert service["spec"]["ports"][0]["targetPort"] == etcd["spec"]["ingress"][0]["ports"][0]["port"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 2379
     assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == "etcd"
@@ -189,7 +189,7 @@ def test_every_rbac_binding_names_the_controllers_account_and_a_role_that_exists
     assert role["metadata"]["namespace"] == elastic.CONTROLLER_NAMESPACE and "namespace" not in cluster_role["metadata"]
 
 
-@pytest.mark.parametrize("objects", [elastic.controller_objects(), elastic.etcd_objects("ml")], ids=["controller", "etcd"])
+@pytest.mark.parametrize("objects", [elastic.controller_objects(), elastic.etcd_objects("ml", "gp3")], ids=["controller", "etcd"])
 def test_each_deployment_selects_its_own_pods_and_they_meet_the_restricted_level(objects):
     from pod_security import violations
 
@@ -205,14 +205,14 @@ def test_each_deployment_selects_its_own_pods_and_they_meet_the_restricted_level
 
 
 def test_etcd_serves_the_v2_api_on_the_port_the_endpoint_names():
-    _service, deployment = elastic.etcd_objects("ml")
+    *_, deployment = elastic.etcd_objects("ml", "gp3")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert "--enable-v2=true" in container["args"]
     assert "--listen-client-urls=http://0.0.0.0:2379" in container["args"]
     assert f"--advertise-client-urls=http://{elastic.rendezvous_endpoint()}" in container["args"]
-    for probe in ("readinessProbe", "livenessProbe"):
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/health", "port": 2379}
-    assert {o["metadata"]["namespace"] for o in elastic.etcd_objects("ml")} == {"ml"}
+    assert {o["metadata"]["namespace"] for o in elastic.etcd_objects("ml", "gp3")} == {"ml"}
 
 
 def test_the_claim_is_pre_bound_to_the_volume_of_the_class_the_driver_serves():
@@ -231,11 +231,12 @@ def test_the_claim_is_pre_bound_to_the_volume_of_the_class_the_driver_serves():
 
 
 def platform_objects() -> dict[str, object]:
-    from infra.specs import gpu, node_config, storage
+    from infra.specs import gpu, node_config, rendezvous_store, storage
 
     return {
         "controller": elastic.controller_objects(),
-        "etcd": elastic.etcd_objects("training"),
+        "etcd": elastic.etcd_objects("training", rendezvous_store.EBS_STORAGE_CLASS),
+        "rendezvous-store": [rendezvous_store.priority_class(), rendezvous_store.ebs_storage_class()],
         "network-policies": elastic.controller_network_policies() + elastic.workload_network_policies("training"),
         "namespaces": [elastic.namespace(elastic.CONTROLLER_NAMESPACE, "elastic-controller", elastic.CONTROLLER_NAMESPACE_ENFORCE),
                        elastic.namespace("training", "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)],

@@ -148,8 +148,8 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     training = dev.one("kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob")
     complete = dev.one("pulumi-python:dynamic:Resource", "workloads-training-complete")
     test = dev.one("kubernetes:batch/v1:Job", "workloads-test")
-    platform = {dev.one(t)["urn"] for t in (
-        "kubernetes:core/v1:PersistentVolumeClaim", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")}
+    platform = {dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
+                dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"]}
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-deployment-elastic-job-k8s-controller")["urn"])
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-etcd-deployment")["urn"])
     platform.add(dev.one("aws:eks/addon:Addon", "storage-efs-csi-driver")["urn"])
@@ -269,7 +269,7 @@ def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
     pods and nothing else: not data-prep, test, etcd or the controller, and not another run's
     workers. The controller copies the template's labels onto each worker pod and adds its own
     (group-name, job-name, replica-type, replica-index: kubeflow/common GenLabels)."""
-    budget = dev.manifest("PodDisruptionBudget")
+    budget = dev.manifest("PodDisruptionBudget", "train-")
     assert budget["spec"]["minAvailable"] == 1 and "maxUnavailable" not in budget["spec"]  # dev: minWorkers 1
     selector = budget["spec"]["selector"]
     other_run = _pod_templates(synth_stack("dev", "runId=run-2"))["ElasticJob/train-run-2"]
@@ -277,9 +277,9 @@ def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
         worker_pod_labels = {**template["metadata"]["labels"], "group-name": "elastic.pytorch.org",
                              "job-name": key.split("/")[1], "replica-type": "worker", "replica-index": "0"}
         assert _selects(selector, worker_pod_labels) == (key == "ElasticJob/train-run-1"), key
-    smoke = synth_stack("smoke").manifest("PodDisruptionBudget")
+    smoke = synth_stack("smoke").manifest("PodDisruptionBudget", "train-")
     assert smoke["spec"]["minAvailable"] == 2  # smoke: minWorkers 2 == workers, no voluntary eviction at all
-    pdb = dev.one("kubernetes:policy/v1:PodDisruptionBudget")
+    pdb = dev.one("kubernetes:policy/v1:PodDisruptionBudget", "workloads-training-pdb")
     assert pdb["urn"] in dev.one("kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob")["dependsOn"]
 
 

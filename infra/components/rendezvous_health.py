@@ -1,0 +1,102 @@
+"""The training wait's view of etcd, the rendezvous store: a run whose store went away and came
+back goes on; a store that stays away fails the run, with one line that names it.
+
+What the workers do meanwhile (jobs/rendezvous.py, jobs/torchrun.py): they keep training while
+etcd is away; after `store_outage_timeout` (600 s by default) each one exits 138 with a line
+naming the store, which the TorchElastic controller retries (kubeflow/common @ 0b3a4c3
+pkg/util/train/train_util.go IsRetryableExitCode: 138 is "user defined retryable error"), and
+records as an event on the ElasticJob, reason `ExitedWithCode`, "Pod: <ns>.<pod> exited with code
+138" (pkg/controller.v1/common/pod.go ReconcilePods). No other outcome of our worker exits 138.
+
+So the wait reads etcd's own state, not the workers': the Deployment's ready replicas (apps/v1
+DeploymentStatus.readyReplicas, absent when zero) and, to say why, its pods (phase, the
+PodScheduled condition's message, a waiting container's reason). A store with no ready pod for
+STORE_DOWN_SECONDS fails the run; the 138 exits the controller recorded are counted in the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from infra.specs.elastic import ETCD_SELECTOR, rendezvous_endpoint
+
+DEPLOYMENT = "etcd"
+# Longer than the workers ride out an outage (jobs.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
+# store back within that never ends a run, and than a zonal volume takes to follow a pod whose
+# node died (Kubernetes force-detaches after 6 minutes: attach-detach controller
+# maxWaitForUnmountDuration), with room for a new node.
+STORE_DOWN_SECONDS = 15 * 60
+GAVE_UP_CODE = "exited with code 138"  # the controller's ExitedWithCode event message, for our 138
+
+
+@dataclass(frozen=True)
+class StoreState:
+    ready: bool
+    detail: str = ""  # why not, from its pods
+
+
+def read_store(call: Callable[..., Any], api_client: Any, namespace: str,
+               errors: tuple[type[Exception], ...]) -> StoreState | None:
+    """etcd's state, or None when it cannot be said (the API failed, or there is no Deployment at
+    all: the stack creates it before any ElasticJob, so that is not this check's business).
+    `call` is KubernetesCluster._call, which raises one of `errors`."""
+    from kubernetes import client  # imported here: only `pulumi up` needs it
+
+    serialize = api_client.sanitize_for_serialization
+    try:
+        deployment = serialize(call(client.AppsV1Api(api_client).read_namespaced_deployment, DEPLOYMENT, namespace))
+        selector = ",".join(f"{key}={value}" for key, value in ETCD_SELECTOR.items())
+        pods = [serialize(p) for p in call(client.CoreV1Api(api_client).list_namespaced_pod, namespace,
+                                           label_selector=selector).items]
+    except errors:
+        return None
+    return store_state(deployment, pods)
+
+
+def store_state(deployment: dict[str, Any], pods: list[dict[str, Any]]) -> StoreState:
+    if ((deployment.get("status") or {}).get("readyReplicas") or 0) >= 1:
+        return StoreState(True)
+    return StoreState(False, "; ".join(_pod_detail(pod) for pod in pods) or "no etcd pod")
+
+
+def _pod_detail(pod: dict[str, Any]) -> str:
+    status = pod.get("status") or {}
+    parts = [f"pod {pod['metadata']['name']} {status.get('phase', '?')}"]
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and condition.get("message"):
+            parts.append(condition["message"])
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting and waiting.get("reason"):
+            parts.append(": ".join(p for p in (waiting["reason"], waiting.get("message")) if p))
+    return ": ".join(parts)
+
+
+def gave_up_count(events: list[dict[str, Any]]) -> int:
+    """How many times the controller saw a worker exit 138 (its events on the ElasticJob)."""
+    return sum(event.get("count") or 1 for event in events
+               if event.get("reason") == "ExitedWithCode" and GAVE_UP_CODE in (event.get("message") or ""))
+
+
+@dataclass
+class StoreWatch:
+    """Since when the store has had no ready pod, across the wait's polls."""
+
+    namespace: str
+    since: float | None = None
+
+    def problem(self, state: StoreState | None, events: list[dict[str, Any]], now: float) -> str | None:
+        if state is None:
+            return None  # not known this time: the bound keeps counting from what was seen
+        if state.ready:
+            self.since = None
+            return None
+        self.since = now if self.since is None else self.since
+        if now - self.since < STORE_DOWN_SECONDS:
+            return None
+        gave_up = gave_up_count(events)
+        workers = f"; workers gave up on it (exit 138) {gave_up} times" if gave_up else ""
+        return (f"the rendezvous store {rendezvous_endpoint()} (Deployment {self.namespace}/{DEPLOYMENT}) has had "
+                f"no ready pod for {(now - self.since) / 60:.0f} minutes ({state.detail}){workers}; the workers "
+                f"cannot form a group without it")

@@ -1,0 +1,64 @@
+"""torchrun, with an etcd rendezvous that outlasts an outage of its store.
+
+    python -m jobs.torchrun TORCHRUN_ARGS...     (jobs.agent runs this as its child)
+
+The same as `python -m torch.distributed.run TORCHRUN_ARGS...` (torchrun's own argument parser,
+`parse_args`, and its `run`, wrapped in `record` as torchrun's `main` is), except:
+- `--rdzv_backend=etcd`, which the TorchElastic controller puts in front of our arguments
+  (pytorch/elastic kubernetes/controllers/pod.go), runs jobs.rendezvous's handler instead of
+  torch's, so that a restart of etcd does not end the run;
+- when that handler gives up on the store (unreachable past its bound), this process prints one
+  line naming the store, leaves the same line as the container's termination message (the
+  kubelet shows it in the pod's status, `state.terminated.message`), and exits
+  EXIT_STORE_UNAVAILABLE, 138 (128 + SIGUSR1): kubeflow/common pkg/util/train/train_util.go
+  `IsRetryableExitCode` reserves it for "user defined retryable error", so the controller
+  deletes the pod and creates it again, and the new worker waits for the store and rejoins.
+  No other outcome uses 138, so a 138 in the controller's ExitedWithCode events means "store".
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from torch.distributed import run as torch_run
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from jobs import rendezvous
+
+EXIT_STORE_UNAVAILABLE = 128 + signal.SIGUSR1  # 138: retryable for the controller
+# The kubelet mounts the file the container's terminationMessagePath names, this one by default
+# (Kubernetes API: Container.terminationMessagePath), and reads at most 4096 bytes of it.
+TERMINATION_LOG = Path("/dev/termination-log")
+
+
+def write_termination_message(message: str, path: Path = TERMINATION_LOG) -> bool:
+    """Leave `message` where the kubelet reads it; nothing outside a container (no such file)."""
+    if not path.is_file():
+        return False
+    try:
+        path.write_text(message[:4096])
+    except OSError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = torch_run.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.rdzv_backend == "etcd" and not args.standalone:
+        rendezvous.register()
+        args.rdzv_backend = rendezvous.BACKEND
+    try:
+        record(torch_run.run)(args)
+    except rendezvous.StoreUnavailable as error:
+        line = f"{error}; exiting {EXIT_STORE_UNAVAILABLE} so that the controller recreates this worker"
+        print(f"jobs.torchrun: {line}", file=sys.stderr, flush=True)
+        write_termination_message(line)
+        return EXIT_STORE_UNAVAILABLE
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The training wait reads etcd, the rendezvous store, through the real Kubernetes client against
+the HTTPS test server of test_completion_http.py: a store that went away and came back leaves the
+run running; one that stays away fails it, in one line that names the store.
+
+Shapes, as the API server returns them: etcd's Deployment is the one the stack renders
+(infra/specs/elastic.py), with the status the Deployment controller writes (apps/v1
+DeploymentStatus: readyReplicas absent while no pod is ready, unavailableReplicas, the Available
+condition); the etcd pod is Pending with the PodScheduled=False condition kube-scheduler sets, whose
+message for a zonal volume no node of its zone can take carries the volumebinding plugin's reason
+"node(s) had volume node affinity conflict"; the controller's ExitedWithCode event on the ElasticJob
+is the one kubeflow/common @ 0b3a4c3 pkg/controller.v1/common/pod.go ReconcilePods records
+("Pod: <ns>.<pod> exited with code 138", type Normal) when a worker gives up on the store
+(jobs/torchrun.py).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from infra.components import rendezvous_health
+from infra.components.completion import KubernetesCluster, wait_for
+from infra.specs import elastic
+from test_completion_http import JOB_LABEL, NAME, NAMESPACE, UID, _elasticjob, _pod, cluster_env  # noqa: F401
+
+RUNNING = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
+SUCCEEDED = (200, _elasticjob(("Running", "False", "ElasticJobRunning"), ("Succeeded", "True", "ElasticJobSucceeded")))
+VOLUME_CONFLICT = "0/2 nodes are available: 2 node(s) had volume node affinity conflict."
+
+
+def etcd_deployment(ready: bool) -> dict:
+    deployment = copy.deepcopy({o["kind"]: o for o in elastic.etcd_objects(NAMESPACE, "etcd-gp3")}["Deployment"])
+    deployment["metadata"].update(uid="etcd-uid", generation=1, resourceVersion="900")
+    available = {"type": "Available", "status": "True" if ready else "False",
+                 "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
+                 "message": "Deployment has minimum availability." if ready else "Deployment does not have minimum availability.",
+                 "lastUpdateTime": "2026-11-22T03:10:00Z", "lastTransitionTime": "2026-11-22T03:10:00Z"}
+    deployment["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "conditions": [available],
+                            **({"readyReplicas": 1, "availableReplicas": 1} if ready else {"unavailableReplicas": 1})}
+    return deployment
+
+
+def pending_etcd_pod() -> dict:
+    template = etcd_deployment(False)["spec"]["template"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "etcd-6f7c9d8b5-x2k4q", "namespace": NAMESPACE, "uid": "etcd-pod",
+                         "labels": template["metadata"]["labels"]},
+            "spec": template["spec"],
+            "status": {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": VOLUME_CONFLICT,
+                 "lastProbeTime": None, "lastTransitionTime": "2026-11-22T03:10:05Z"}]}}
+
+
+def gave_up_event(count: int) -> dict:
+    """What the controller records when it sees a worker that exited 138 (before it recreates it)."""
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{NAME}.187b0c1d2e3f4a5b", "namespace": NAMESPACE},
+            "involvedObject": {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob", "name": NAME,
+                               "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711"},
+            "reason": "ExitedWithCode", "message": f"Pod: {NAMESPACE}.{NAME}-worker-0 exited with code 138",
+            "type": "Normal", "count": count, "source": {"component": "elastic-job-controller"},
+            "firstTimestamp": "2026-11-22T03:20:05Z", "lastTimestamp": "2026-11-22T03:20:09Z"}
+
+
+class Clock:
+    def __init__(self):
+        self.now, self.changes = 0.0, []
+
+    def at(self, seconds: float, change) -> None:
+        self.changes.append((seconds, change))
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for due, change in [c for c in self.changes if c[0] <= self.now]:
+            change()
+            self.changes.remove((due, change))
+
+
+def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env):
+    start, _ = cluster_env
+    workers = [_pod(0, "Running"), _pod(1, "Running")]
+    server, kubeconfig = start([RUNNING], workers, [])
+    server.deployments["etcd"] = etcd_deployment(ready=True)
+    clock = Clock()
+
+    def etcd_gone():
+        server.deployments["etcd"] = etcd_deployment(ready=False)
+        server.pods.append(pending_etcd_pod())
+        server.events.append(gave_up_event(2))  # away past the workers' own bound: they gave up once
+
+    def etcd_back():
+        server.deployments["etcd"] = etcd_deployment(ready=True)
+        server.pods.remove(server.pods[-1])
+
+    clock.at(60, etcd_gone)
+    clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS - 60, etcd_back)  # a minute short of the bound
+    clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS + 600, lambda: server.answers.__setitem__(0, SUCCEEDED))
+
+    verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
+                       clock=lambda: clock.now, sleep=clock.sleep)
+
+    assert verdict.state == "succeeded", verdict.message
+    assert not [r for r in server.requests if r[0] == "DELETE"]  # the run was never stopped
+    etcd_reads = [r for r in server.requests if r[1].endswith("/deployments/etcd")]
+    assert etcd_reads and all(r[3] for r in etcd_reads)  # read with the same credentials as the job
+
+
+def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(cluster_env):
+    start, _ = cluster_env
+    server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_etcd_pod()],
+                               [gave_up_event(2)])
+    server.deployments["etcd"] = etcd_deployment(ready=False)
+    clock = Clock()
+
+    verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
+                       clock=lambda: clock.now, sleep=clock.sleep)
+
+    assert verdict.state == "failed"
+    first_line = verdict.message.splitlines()[0]
+    assert first_line == (
+        f"ElasticJob {NAMESPACE}/{NAME}: the rendezvous store etcd-service:2379 (Deployment {NAMESPACE}/etcd) has had "
+        f"no ready pod for 15 minutes (pod etcd-6f7c9d8b5-x2k4q Pending: {VOLUME_CONFLICT}); workers gave up on it "
+        f"(exit 138) 2 times; the workers cannot form a group without it. The ElasticJob {NAMESPACE}/{NAME} was "
+        f"deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
+    assert verdict.message == first_line  # no worker log to append: no worker failed for good
+    assert rendezvous_health.STORE_DOWN_SECONDS <= clock.now < rendezvous_health.STORE_DOWN_SECONDS + 60
+    assert [r[1] for r in server.requests if r[0] == "DELETE"] == [f"/apis/elastic.pytorch.org/v1alpha1/namespaces/"
+                                                                   f"{NAMESPACE}/elasticjobs/{NAME}"]
+    etcd_pods = [r for r in server.requests if r[1].endswith("/pods") and r[2].get("labelSelector") == "app.kubernetes.io/name=etcd"]
+    assert etcd_pods  # the reason comes from etcd's own pod
+
+
+def test_the_store_check_counts_only_the_controller_s_138_events():
+    events = [gave_up_event(3), {**gave_up_event(1), "message": f"Pod: {NAMESPACE}.{NAME}-worker-1 exited with code 143"},
+              {**gave_up_event(5), "reason": "FailedCreatePod"}]
+    assert rendezvous_health.gave_up_count(events) == 3
+    watch = rendezvous_health.StoreWatch(NAMESPACE)
+    down = rendezvous_health.StoreState(False, "no etcd pod")
+    assert watch.problem(down, events, 0) is None
+    assert watch.problem(None, events, rendezvous_health.STORE_DOWN_SECONDS - 1) is None  # not known: no reset
+    assert "no ready pod for 15 minutes (no etcd pod); workers gave up on it (exit 138) 3 times" in watch.problem(
+        down, events, rendezvous_health.STORE_DOWN_SECONDS)
+    assert watch.problem(rendezvous_health.StoreState(True), events, rendezvous_health.STORE_DOWN_SECONDS + 1) is None
+    assert watch.since is None  # back: the bound starts over
+
+
+def test_the_wait_gives_the_store_longer_than_the_workers_do():
+    """A store the workers outlast (jobs/rendezvous.py) never fails the run: the wait's bound is the longer."""
+    from jobs import rendezvous
+
+    assert rendezvous.STORE_OUTAGE_TIMEOUT < rendezvous_health.STORE_DOWN_SECONDS
