@@ -29,26 +29,25 @@ last log lines, which go with its pod, are appended.
 
 from __future__ import annotations
 
-import json
-import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
 from infra.components import provider_errors, rendezvous_health, run_cost, scheduling
+# What the wait reads, and how: the reader module. Imported by name, so `completion.KubernetesCluster`
+# (the provider's reader) and the error types stay the wait's public names.
+from infra.components.kubernetes_reader import (ApiError, KubernetesCluster, Snapshot, TransientApiError,
+                                                WORKER_CONTAINER)
 from infra.components.spec_identity import stale_spec
 
 # kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
 # SIGUSR1 (138) make the controller delete and recreate the pod; every other code is permanent.
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
-# The controller reads exit codes from this container only (api/v1alpha1/constants.go).
-WORKER_CONTAINER = "elasticjob-worker"
 # kubeflow/common pod_control.go / pod.go: the reason of the event recorded when creating a pod fails.
 FAILED_CREATE_POD = "FailedCreatePod"
-ELASTICJOB_GROUP, ELASTICJOB_VERSION, ELASTICJOB_PLURAL = "elastic.pytorch.org", "v1alpha1", "elasticjobs"
 
 POLL_SECONDS = 15
 # Transient API errors (5xx, 429, connection errors) are retried this long before the wait fails:
@@ -66,27 +65,6 @@ class Verdict:
     state: str  # "running", "succeeded" or "failed"
     message: str = ""
     failed_pod: str | None = None  # the worker whose log tells why, when one ran and failed
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The ElasticJob, its worker pods and its events, as API dicts (camelCase)."""
-    elasticjob: dict[str, Any]
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    store: rendezvous_health.StoreState | None = None  # etcd's; None: not known
-
-
-class TransientApiError(Exception):
-    """The API server may answer next time: 5xx, 429, a connection reset or timeout."""
-
-
-class ApiError(Exception):
-    """The API server answered, and asking again will not change its answer."""
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
 
 
 class Cluster(Protocol):
@@ -275,104 +253,6 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         if stop:
             return _stop(cluster, stop, clock, sleep)
         sleep(poll_seconds)
-
-
-def _api_client(kubeconfig: str, context: str) -> Any:
-    """A client for the same cluster the stack's Kubernetes provider talks to. `kubeconfig` is what
-    the provider's `kubeconfig` argument takes (pulumi-kubernetes ProviderArgs: "the contents of a
-    kubeconfig file or the path to a kubeconfig file"): pulumi-eks's document (JSON) on eks, a file
-    path on target existing; `context` picks one of its contexts ("" is its current-context)."""
-    import yaml
-    from kubernetes import config  # imported here: only `pulumi up` needs it
-
-    document = yaml.safe_load(kubeconfig)  # JSON is YAML; a path is a plain YAML string
-    if isinstance(document, dict):
-        return config.new_client_from_config_dict(document, context=context or None)
-    # From the file itself, so relative certificate paths resolve against its folder as kubectl's do.
-    return config.new_client_from_config(config_file=os.path.expanduser(kubeconfig), context=context or None)
-
-
-class KubernetesCluster:
-    """The ElasticJob, its pods and events, through the official client and the stack's kubeconfig
-    (pulumi-eks's: an exec plugin running `aws eks get-token`; on target existing, the kubeconfig
-    file and context the provider uses)."""
-
-    def __init__(self, kubeconfig: str, namespace: str, name: str, job_label: str, context: str = ""):
-        from kubernetes import client  # imported here: only `pulumi up` needs it
-
-        self.namespace, self.name, self._job_label = namespace, name, job_label
-        self._api_client = _api_client(kubeconfig, context)
-        self._custom = client.CustomObjectsApi(self._api_client)
-        self._core = client.CoreV1Api(self._api_client)
-
-    def read(self) -> Snapshot:
-        elasticjob = self._call(self._custom.get_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION,
-                                self.namespace, ELASTICJOB_PLURAL, self.name)
-        # Template labels are copied onto the pods the controller creates (pod_control.go GetPodFromTemplate).
-        pods = self._call(self._core.list_namespaced_pod, self.namespace, label_selector=f"{self._job_label}={self.name}")
-        events = self._call(self._core.list_namespaced_event, self.namespace,
-                            field_selector=f"involvedObject.kind=ElasticJob,involvedObject.name={self.name}")
-        serialize = self._api_client.sanitize_for_serialization
-        store = rendezvous_health.read_store(self._call, self._api_client, self.namespace, (TransientApiError, ApiError))
-        return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items],
-                        store)
-
-    def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-        """The namespace's pod events (FailedScheduling, TriggeredScaleUp, ...) and the nodes, or None
-        for the nodes when the kubeconfig's user may not list them (an existing cluster's)."""
-        serialize = self._api_client.sanitize_for_serialization
-        events = self._call(self._core.list_namespaced_event, self.namespace, field_selector="involvedObject.kind=Pod")
-        try:
-            nodes = [serialize(node) for node in self._call(self._core.list_node).items]
-        except ApiError as error:
-            if error.status != 403:
-                raise
-            nodes = None
-        return [serialize(event) for event in events.items], nodes
-
-    def read_nodes(self, names: set[str]) -> dict[str, dict[str, Any]]:
-        """The named nodes as API dicts (their labels say instance type, zone and capacity type)."""
-        nodes = self._call(self._core.list_node)
-        serialize = self._api_client.sanitize_for_serialization
-        return {node.metadata.name: serialize(node) for node in nodes.items if node.metadata.name in names}
-
-    def worker_log_tail(self, pod: str, lines: int) -> str:
-        # Raw body: the client's deserializer turns a body that is not JSON into the repr of its
-        # bytes ("b'...'"; kubernetes/client/api_client.py deserialize, 36.0.3).
-        response = self._call(self._core.read_namespaced_pod_log, pod, self.namespace, container=WORKER_CONTAINER,
-                              tail_lines=lines, _preload_content=False)
-        return response.data.decode("utf-8", errors="replace")
-
-    def delete_elasticjob(self) -> None:
-        # The pods carry an owner reference to the ElasticJob (kubeflow/common job_controller.go
-        # GenOwnerReference, blockOwnerDeletion: true), so the garbage collector deletes them with it.
-        # Foreground: the ElasticJob stays until its pods are gone, so an ElasticJob of the same
-        # name created next never meets them (its pods would be refused as already existing).
-        try:
-            self._call(self._custom.delete_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION,
-                       self.namespace, ELASTICJOB_PLURAL, self.name, propagation_policy="Foreground")
-        except ApiError as error:
-            if error.status != 404:  # already gone is what we want
-                raise
-
-    @staticmethod
-    def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        import urllib3
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return method(*args, **kwargs)
-        except ApiException as error:
-            message = f"HTTP {error.status} {error.reason}"
-            try:
-                message += f": {json.loads(error.body)['message']}"
-            except (TypeError, ValueError, KeyError):
-                pass
-            if error.status == 429 or (error.status or 0) >= 500:
-                raise TransientApiError(message) from error
-            raise ApiError(message, error.status) from error
-        except (urllib3.exceptions.HTTPError, ConnectionError) as error:
-            raise TransientApiError(f"{type(error).__name__}: {error}") from error
 
 
 class _CompletionProvider(ResourceProvider):

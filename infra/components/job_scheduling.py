@@ -29,7 +29,8 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
 from infra.components import scheduling
-from infra.components.completion import API_RETRY_SECONDS, POLL_SECONDS, ApiError, KubernetesCluster, TransientApiError, _api_client
+from infra.components.completion import API_RETRY_SECONDS, POLL_SECONDS
+from infra.components.kubernetes_reader import ApiError, KubernetesCluster, TransientApiError, _api_client
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # How long the guard waits for its Job to appear: Pulumi creates the two side by side.

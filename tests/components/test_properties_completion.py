@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from pulumi.dynamic import CreateResult
 from test_completion import HOUR, RUNNING, FakeClock, FakeCluster, elasticjob, event, pod, snap
 
-from infra.components import completion
+from infra.components import completion, kubernetes_reader
 from infra.cli.mocks import RecordingMocks
 from infra.components.completion import ApiError, KubernetesCluster, Snapshot, TransientApiError, Verdict, assess, wait_for
 
@@ -378,6 +378,6 @@ def test_the_wait_talks_to_the_named_context_or_the_current_one(tmp_path, contex
     path = tmp_path / "kubeconfig"
     path.write_text(document)
     for kubeconfig in (document, str(path)):
-        client = completion._api_client(kubeconfig, context)
+        client = kubernetes_reader._api_client(kubeconfig, context)
         assert client.configuration.host == server
         assert client.configuration.api_key["BearerToken"] == f"Bearer token-{server[8:].split('.')[0]}"
