@@ -92,11 +92,13 @@ def test_synth_local_counts(synth_stack):
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "Namespace", "ClusterRole", "ClusterRoleBinding",
                             "Role", "RoleBinding", "ServiceAccount", "Deployment", "Deployment", "Service",
                             "NetworkPolicy", "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
-                            "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob"])
-    assert len(synth.resources) == 28  # 20 objects, the provider, the wait, 2 Jobs' guards, 4 components
+                            "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob",
+                            # etcd's volume, its disruption budget and priority (issue 22)
+                            "PersistentVolumeClaim", "PodDisruptionBudget", "PriorityClass"])
+    assert len(synth.resources) == 31  # 23 objects, the provider, the wait, 2 Jobs' guards, 4 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
         "ExistingCluster", "Elastic", "SharedVolume", "Workloads"}
-    pvc = synth.manifest("PersistentVolumeClaim")
+    pvc = next(m for m in synth.manifests if m["kind"] == "PersistentVolumeClaim" and m["spec"]["resources"]["requests"]["storage"] == "5Gi")
     assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
                            "resources": {"requests": {"storage": "5Gi"}}}
     assert synth.outputs["imageRef"] == IMAGE and "topNodes" not in synth.outputs["commands"]

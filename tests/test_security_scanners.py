@@ -59,6 +59,9 @@ REVIEWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
     "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
+    # etcd's volume (infra/components/rendezvous_volume.py): the EKS user guide's policy for the EBS CSI
+    # driver's IRSA role; its volume and snapshot actions carry ebs.csi.aws.com tag conditions.
+    "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
 }
 # The only pod that talks to the Kubernetes API, so the only one with a service account token.
 API_CLIENT_SERVICE_ACCOUNTS = {elastic_specs.CONTROLLER_NAME}
