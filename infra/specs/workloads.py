@@ -29,9 +29,10 @@ RUN_LABEL = "elastic-training/run"
 # which the controller retries (see jobs/agent.py).
 WORKER_COMMAND = ["python", "-m", "jobs.agent"]
 # On SIGTERM torchrun stops its workers and waits up to 30 s for them before SIGKILL (torch
-# distributed/elastic/agent/server/api.py: shutdown_timeout=30); jobs.train keeps SIGTERM's default
-# action, so they stop at once, and nothing is saved on the way out: the checkpoint of the last
-# finished epoch is what a recreated worker resumes from. The margin covers the agent's own exit.
+# distributed/elastic/agent/server/api.py: shutdown_timeout=30); jobs.train turns SIGTERM into a
+# stop at the next step boundary that all workers agree on, where rank 0 saves (jobs/stopping.py,
+# jobs/step_boundary.py: about half a second, one step and one save), so a recreated worker resumes
+# at the next step. The margin covers the agent's own exit.
 # The kubelet SIGKILLs after the pod's grace period, `workerGraceSeconds` (at least these 45 s,
 # infra/config/capacity.py; with Spot at most 90, inside the 2-minute notice).
 TORCHRUN_SHUTDOWN_SECONDS = 30
