@@ -255,7 +255,23 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         sleep(poll_seconds)
 
 
-class _CompletionProvider(ResourceProvider):
+class WaitProvider(ResourceProvider):
+    """What every wait of ours shares (the training's here, the Jobs' in job_scheduling.py): a new
+    object to wait on (any change of what we wait on) means a new wait, and nothing exists outside
+    Pulumi's state."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        # A new ElasticJob (any change of what we wait on) means a new wait; the kubeconfig's
+        # token refreshes on its own and is not a reason.
+        keys = ("namespace", "name", "timeoutSeconds", "specHash")
+        changed = [key for key in keys if olds.get(key) != news.get(key)]
+        return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=True)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None  # nothing exists outside Pulumi's state
+
+
+class _CompletionProvider(WaitProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"],
                                     props.get("context") or "")
@@ -267,15 +283,6 @@ class _CompletionProvider(ResourceProvider):
         return CreateResult(id_=f"{props['namespace']}/{props['name']}",
                             outs={**props, "result": verdict.message, "runCost": run_cost.final(cluster, budget)})
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        # A new ElasticJob (any change of what we wait on) means a new wait; the kubeconfig's
-        # token refreshes on its own and is not a reason.
-        keys = ("namespace", "name", "timeoutSeconds", "specHash")
-        changed = [key for key in keys if olds.get(key) != news.get(key)]
-        return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=True)
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None  # nothing exists outside Pulumi's state
 
 
 class ElasticJobCompletion(Resource):

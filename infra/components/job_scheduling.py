@@ -26,10 +26,10 @@ import time
 from typing import Any, Callable
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
+from pulumi.dynamic import CreateResult, Resource
 
-from infra.components import scheduling
-from infra.components.completion import API_RETRY_SECONDS, POLL_SECONDS
+from infra.components import provider_errors, scheduling
+from infra.components.completion import API_RETRY_SECONDS, POLL_SECONDS, WaitProvider
 from infra.components.kubernetes_reader import ApiError, KubernetesCluster, TransientApiError, _api_client
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -107,21 +107,14 @@ def guard(cluster: JobCluster, timeout_seconds: float, poll_seconds: float = POL
     return None
 
 
-class _GuardProvider(ResourceProvider):
+class _GuardProvider(WaitProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         cluster = JobCluster(props["kubeconfig"], props["namespace"], props["name"], props.get("context") or "")
         problem = guard(cluster, float(props["timeoutSeconds"]))
         if problem:
-            raise RuntimeError(problem)
+            provider_errors.fail(problem)  # one line, no traceback (as the training wait)
         return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=props)
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        keys = ("namespace", "name", "timeoutSeconds", "specHash")
-        changed = [key for key in keys if olds.get(key) != news.get(key)]
-        return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=True)
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None  # nothing exists outside Pulumi's state
 
 
 class JobSchedulingGuard(Resource):
