@@ -50,6 +50,7 @@ from jobs.transforms import Normalization  # noqa: E402
 import checkpoint_overhead  # noqa: E402  (beside this file)
 from tests.jobs.torchrun_harness import (  # noqa: E402
     EtcdServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
+    worker_rank,
 )  # fmt: skip
 
 WORLD = 3
@@ -78,15 +79,6 @@ class Run:
         return self.directory / "trace"
 
 
-def _rank_of(pid: int) -> int | None:
-    try:
-        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    ranks = [entry.split(b"=", 1)[1] for entry in environment if entry.startswith(b"RANK=")]
-    return int(ranks[0]) if ranks else None
-
-
 def _preempt(run: Run, every: float, epochs: int) -> None:
     """Called every tick: preempt the agent of rank 1 once the current group has trained for
     `every` seconds (not in the last epoch: the run would end before a new group forms); start
@@ -105,7 +97,7 @@ def _preempt(run: Run, every: float, epochs: int) -> None:
     if not group_steps or time.time() - group_steps[0].time < every:
         return
     for index, agent in enumerate(job.agents):
-        if agent.poll() is None and any(_rank_of(pid) == 1 for pid in descendants_of(agent.pid)):
+        if agent.poll() is None and any(worker_rank(pid) == 1 for pid in descendants_of(agent.pid)):
             if run.stop_signal == signal.SIGKILL:  # the node is gone: worker, torchrun and jobs.agent
                 for pid in reversed(descendants_of(agent.pid)):
                     os.kill(pid, signal.SIGKILL)

@@ -393,3 +393,20 @@ def test_the_reader_takes_the_kubeconfig_file_and_context_the_provider_uses(clus
     wrong_verdict = wait_for(KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL), timeout_seconds=3600)
     assert wrong_verdict.state == "failed" and "does not exist" in wrong_verdict.message
     assert wrong.requests and len(right.requests) == 4
+
+
+class Clock:
+    """The wait's clock and sleep, for tests against this server: `at` runs a change on the server
+    (a pod turning Ready, etcd coming back) once the wait's time has come."""
+
+    def __init__(self):
+        self.now, self.changes = 0.0, []
+
+    def at(self, seconds: float, change) -> None:
+        self.changes.append((seconds, change))
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for due, change in [c for c in self.changes if c[0] <= self.now]:
+            change()
+            self.changes.remove((due, change))

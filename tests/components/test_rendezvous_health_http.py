@@ -20,7 +20,7 @@ import copy
 from infra.components import rendezvous_health
 from infra.components.completion import KubernetesCluster, wait_for
 from infra.specs import elastic
-from test_completion_http import JOB_LABEL, NAME, NAMESPACE, UID, _elasticjob, _pod, cluster_env  # noqa: F401
+from test_completion_http import Clock, JOB_LABEL, NAME, NAMESPACE, UID, _elasticjob, _pod, cluster_env  # noqa: F401
 
 RUNNING = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
 SUCCEEDED = (200, _elasticjob(("Running", "False", "ElasticJobRunning"), ("Succeeded", "True", "ElasticJobSucceeded")))
@@ -59,20 +59,6 @@ def gave_up_event(count: int) -> dict:
             "reason": "ExitedWithCode", "message": f"Pod: {NAMESPACE}.{NAME}-worker-0 exited with code 138",
             "type": "Normal", "count": count, "source": {"component": "elastic-job-controller"},
             "firstTimestamp": "2026-11-22T03:20:05Z", "lastTimestamp": "2026-11-22T03:20:09Z"}
-
-
-class Clock:
-    def __init__(self):
-        self.now, self.changes = 0.0, []
-
-    def at(self, seconds: float, change) -> None:
-        self.changes.append((seconds, change))
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        for due, change in [c for c in self.changes if c[0] <= self.now]:
-            change()
-            self.changes.remove((due, change))
 
 
 def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env):

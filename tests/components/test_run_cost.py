@@ -14,6 +14,7 @@ import pytest
 
 from infra.components import run_cost
 from infra.components.completion import Snapshot, wait_for
+from test_completion import FakeClock
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=timezone.utc)
 
@@ -116,21 +117,10 @@ class Cluster:
         self.deletions += 1
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def test_the_wait_stops_the_run_once_its_estimate_passes_the_ceiling():
     """c5.4xlarge at $0.68/hour and a ceiling of $0.17: a quarter of an hour (15 polls of 60 s) is exactly
     $0.17 and the run goes on; the next poll passes it, and the wait deletes the ElasticJob and says why."""
-    clock = Clock()
+    clock = FakeClock()
     cluster = Cluster(clock)
     budget = run_cost.RunBudget(0.17, PRICES, lambda: T0 + timedelta(seconds=clock.now))
     verdict = wait_for(cluster, timeout_seconds=3600, poll_seconds=60, clock=clock, sleep=clock.sleep,
@@ -142,7 +132,7 @@ def test_the_wait_stops_the_run_once_its_estimate_passes_the_ceiling():
 
 
 def test_without_a_ceiling_the_wait_measures_and_the_final_cost_is_reported():
-    clock = Clock()
+    clock = FakeClock()
     cluster = Cluster(clock)
     budget = run_cost.budget_for({"region": "us-west-2", "maxRunCostUsd": None})
     assert budget.ceiling is None and run_cost.guard(cluster, budget)(cluster.read()) is None

@@ -18,7 +18,7 @@ import pytest
 
 from infra.components import scheduling
 from infra.components.completion import KubernetesCluster, wait_for
-from test_completion_http import JOB_LABEL, NAME, NAMESPACE, UID, _elasticjob, _status, cluster_env  # noqa: F401
+from test_completion_http import Clock, JOB_LABEL, NAME, NAMESPACE, UID, _elasticjob, _status, cluster_env  # noqa: F401
 
 INSTANCE_TYPE = "c5.4xlarge"
 INSUFFICIENT_CPU = ("0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
@@ -88,22 +88,6 @@ def node(index: int, cpu: str = "15890m", memory: str = "28015228Ki", taints: li
             "spec": {"providerID": f"aws:///us-west-2a/i-0{index}", **({"taints": taints} if taints else {})},
             "status": {"capacity": {"cpu": "16", "memory": "31792220Ki", "pods": "110"},
                        "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
-
-
-class Clock:
-    """The wait's clock and sleep; `at` runs a change on the server once its time has come."""
-
-    def __init__(self):
-        self.now, self.changes = 0.0, []
-
-    def at(self, seconds: float, change) -> None:
-        self.changes.append((seconds, change))
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        for due, change in [c for c in self.changes if c[0] <= self.now]:
-            change()
-            self.changes.remove((due, change))
 
 
 def test_a_worker_no_node_can_hold_fails_the_run_within_minutes_quoting_the_scheduler(cluster_env):

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command
+from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command,
+                              worker_rank)
 
 from jobs import checkpoint, evaluate
 
@@ -50,15 +51,6 @@ class Run:
     replacement: int | None = None  # agent index of the recreated worker
 
 
-def _worker_rank(pid: int) -> int | None:
-    try:
-        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    ranks = [entry.split(b"=", 1)[1] for entry in environment if entry.startswith(b"RANK=")]
-    return int(ranks[0]) if ranks else None
-
-
 def _kill_worker_after_first_checkpoint(run: Run) -> None:
     """Once epoch 1's checkpoint is written (so the kill lands in epoch 2), SIGKILL the worker
     holding the chosen rank: a crash of the training process, not of its agent or pod."""
@@ -66,7 +58,7 @@ def _kill_worker_after_first_checkpoint(run: Run) -> None:
         return
     for agent_index in range(len(run.job.agents)):
         for pid in run.job.worker_pids(agent_index):
-            if _worker_rank(pid) == run.kill_rank:
+            if worker_rank(pid) == run.kill_rank:
                 os.kill(pid, signal.SIGKILL)
                 run.killed = {"pid": pid, "rank": run.kill_rank, "agent": agent_index,
                               "after_seconds": round(time.monotonic() - run.job.started_at, 1)}  # fmt: skip

@@ -33,7 +33,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import make_synthetic_cifar
-from torchrun_harness import TorchrunJob, descendants_of, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs
+from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
+                              worker_rank)
 
 from jobs import checkpoint, evaluate
 from jobs.sample_trace import committed_and_lost, read_traces, traced_steps
@@ -90,15 +91,6 @@ def _train_args(data_dir: Path, run_dir: Path, trace_dir: Path, *extra: str) -> 
             "--log-every", "4", "--trace-samples", str(trace_dir), *extra]  # fmt: skip
 
 
-def _rank_of(pid: int) -> int | None:
-    try:
-        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    ranks = [entry.split(b"=", 1)[1] for entry in environment if entry.startswith(b"RANK=")]
-    return int(ranks[0]) if ranks else None
-
-
 def _steps(trace_dir: Path):
     return traced_steps(read_traces(trace_dir)) if trace_dir.exists() else []
 
@@ -112,7 +104,7 @@ def _drive_agents(run: Agents) -> None:
         if any(s.epoch == 1 and s.start >= 3 * 3 * BATCH and s.world_size == 3 for s in _steps(run.trace_dir)):
             for index, agent in enumerate(job.agents):
                 # jobs.agent -> torchrun -> the worker
-                if agent.poll() is None and any(_rank_of(pid) == 0 for pid in descendants_of(agent.pid)):
+                if agent.poll() is None and any(worker_rank(pid) == 0 for pid in descendants_of(agent.pid)):
                     agent.send_signal(signal.SIGTERM)
                     run.preempted_at, run.preempted_agent = time.time(), index
                     run.events.append(f"{now}: SIGTERM to agent {index}")

@@ -88,6 +88,16 @@ def children_of(pid: int) -> list[int]:
     return children
 
 
+def worker_rank(pid: int) -> int | None:
+    """The RANK torchrun gave a worker process (from its environment), None for another process."""
+    try:
+        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    ranks = [entry.split(b"=", 1)[1] for entry in environment if entry.startswith(b"RANK=")]
+    return int(ranks[0]) if ranks else None
+
+
 def descendants_of(pid: int) -> list[int]:
     found, frontier = [], [pid]
     while frontier:
