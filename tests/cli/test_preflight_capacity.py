@@ -16,7 +16,7 @@ from datetime import date
 
 import pytest
 from botocore.stub import Stubber
-from moto_server import running_moto_server
+from test_preflight import aws_env, moto_url  # noqa: F401  the preflight tests' moto server and environment
 
 from infra.aws import ec2_quotas
 from infra.cli.preflight import Preflight, default_client
@@ -27,24 +27,6 @@ TODAY = date(2026, 11, 22)
 STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
 G_VT = ("L-DB2E81BA", "Running On-Demand G and VT instances")
 GPU = ("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi")
-
-
-@pytest.fixture(scope="module")
-def moto_url():
-    with running_moto_server() as url:
-        yield url
-
-
-@pytest.fixture
-def aws_env(moto_url, monkeypatch, tmp_path):
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 def quota(code: str, name: str, value: float) -> dict:
