@@ -5,6 +5,7 @@
 # (torch==2.13.0+cpu from PyTorch's CPU index); --gpu takes PyPI's build instead. `torch===2.13.0`
 # is PEP 440 arbitrary equality: it matches the version string exactly, so a "+cpu" build (from an
 # exported PIP_EXTRA_INDEX_URL, say) cannot stand in for it, while `==2.13.0` ignores local labels.
+# Where the CPU index cannot be reached (no route, no DNS), PyPI's build is taken with a warning.
 # Elsewhere (macOS, Linux arm64) PyPI's torch==2.13.0 is the one to take, as before.
 # Without --gpu, a torch 2.13.0 already installed is kept, whichever build: a later setup.sh (run by
 # test.sh, or the README's steps) never swaps a --gpu install back to the CPU build.
@@ -24,12 +25,35 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# Whether the CPU index answers for torch within 20 s: a file:// index (the tests') when its torch
+# folder exists, an http(s) one when a GET of its torch page succeeds. pip itself would retry an
+# unresolvable host for minutes before failing.
+cpu_index_reachable() {
+  "$python" - "$TORCH_CPU_INDEX" <<'PY'
+import os, sys, urllib.parse, urllib.request
+url = sys.argv[1].rstrip("/") + "/torch/"
+parts = urllib.parse.urlparse(url)
+if parts.scheme == "file":
+    sys.exit(0 if os.path.isdir(urllib.request.url2pathname(parts.path)) else 1)
+try:
+    with urllib.request.urlopen(url, timeout=20) as answer:
+        sys.exit(0 if answer.status == 200 else 1)
+except Exception:
+    sys.exit(1)
+PY
+}
+
 installed=$("$python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)
 if [ "$gpu" = 0 ] && [ "${installed%%+*}" = "$TORCH_VERSION" ]; then
   echo "install-torch: torch $installed is installed"
   exit 0
 fi
 if [ "$gpu" = 1 ]; then
+  exec "$python" -m pip install "$@" "torch===$TORCH_VERSION"
+elif [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ] && ! cpu_index_reachable; then
+  # A machine that reaches PyPI but not PyTorch's CPU index (a mirror-only network, say): PyPI's build,
+  # which is CUDA-enabled but runs on the CPU, rather than no torch at all.
+  echo "install-torch: PyTorch's CPU index ($TORCH_CPU_INDEX) is not reachable; taking PyPI's torch==$TORCH_VERSION (the CUDA build, about 3 GB; it runs on the CPU)" >&2
   exec "$python" -m pip install "$@" "torch===$TORCH_VERSION"
 elif [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ]; then
   # torch alone from the CPU index, then its dependencies from the usual indexes: pip asks every
