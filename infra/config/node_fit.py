@@ -3,12 +3,12 @@
 
 A node gives pods its allocatable (infra/aws/node_allocatable.py: the EKS AMI's kubelet
 reservation, its eviction threshold and the VM's own memory) less what the DaemonSets every node
-runs request (infra/aws/node_daemonsets.py). The instance's vCPUs and memory come from the
-instance catalog (infra/aws/instance_catalog.py), or for a GPU type it does not carry from the GPU
-table (infra/aws/gpu_instances.py), which also says how many GPUs a worker takes: all of them, so
-GPU stacks run one worker per node. A type neither table knows, or whose ENI limits the max-pods
-table lacks, is not checked: the stack gets a warning saying so, and the run's wait still fails
-fast with the scheduler's reason if a worker never fits (infra/components/scheduling.py).
+runs request (infra/aws/node_daemonsets.py). The instance's vCPUs and memory come from the table
+of every EC2 type offered for Linux (infra/aws/instance_shapes.py); the GPU table
+(infra/aws/gpu_instances.py) says how many GPUs a worker takes: all of them, so GPU stacks run one
+worker per node. A type whose ENI limits the max-pods table lacks (none of the x86-64 types the
+shape table lists) is not checked: the stack gets a warning saying so, and the run's wait still
+fails fast with the scheduler's reason if a worker never fits (infra/components/scheduling.py).
 
 Checked on target eks only: on target existing the nodes are not the stack's, and nodeInstanceType
 means nothing there.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from infra.aws import eni_limits, gpu_instances, instance_catalog, node_allocatable, node_daemonsets
+from infra.aws import eni_limits, gpu_instances, instance_shapes, node_allocatable, node_daemonsets
 from infra.config.errors import ConfigError
 from infra.config.keys import PROJECT
 from infra.config.parsers import QUANTITY, memory_mib
@@ -66,13 +66,12 @@ def cpu_millicores(quantity: str) -> int:
 
 def node_room(instance_type: str) -> NodeRoom | None:
     """What one node of the type gives pods, or None when the tables cannot tell."""
-    shape = instance_catalog.shape(instance_type)
+    shape = instance_shapes.shape(instance_type)
     gpu = gpu_instances.nvidia_instance(instance_type)
     limits = eni_limits.eni_limits(instance_type)
-    if limits is None or (shape is None and gpu is None):
+    if limits is None or shape is None:
         return None
-    vcpus = int(shape.vcpus) if shape else gpu.vcpus
-    memory = int(shape.memory_gib * 1024) if shape else gpu.memory_mib
+    vcpus, memory = shape.vcpus, shape.memory_mib
     max_pods = node_allocatable.eni_max_pods(limits.default_max_enis, limits.ipv4_addresses_per_interface)
     node = node_allocatable.allocatable(vcpus, memory, max_pods)
     for_pods = node_daemonsets.for_pods(node, gpu_node=gpu is not None)
@@ -90,10 +89,8 @@ def check_worker_fits(v: dict[str, Any]) -> str | None:
     instance_type, per_node = v["node_instance_type"], v["workers_per_node"]
     room = node_room(instance_type)
     if room is None:
-        return (f"config {PROJECT}:nodeInstanceType={instance_type!r} is in neither the instance catalog "
-                f"({instance_catalog.source_line()}) nor the GPU and ENI tables of infra/aws/, so whether "
-                f"a worker fits its node is not checked before `pulumi up`; add the type with "
-                f"`scripts/refresh_prices.py --add {instance_type}`")
+        return (f"config {PROJECT}:nodeInstanceType={instance_type!r} is not in the ENI limits table "
+                f"(infra/aws/eni_limits.csv), so whether a worker fits its node is not checked before `pulumi up`")
     workers = f"{per_node} worker{'s' if per_node > 1 else ''} per node"
     most_cpu = room.cpu_millicores // per_node
     if cpu_millicores(v["worker_cpu"]) > most_cpu:

@@ -139,7 +139,7 @@ class Scenario:
 
 def statuses(**given: str) -> dict[str, str]:
     # The scenarios run on-demand stacks, whose workers buy no Spot capacity (tests/cli/test_preflight_spot.py).
-    base = {i: "pass" for i in IDS} | {"spot-market": "skip"}
+    base = {i: "pass" for i in IDS} | {"spot-market": "skip", "spot-role": "skip"}
     base.update({k.replace("_", "-"): v for k, v in given.items()})
     return base
 
