@@ -93,25 +93,32 @@ def _instance_type(v: str) -> str | None:
     # The architectures are EC2's (ProcessorInfo.SupportedArchitectures): Graviton types are arm64
     # only, and the nodes run the x86-64 AMI and the amd64-only TorchElastic controller image.
     if not shape.amd64:
-        return (f"must be an x86-64 instance type: {v} is {'/'.join(shape.architectures)} only, and the "
-                "nodes run the x86-64 EKS AMI and the amd64-only TorchElastic controller image")
+        return ("must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the "
+                "x86-64 EKS AMI and the amd64-only TorchElastic controller image")
     return None
 
 
+_NOT_WHOLE_NVIDIA = ("is a GPU type that is not an x86-64 type with whole NVIDIA GPUs in infra/aws/gpu_instances.py "
+                     "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge")
+
+
 def _worker_instance_type(v: str) -> str | None:
-    problem = _instance_type(v)
-    if problem:
-        return problem
+    # The GPU rules come first: they name the family, which says more than "not offered" for a
+    # retired type (p3.2xlarge) or one the shape table lacks (g4ad, missing from moto's data).
     # GPUs the nodes' driver or the image's torch cannot use (infra/aws/nvidia_gpus.py): G7, Volta.
     unusable = nvidia_gpus.why_it_cannot_train(v)
     if unusable:
         return unusable
-    # A G or P type must be one whose GPUs we know (infra/aws/gpu_instances.py): the AMI type, the
-    # device plugin, the workers' nvidia.com/gpu and --nproc_per_node all follow from that entry.
-    # (_instance_type passed, so the shape table knows the type.)
-    if (gpu_instances.is_gpu_family(v) or instance_shapes.shape(v).gpus) and gpu_instances.nvidia_instance(v) is None:
-        return ("is a GPU type that is not an x86-64 type with whole NVIDIA GPUs in infra/aws/gpu_instances.py "
-                "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge")
+    # A G or P type, or any type EC2 lists with GPUs, must be one whose GPUs we know
+    # (infra/aws/gpu_instances.py): the AMI type, the device plugin, the workers' nvidia.com/gpu and
+    # --nproc_per_node all follow from that entry.
+    if gpu_instances.is_gpu_family(v) and gpu_instances.nvidia_instance(v) is None:
+        return _NOT_WHOLE_NVIDIA
+    problem = _instance_type(v)
+    if problem:
+        return problem
+    if instance_shapes.shape(v).gpus and gpu_instances.nvidia_instance(v) is None:
+        return _NOT_WHOLE_NVIDIA
     return None
 
 
