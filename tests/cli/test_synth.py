@@ -113,7 +113,7 @@ def test_overrides_have_pulumi_config_set_meaning(variant):
 def test_missing_stack_is_one_line(tmp_path):
     result = run_synth(tmp_path / "out", "nope")
     assert result.returncode == 2
-    assert result.stderr.startswith("error: no stack file Pulumi.nope.yaml") and "dev" in result.stderr
+    assert result.stderr.startswith("error: no stack file stacks/Pulumi.nope.yaml") and "dev" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
 
