@@ -44,6 +44,14 @@ def check_finite_loss(value: float, where: str) -> None:
         )
 
 
+def check_finite_weights(model: nn.Module) -> None:
+    """Once, before model.pt: a run resumed with every epoch done trains no step that would show it."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise NonFiniteLoss(f"the weights hold non-finite values ({name} holds non-finite values): "
+                                "model.pt is not written; the run's checkpoint came from a diverged run")
+
+
 @dataclass
 class TrainingData:
     images: torch.Tensor  # uint8 (N, 3, 32, 32), on the training device

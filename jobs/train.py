@@ -47,7 +47,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from jobs import checkpoint, cli, data, data_record
 from jobs.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers
-from jobs.loop import TrainingData, check_finite_loss, train_one_epoch
+from jobs.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch
 from jobs.model import ARCHITECTURE, WorkshopCNN
 from jobs.progress import (
     CheckpointClock,
@@ -312,6 +312,7 @@ def train_run(
         if boundary:
             boundary.finish()
         if place.is_leader:
+            check_finite_weights(plain_model)
             _save_model(run_dir, plain_model, settings, normalization, split, data_dir)
             checkpoint.append_history(run_dir, {"event": "finished", "epochs": settings.epochs})
             log.info("training finished: model written to %s", run_dir / checkpoint.MODEL_NAME)

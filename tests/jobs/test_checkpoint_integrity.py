@@ -11,7 +11,7 @@ import torch
 from conftest import assert_one_line_error, run_job
 
 from jobs import checkpoint, cli, train
-from jobs.progress import recover_epoch_line
+from jobs.progress import Progress, SavedState, recover_epoch_line
 
 
 def train_args(data_dir, run_dir, *extra: str) -> list[str]:
@@ -19,10 +19,10 @@ def train_args(data_dir, run_dir, *extra: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def two_epochs(tmp_path_factory, tiny_cifar):
-    """A run stopped after 2 of 3 epochs (as after a crash): checkpoint.pt at epoch 2, the previous at 1."""
-    run_dir = tmp_path_factory.mktemp("two") / "run"
-    assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "2", "--checkpoint-every-seconds", "0")) == 0
+def three_epochs(tmp_path_factory, tiny_cifar):
+    """A run of 3 epochs that died before model.pt: checkpoint.pt at epoch 3, the previous at 2."""
+    run_dir = tmp_path_factory.mktemp("three") / "run"
+    assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0")) == 0
     (run_dir / checkpoint.MODEL_NAME).unlink()
     return run_dir
 
@@ -41,14 +41,14 @@ def flip_middle(path, count=64):
     path.write_bytes(bytes(raw))
 
 
-def test_both_checkpoints_are_kept_and_each_passes_its_check(two_epochs):
-    assert checkpoint.load(two_epochs / checkpoint.CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 2
-    assert checkpoint.load(two_epochs / checkpoint.PREVIOUS_CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 1
+def test_both_checkpoints_are_kept_and_each_passes_its_check(three_epochs):
+    assert checkpoint.load(three_epochs / checkpoint.CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 3
+    assert checkpoint.load(three_epochs / checkpoint.PREVIOUS_CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 2
 
 
-def test_flipped_bytes_load_in_torch_but_are_refused_here(two_epochs, tmp_path):
+def test_flipped_bytes_load_in_torch_but_are_refused_here(three_epochs, tmp_path):
     path = tmp_path / "checkpoint.pt"
-    shutil.copy(two_epochs / checkpoint.CHECKPOINT_NAME, path)
+    shutil.copy(three_epochs / checkpoint.CHECKPOINT_NAME, path)
     flip_middle(path)
     torch.load(path, weights_only=True)  # torch itself does not notice: the silent case of the issue
     with pytest.raises(checkpoint.CorruptFile, match=r"is corrupted: its content does not match the SHA-256"):
@@ -60,9 +60,9 @@ def test_flipped_bytes_load_in_torch_but_are_refused_here(two_epochs, tmp_path):
     (lambda raw: raw[: len(raw) // 3], r"is not readable as a file written by jobs.train \(.+; \d+ bytes\)"),
     (lambda raw: b"garbage" * 100, r"is not readable as a file written by jobs.train \(.+; 700 bytes\)"),
 ])
-def test_truncated_empty_and_garbage_files_get_a_real_reason(two_epochs, tmp_path, damage, reason):
+def test_truncated_empty_and_garbage_files_get_a_real_reason(three_epochs, tmp_path, damage, reason):
     path = tmp_path / "checkpoint.pt"
-    path.write_bytes(damage((two_epochs / checkpoint.CHECKPOINT_NAME).read_bytes()))
+    path.write_bytes(damage((three_epochs / checkpoint.CHECKPOINT_NAME).read_bytes()))
     with pytest.raises(checkpoint.CorruptFile, match=reason) as refused:
         checkpoint.load(path, "checkpoint")
     assert "weights_only" not in str(refused.value) and "\n" not in str(refused.value)
@@ -80,24 +80,25 @@ def test_a_foreign_pickle_is_refused_without_torchs_advice_to_run_it(tmp_path):
     assert "weights_only" not in message and "arbitrary code" not in message and "\n" not in message
 
 
-def test_a_damaged_checkpoint_falls_back_to_the_previous_one_and_is_set_aside(two_epochs, tiny_cifar, tmp_path, caplog):
-    run_dir = copy_of(two_epochs, tmp_path)
+def test_a_damaged_checkpoint_falls_back_to_the_previous_one_and_is_set_aside(three_epochs, tiny_cifar, tmp_path, capsys):
+    run_dir = copy_of(three_epochs, tmp_path)
     flip_middle(run_dir / checkpoint.CHECKPOINT_NAME)
     assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0")) == 0
     starts = [record for record in checkpoint.read_history(run_dir) if record["event"] == "start"]
-    assert starts[-1]["epochs_done"] == 1  # resumed from checkpoint.previous.pt, not the damaged epoch 2
-    assert any("checkpoint.pt is corrupted" in message and "trying the checkpoint before it" in message
-               for message in caplog.messages)  # fmt: skip
+    assert starts[-1]["epochs_done"] == 2  # resumed from checkpoint.previous.pt, not the damaged epoch 3
+    said = [line for line in capsys.readouterr().out.splitlines() if "trying the checkpoint before it" in line]
+    assert len(said) == 1 and f"checkpoint {run_dir / 'checkpoint.pt'} is corrupted" in said[0]
     assert (run_dir / checkpoint.REJECTED_CHECKPOINT_NAME).exists()  # kept to look at, never the fallback
     final = checkpoint.load(run_dir / checkpoint.CHECKPOINT_NAME, "checkpoint")
     assert final["epochs_done"] == 3
+    # The damaged file never becomes the fallback: the previous is still the good epoch 2.
     assert checkpoint.load(run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 2
     weights = checkpoint.load(run_dir / checkpoint.MODEL_NAME, "model")["state_dict"]
     assert all(torch.isfinite(tensor).all() for tensor in weights.values() if tensor.is_floating_point())
 
 
-def test_no_usable_checkpoint_ends_the_run_in_one_line_with_exit_3(two_epochs, tiny_cifar, tmp_path):
-    run_dir = copy_of(two_epochs, tmp_path)
+def test_no_usable_checkpoint_ends_the_run_in_one_line_with_exit_3(three_epochs, tiny_cifar, tmp_path):
+    run_dir = copy_of(three_epochs, tmp_path)
     flip_middle(run_dir / checkpoint.CHECKPOINT_NAME)
     (run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME).write_bytes(b"")
     history_before = (run_dir / checkpoint.HISTORY_NAME).read_text()
@@ -109,29 +110,28 @@ def test_no_usable_checkpoint_ends_the_run_in_one_line_with_exit_3(two_epochs, t
     assert (run_dir / checkpoint.HISTORY_NAME).read_text() == history_before  # nothing trained
 
 
-def test_a_kill_between_the_checkpoint_and_its_history_line_is_made_good_on_resume(two_epochs, tiny_cifar, tmp_path):
-    """As if rank 0 died right after checkpoint.pt's rename: the history lacks epoch 2's line."""
-    run_dir = copy_of(two_epochs, tmp_path)
+def test_a_kill_between_the_checkpoint_and_its_history_line_is_made_good_on_resume(three_epochs, tiny_cifar, tmp_path):
+    """As if rank 0 died right after checkpoint.pt's rename: the history lacks epoch 3's line."""
+    run_dir = copy_of(three_epochs, tmp_path)
     history = (run_dir / checkpoint.HISTORY_NAME).read_text().splitlines(keepends=True)
-    epoch_two = [index for index, line in enumerate(history) if '"epoch": 2' in line and '"event": "epoch"' in line]
-    del history[epoch_two[0] :]
+    last = [index for index, line in enumerate(history) if '"epoch": 3' in line and '"event": "epoch"' in line]
+    del history[last[0] :]
     (run_dir / checkpoint.HISTORY_NAME).write_text("".join(history))
     assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0")) == 0
     epochs = [record for record in checkpoint.read_history(run_dir) if record["event"] == "epoch"]
     assert [record["epoch"] for record in epochs] == [1, 2, 3]
-    assert epochs[1].get("recovered") is True and epochs[1]["loss"] > 0
+    assert epochs[2].get("recovered") is True and epochs[2]["loss"] > 0 and "recovered" not in epochs[1]
+    assert (run_dir / checkpoint.MODEL_NAME).exists()
     # Nothing to make good when the line is there: a second look writes nothing.
-    saved = checkpoint.load(run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME, "checkpoint")
-    from jobs.progress import Progress, SavedState
-
-    assert not recover_epoch_line(run_dir, SavedState(saved, Progress(2), run_dir / "x"))
+    saved = checkpoint.load(run_dir / checkpoint.CHECKPOINT_NAME, "checkpoint")
+    assert not recover_epoch_line(run_dir, SavedState(saved, Progress(3), run_dir / checkpoint.CHECKPOINT_NAME))
 
 
-def test_a_nan_loss_stops_the_run_before_any_checkpoint_or_model_with_exit_3(two_epochs, tiny_cifar, tmp_path):
+def test_a_nan_loss_stops_the_run_before_any_checkpoint_or_model_with_exit_3(three_epochs, tiny_cifar, tmp_path):
     """A checkpoint whose weights hold NaN (but that is intact: its digest matches) trains to a NaN
     loss: the run stops at the first check, leaving the checkpoints as they were and no model.pt."""
-    run_dir = copy_of(two_epochs, tmp_path)
-    saved = checkpoint.load(run_dir / checkpoint.CHECKPOINT_NAME, "checkpoint")
+    run_dir = copy_of(three_epochs, tmp_path)
+    saved = checkpoint.load(run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME, "checkpoint")  # epoch 2
     name = next(key for key, value in saved["model"].items() if value.is_floating_point())
     saved["model"][name] = torch.full_like(saved["model"][name], float("nan"))
     checkpoint.save_atomically(saved, run_dir / checkpoint.CHECKPOINT_NAME)
@@ -145,11 +145,14 @@ def test_a_nan_loss_stops_the_run_before_any_checkpoint_or_model_with_exit_3(two
     assert last["event"] == "failed" and last["exit_code"] == 3 and "nan" in last["reason"]
 
 
-def test_a_nan_loss_is_caught_between_log_lines_before_a_checkpoint_by_time(tmp_path):
-    """The check runs once per --log-every steps; a checkpoint due in between checks the sums it saves."""
-    from jobs.loop import NonFiniteLoss, check_finite_loss
-
-    check_finite_loss(1.5, "here")
-    for value in (float("nan"), float("inf"), float("-inf")):
-        with pytest.raises(NonFiniteLoss, match=f"the training loss is {value} at here"):
-            check_finite_loss(value, "here")
+def test_nan_weights_never_reach_model_pt(three_epochs, tiny_cifar, tmp_path):
+    """All epochs done: the relaunch only writes model.pt from the checkpoint's weights, so they
+    are checked too (an intact checkpoint of NaN weights trains no step that could show it)."""
+    run_dir = copy_of(three_epochs, tmp_path)
+    saved = checkpoint.load(run_dir / checkpoint.CHECKPOINT_NAME, "checkpoint")
+    name = next(key for key, value in saved["model"].items() if value.is_floating_point())
+    saved["model"][name][0] = float("inf")
+    checkpoint.save_atomically(saved, run_dir / checkpoint.CHECKPOINT_NAME)
+    with pytest.raises(cli.RunCannotContinue, match=f"{name} holds non-finite values"):
+        train.main(train_args(tiny_cifar, run_dir, "--epochs", "3"))
+    assert not (run_dir / checkpoint.MODEL_NAME).exists()
