@@ -69,7 +69,7 @@ def test_a_rerun_on_intact_data_checks_every_digest_and_does_nothing(prepared, t
 
 @pytest.mark.parametrize("damage, said", [
     (lambda path: flip(path, path.stat().st_size // 2, 1024), "its content changed since it was prepared"),
-    (lambda path: path.write_bytes(path.read_bytes()[:-100]), "bytes when prepared"),
+    (lambda path: path.write_bytes(path.read_bytes()[:-100]), "when prepared"),
 ])
 def test_training_refuses_data_that_does_not_match_the_record(prepared, tmp_path, damage, said):
     """Before: the flipped images were trained on without a word."""
