@@ -36,7 +36,9 @@ class NonFiniteLoss(cli.RunCannotContinue):
     """Training diverged: every later step and checkpoint would carry NaN weights."""
 
 
-def check_finite_loss(value: float, where: str) -> None:
+def check_finite_loss(value: float | torch.Tensor, where: str) -> None:
+    """`value` a number or a one-element tensor (read here: on a GPU, that read waits for the device)."""
+    value = float(value)
     if not math.isfinite(value):
         raise NonFiniteLoss(
             f"the training loss is {value} at {where}: training diverged, so no checkpoint or model is written "
@@ -141,7 +143,7 @@ def train_one_epoch(
         images_in_interval += step.size
         step_number = min(-(-position // images_per_full_step), total_steps)
         if log_every and (step_number % log_every == 0 or position == num_images):
-            check_finite_loss(loss_sum.item(), f"epoch {epoch + 1} step {step_number}/{total_steps}")
+            check_finite_loss(loss_sum, f"epoch {epoch + 1} step {step_number}/{total_steps}")
             if place.is_leader:
                 now = time.perf_counter()
                 log.info(

@@ -113,19 +113,19 @@ def build_parser() -> cli.ArgumentParser:
     )
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
     parser.add_argument("--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go (required)")
-    parser.add_argument("--epochs", type=cli.bounded_int(1, MAX_EPOCHS), default=10, help="passes over the training split (default: %(default)s)")
-    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=128, help="images per step per worker (default: %(default)s)")
-    parser.add_argument("--lr", type=cli.bounded_float(0, MAX_LR, low_inclusive=False), default=None, help="peak learning rate (default: by recipe)")
+    parser.add_argument("--epochs", type=cli.bounded_int(1, MAX_EPOCHS), default=10, help=f"passes over the training split, 1..{MAX_EPOCHS} (default: %(default)s)")
+    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=128, help=f"images per step per worker, 1..{MAX_BATCH_SIZE} (default: %(default)s)")
+    parser.add_argument("--lr", type=cli.bounded_float(0, MAX_LR, low_inclusive=False), default=None, help=f"peak learning rate, above 0 up to {MAX_LR:g} (default: by recipe)")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="improved",
                         help="improved (normalisation, augmentation, warm-up + cosine) or the workshop's plain one (default: %(default)s)")
-    parser.add_argument("--seed", type=cli.bounded_int(0, MAX_SEED), default=0, help="shuffling, augmentation and initial weights (default: %(default)s)")
+    parser.add_argument("--seed", type=cli.bounded_int(0, MAX_SEED), default=0, help="shuffling, augmentation and initial weights, 0..2^63-1 (default: %(default)s)")
     parser.add_argument("--log-every", type=cli.bounded_int(1, MAX_LOG_EVERY), default=50, help="steps between progress lines (default: %(default)s)")
     parser.add_argument(
         "--pg-timeout",
         type=cli.bounded_float(0, MAX_PG_TIMEOUT, low_inclusive=False),
         default=30.0,
-        help="seconds a worker waits for a peer in a collective before failing, so its agent restarts the group "
-             "(default: %(default)s)",
+        help="seconds a worker waits for a peer in a collective before failing, so its agent restarts the group; "
+             f"up to {MAX_PG_TIMEOUT:g} (default: %(default)s)",
     )
     parser.add_argument(
         "--checkpoint-every-seconds", type=cli.bounded_float(0, MAX_CHECKPOINT_EVERY_SECONDS),
