@@ -111,6 +111,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--skip-data", action="store_true")
+    parser.add_argument("--skip-training", action="store_true", help="only the checkpoint and data parts")
     args = parser.parse_args()
     logging.disable(logging.INFO)  # the loop's progress lines
 
@@ -118,15 +119,20 @@ def main() -> None:
     threads = configure_cpu_threads() if device.type == "cpu" else None
     print(f"device {device}" + (f", {threads} threads" if threads else "") + f", torch {torch.__version__}")
     with tempfile.TemporaryDirectory() as scratch:
-        data.write_synthetic(Path(scratch) / "small" / data.FOLDER_NAME, args.train_images_per_class)
-        split = data.load_split(Path(scratch) / "small" / data.FOLDER_NAME, "train")
-        for name, values in training_steps_per_second(split, device, args.epochs, args.batch_size).items():
-            print(f"steps/s, {name}: median {statistics.median(values):.2f}, best {max(values):.2f} "
-                  f"({', '.join(f'{value:.2f}' for value in values)})")  # fmt: skip
+        if not args.skip_training:
+            training_part(Path(scratch), args, device)
         for name, seconds in checkpoint_seconds(Path(scratch)).items():
             print(f"checkpoint {name}: {1000 * seconds:.1f} ms (median)")
         if not args.skip_data:
             data_check(Path(scratch) / "big", args.images_per_class)
+
+
+def training_part(scratch: Path, args, device) -> None:
+    data.write_synthetic(scratch / "small" / data.FOLDER_NAME, args.train_images_per_class)
+    split = data.load_split(scratch / "small" / data.FOLDER_NAME, "train")
+    for name, values in training_steps_per_second(split, device, args.epochs, args.batch_size).items():
+        print(f"steps/s, {name}: median {statistics.median(values):.2f}, best {max(values):.2f} "
+              f"({', '.join(f'{value:.2f}' for value in values)})")  # fmt: skip
 
 
 if __name__ == "__main__":
