@@ -17,14 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from synth_support import REPO, STACKS, Synth, load_synth, run_synth
+from synth_support import REPO, STACKS, Synth, load_synth
 
 sys.path.insert(0, str(REPO / "scripts"))
-from control_plane import ControlPlane  # noqa: E402
+from control_plane import ControlPlane, alive  # noqa: E402
 
 CLUSTER_TOOLS = ("kubernetes", "etcd", "kwok")
 # The build is cold at most once per cache key; a cold build of the three takes about 20 minutes on two cores.
 BUILD_TIMEOUT_SECONDS = 60 * 60
+SYNTH_TIMEOUT_SECONDS = 600
 
 
 @pytest.fixture(scope="session")
@@ -37,19 +38,29 @@ def tools_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
-def rendered(tmp_path_factory) -> dict[str, Synth]:
-    """Every stack as `elastic-training synth` renders it, rendered in parallel (each is a subprocess)."""
-    def render(stack: str) -> tuple[str, Synth]:
+def rendering(tmp_path_factory):
+    """Every stack being rendered by `elastic-training synth`, each in its own subprocess, started
+    before the control plane so that both proceed at once."""
+    def render(stack: str) -> Synth:
         out = tmp_path_factory.mktemp(f"cluster-synth-{stack}") / "out"
-        result = run_synth(out, stack)
+        # synth_support.run_synth's command, with room for five renders sharing two busy cores.
+        result = subprocess.run([sys.executable, "-m", "infra.cli", "synth", stack, "--out", str(out)], cwd=REPO,
+                                capture_output=True, text=True, timeout=SYNTH_TIMEOUT_SECONDS)
         assert result.returncode == 0, result.stderr
-        return stack, load_synth(out)
-    with ThreadPoolExecutor(len(STACKS)) as pool:
-        return dict(pool.map(render, STACKS))
+        return load_synth(out)
+    pool = ThreadPoolExecutor(len(STACKS))
+    yield {stack: pool.submit(render, stack) for stack in STACKS}
+    pool.shutdown()
 
 
 @pytest.fixture(scope="session")
-def control_plane(tools_bin, tmp_path_factory) -> ControlPlane:
+def rendered(rendering) -> dict[str, Synth]:
+    """Every stack as `elastic-training synth` renders it."""
+    return {stack: future.result() for stack, future in rendering.items()}
+
+
+@pytest.fixture(scope="session")
+def control_plane(rendering, tools_bin, tmp_path_factory) -> ControlPlane:
     """A control plane of the stacks' Kubernetes version, up for the session; down, and no process
     left, at its end."""
     plane = ControlPlane(tmp_path_factory.mktemp("control-plane"), tools_bin)
@@ -60,5 +71,5 @@ def control_plane(tools_bin, tmp_path_factory) -> ControlPlane:
     finally:
         pids = dict(plane.state.pids)
         plane.down()
-        left = [name for name, pid in pids.items() if Path(f"/proc/{pid}").exists()]
+        left = [name for name, pid in pids.items() if alive(pid)]
         assert not left, f"still running after down: {left}"
