@@ -20,10 +20,6 @@ key=$(grep -E '^[A-Z_]+=' "$versions_file" | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/elastic-training/tools/$key
 bin=$cache/bin src=$cache/src stamps=$cache/stamps
 mkdir -p "$bin" "$src" "$stamps"
-# One build at a time per cache (two pytest workers, two worktrees): the second waits, then finds the
-# tools built.
-exec 9>"$cache/.lock"
-flock 9
 
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 command -v go >/dev/null || { echo "build-tools: no 'go' on PATH; install Go 1.26 or newer (https://go.dev/dl/)" >&2; exit 1; }
@@ -185,8 +181,17 @@ fi
 for tool in "${tools[@]}"; do binaries_of "$tool" >/dev/null || exit 2; done
 
 failed=()
+locked=""
 for tool in "${tools[@]}"; do
   if is_built "$tool"; then log "$tool: cached ($(cat "$stamps/$tool"))"; continue; fi
+  # One build at a time per cache (two pytest workers, two worktrees): the second waits here, then
+  # finds what the first built. Tools already built never wait.
+  if [ -z "$locked" ]; then
+    exec 9>"$cache/.lock"
+    flock 9
+    locked=1
+    if is_built "$tool"; then log "$tool: built meanwhile ($(cat "$stamps/$tool"))"; continue; fi
+  fi
   log "$tool: building (log: $src/$tool.log)"
   start=$(date +%s)
   if (set -x; "build_${tool//-/_}") >"$src/$tool.log" 2>&1; then

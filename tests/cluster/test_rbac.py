@@ -74,7 +74,9 @@ def dev_rbac(rendered, control_plane):
 
 
 def can(plane, user: str, verb: str, resource: str, namespace: str) -> bool:
-    args = ["auth", "can-i", verb, resource, f"--as={user}"]
+    # `can-i VERB TYPE/NAME` reads a slash as a name: a subresource goes in --subresource.
+    resource, _, subresource = resource.partition("/")
+    args = ["auth", "can-i", verb, resource, f"--as={user}"] + ([f"--subresource={subresource}"] if subresource else [])
     args += [f"--namespace={namespace}"] if namespace else []
     result = plane.kubectl(*args, check=False)
     assert result.stdout.strip() in ("yes", "no"), result.stderr
