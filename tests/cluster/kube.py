@@ -98,3 +98,19 @@ def pod_from_template(workload: dict[str, Any], name: str) -> dict[str, Any]:
                 "labels": template.get("metadata", {}).get("labels", {}),
                 "annotations": template.get("metadata", {}).get("annotations", {})}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+
+
+def delete(plane: ControlPlane, objects: list[dict[str, Any]], timeout: int = 180) -> None:
+    """Deletes the objects, newest first, and waits until they are gone: everything else before the
+    CRDs, so that the namespace controller never meets an API group vanishing mid-deletion (it would
+    back off for minutes). What is left after `timeout` is named."""
+    others = [o for o in reversed(objects) if o["kind"] != CRD]
+    crds = [o for o in reversed(objects) if o["kind"] == CRD]
+    for batch in (others, crds):
+        if not batch:
+            continue
+        result = plane.kubectl("delete", "--ignore-not-found", "--wait=true", f"--timeout={timeout}s", "-f", "-",
+                               input=as_list(batch), check=False)
+        if result.returncode != 0:
+            left = plane.kubectl("get", "-f", "-", "-o", "name", "--ignore-not-found", input=as_list(batch), check=False)
+            raise AssertionError(f"not deleted within {timeout}s: {left.stdout.split()} ({result.stderr.strip()})")

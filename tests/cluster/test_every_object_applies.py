@@ -24,8 +24,8 @@ import subprocess
 
 import pytest
 
-from kube import (CRD, apply, differences, get, kind_rank, pod_from_template, ref, wait_established, wait_until,
-                  WORKLOAD_TEMPLATES)
+from kube import (CRD, apply, delete, differences, get, kind_rank, pod_from_template, ref, wait_established,
+                  wait_until, WORKLOAD_TEMPLATES)
 from synth_support import STACKS
 from infra import versions
 
@@ -98,12 +98,3 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
     finally:
         delete(plane, created)
 
-
-def delete(plane, objects: list[dict]) -> None:
-    """Deletes the objects and waits until they are gone (namespaces included)."""
-    if not objects:
-        return
-    from kube import as_list
-
-    plane.kubectl("delete", "--ignore-not-found", "--wait=true", "--timeout=120s", "-f", "-",
-                  input=as_list(list(reversed(objects))))

@@ -35,14 +35,14 @@ import pytest
 import yaml
 
 from cluster_nodes import stack_nodes, tools_version
-from kube import CRD, apply, as_list, kind_rank, pod_from_template, wait_established
+from kube import CRD, apply, as_list, delete, kind_rank, pod_from_template, wait_established
 from synth_support import REPO, STACKS
 from system_pods import addon_deployments, daemonsets, karpenter
 from infra import versions
 from infra.config.node_fit import cpu_millicores
 from infra.config.parsers import memory_mib
 
-SCHEDULE_SECONDS = 30
+SCHEDULE_SECONDS = 15
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 EKS_STACKS = [s for s in STACKS if "target: existing" not in (REPO / "stacks" / f"Pulumi.{s}.yaml").read_text()]
 
@@ -213,7 +213,6 @@ def test_every_pod_of_the_stack_schedules(stack, rendered, control_plane):
     finally:
         provisioner.stop.set()
         provisioner.join()
-        plane.kubectl("delete", "--ignore-not-found", "--wait=true", "--timeout=120s", "-f", "-",
-                      input=as_list(list(reversed(created))), check=False)
+        delete(plane, created)
         plane.kubectl("delete", "pv", "--all", "--wait=true", "--timeout=60s", check=False)
         plane.kubectl("delete", "nodes", "--all", "--wait=true", "--timeout=60s")

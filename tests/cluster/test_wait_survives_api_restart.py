@@ -15,7 +15,7 @@ import json
 import threading
 import time
 
-from kube import CRD, apply, as_list, wait_established, wait_until
+from kube import CRD, apply, delete, wait_established, wait_until
 from infra.components.completion import KubernetesCluster, TransientApiError, wait_for
 from infra.specs.elastic import JOB_LABEL
 
@@ -67,5 +67,4 @@ def test_the_wait_rides_out_an_api_server_restart(rendered, control_plane):
         assert cluster.transient >= 1, "the restart never reached the wait: the test proves nothing"
         assert verdicts[0].state == "succeeded", verdicts[0].message
     finally:
-        plane.kubectl("delete", "--ignore-not-found", "--wait=true", "--timeout=120s", "-f", "-",
-                      input=as_list([elasticjob, *namespace, *crd]))
+        delete(plane, [*crd, *namespace, elasticjob])
