@@ -271,9 +271,10 @@ class ControlPlane:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{self.state.ports['etcd']}/health", timeout=5) as r:
             return json.loads(r.read()).get("health") == "true"
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([self.binary("kubectl"), f"--kubeconfig={self.kubeconfig}", *args], input=input,
-                              capture_output=True, text=True, check=check, timeout=120)
+                              capture_output=True, text=True, check=check, timeout=timeout)
 
     def wait_apiserver(self, timeout: float = 180) -> None:
         self._wait("kube-apiserver /readyz", lambda: self._https_ok("/readyz"), timeout, "kube-apiserver")

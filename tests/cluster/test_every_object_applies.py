@@ -14,7 +14,9 @@ For each stack, on the tier's control plane (tests/cluster/conftest.py), as a de
   their pods for real too, and none may report FailedCreate;
 - read back, each object holds every field that was sent, unchanged (a field pruned or rewritten by
   the server would be a diff on every `pulumi preview`), and applying it again changes nothing.
-Then every object is deleted, so that the next stack's are created, not updated.
+Then every object but the CRDs is deleted, so that the next stack's are created, not updated. The CRDs
+stay (every stack renders the same ones; tests/cluster/kube.py `delete` says why): the first stack
+creates them, and for the others applying them again must change nothing.
 """
 
 from __future__ import annotations
