@@ -75,6 +75,14 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
                 refused.append(f"{ref(workload)}: {result.stderr.strip()}")
         assert not refused, "pods the stack's workloads would create are refused:\n" + "\n".join(refused)
 
+        # The PV controller binds a claim pre-bound by volumeName (pkg/controller/volume/persistentvolume
+        # pv_controller.go syncUnboundClaim) and so writes it once after the create; let that settle,
+        # or the read-back below races it and the re-apply sees a resourceVersion the controller moved.
+        prebound = [o for o in objects if o["kind"] == "PersistentVolumeClaim" and o["spec"].get("volumeName")]
+        wait_until(f"the pre-bound claims {[ref(o) for o in prebound]} Bound",
+                   lambda: all((c.get("status") or {}).get("phase") == "Bound" for c in get(plane, prebound)),
+                   timeout=60)
+
         # Read back: every field sent is kept as sent.
         live = get(plane, objects + crds)
         diffs = [f"{ref(sent)} {d}" for sent, kept in zip(objects + crds, live) for d in differences(sent, kept)]

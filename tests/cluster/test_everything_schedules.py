@@ -163,7 +163,7 @@ def test_every_pod_of_the_stack_schedules(stack, rendered, control_plane):
     plane, synth = control_plane, rendered[stack]
     manifests = synth.manifests
     nodes = stack_nodes(synth.directory, tools_version("KUBERNETES_VERSION"))
-    release = synth.one("kubernetes:helm.sh/v3:Release")["inputs"]["values"]
+    release = synth.one("kubernetes:helm.sh/v3:Release", "capacity-karpenter")["inputs"]["values"]
     system = [*daemonsets(), *addon_deployments(), karpenter(release, chart_values())]
     crds = [m for m in manifests if m["kind"] == CRD]
     steady = sorted((m for m in manifests if m["kind"] not in (CRD, "Job", "ElasticJob", "NodePool", "EC2NodeClass")),
