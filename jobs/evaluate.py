@@ -147,8 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint.append_history(args.model.parent, {"event": "run-cost", **args.run_cost})
 
     # The workshop's summary line, kept word for word for anyone who parses it.
-    log.info("Accuracy of the network on the %d test images: %d %%", report["total"], int(100 * report["accuracy"]))
-    log.info("accuracy %.2f%% (%d of %d correct)", 100 * report["accuracy"], report["correct"], report["total"])
+    # One line: the workshop's words, as anyone who parses them expects, then the exact figures.
+    log.info("Accuracy of the network on the %d test images: %d %% (%.2f%%, %d of %d correct)", report["total"],
+             int(100 * report["accuracy"]), 100 * report["accuracy"], report["correct"], report["total"])
     for name, result in report["per_class"].items():
         if result["total"]:
             log.info("  %-10s %6.2f%% (%d of %d)", name, 100 * result["accuracy"], result["correct"], result["total"])

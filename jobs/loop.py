@@ -18,7 +18,7 @@ from torch import nn
 
 from jobs import sampling
 from jobs.distributed import WorkerPlace, sum_over_workers
-from jobs.progress import Progress
+from jobs.progress import Progress, time_left
 from jobs.recipes import RunSettings, learning_rate
 from jobs.sample_trace import SampleTrace
 from jobs.transforms import Normalization, random_flip_and_crop
@@ -116,10 +116,12 @@ def train_one_epoch(
         step_number = min(-(-position // images_per_full_step), total_steps)
         if place.is_leader and log_every and (step_number % log_every == 0 or position == num_images):
             now = time.perf_counter()
+            rate = images_in_interval / (now - interval_start)
+            images_left = num_images - position + (settings.epochs - epoch - 1) * num_images
             log.info(
-                "epoch %d/%d step %d/%d loss %.4f lr %.5f %.0f images/s",
+                "epoch %d/%d step %d/%d loss %.4f lr %.5f %.0f images/s, %s",
                 epoch + 1, settings.epochs, step_number, total_steps, loss.item(),
-                optimizer.param_groups[0]["lr"], images_in_interval / (now - interval_start),
+                optimizer.param_groups[0]["lr"], rate, time_left(images_left, rate),
             )  # fmt: skip
             interval_start, images_in_interval = now, 0
         if after_step is not None and position < num_images:

@@ -70,6 +70,20 @@ def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, nu
     )
 
 
+def time_left(images_left: int, images_per_second: float) -> str:
+    """How long the rest of the training takes at the rate just measured, for a progress line:
+    "about 4 min 05 s left". The evaluation after it is not counted."""
+    if images_per_second <= 0:
+        return "time left unknown"
+    hours, rest = divmod(round(images_left / images_per_second), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"about {hours} h {minutes:02d} min left"
+    if minutes:
+        return f"about {minutes} min {seconds:02d} s left"
+    return f"about {seconds} s left"
+
+
 class CheckpointClock:
     """Rank 0's timer for checkpoints by time. `interval` 0: only at epoch ends (and on SIGTERM).
 

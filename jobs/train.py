@@ -43,7 +43,7 @@ from jobs import checkpoint, cli, data
 from jobs.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers
 from jobs.loop import TrainingData, train_one_epoch
 from jobs.model import ARCHITECTURE, WorkshopCNN
-from jobs.progress import CheckpointClock, Progress, read_checkpoint, save_checkpoint
+from jobs.progress import CheckpointClock, Progress, read_checkpoint, save_checkpoint, time_left
 from jobs.recipes import RECIPES, RunSettings, build_optimizer
 from jobs.runtime import choose_device, configure_cpu_threads
 from jobs.sample_trace import SampleTrace
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = Options(args.pg_timeout, args.log_every, args.checkpoint_every_seconds, args.save_on_sigterm,
                       args.trace_samples)  # fmt: skip
     if (run_dir / checkpoint.MODEL_NAME).exists():
-        log.info("%s exists: this run is finished, nothing to train (use a new --run-dir to train again)",
+        log.info("%s exists: this run is finished, nothing to train (a new run directory trains again)",
                  run_dir / checkpoint.MODEL_NAME)  # fmt: skip
         return cli.EXIT_OK
 
@@ -250,10 +250,11 @@ def train_run(
                     "train_accuracy": round(result.accuracy, 5), "images_per_second": round(result.images_per_second, 1),
                     "seconds": round(result.seconds, 3), "world_size": place.world_size,
                 })  # fmt: skip
+                left = settings.epochs - epoch - 1
                 log.info(
-                    "epoch %d/%d done: loss %.4f, train accuracy %.2f%%, %.0f images/s, %.1f s; checkpoint saved",
+                    "epoch %d/%d done: loss %.4f, train accuracy %.2f%%, %.0f images/s, %.1f s; checkpoint saved%s",
                     epoch + 1, settings.epochs, result.loss, 100 * result.accuracy, result.images_per_second,
-                    result.seconds,
+                    result.seconds, f"; {time_left(left * len(split.labels), result.images_per_second)}" if left else "",
                 )  # fmt: skip
             if boundary and epoch + 1 < settings.epochs:
                 boundary.after_epoch(epoch + 1)
