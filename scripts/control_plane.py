@@ -232,12 +232,12 @@ class ControlPlane:
         self.state.pids[name] = process.pid
         self._save()
 
-    def _stop(self, name: str, timeout: float = 15) -> None:
+    def _stop(self, name: str, timeout: float = 15, how: signal.Signals = signal.SIGTERM) -> None:
         pid = self.state.pids.pop(name, None)
         self._save()
         if pid is None or not alive(pid):
             return
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, how)
         deadline = time.monotonic() + timeout
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -271,9 +271,10 @@ class ControlPlane:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{self.state.ports['etcd']}/health", timeout=5) as r:
             return json.loads(r.read()).get("health") == "true"
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([self.binary("kubectl"), f"--kubeconfig={self.kubeconfig}", *args], input=input,
-                              capture_output=True, text=True, check=check, timeout=120)
+                              capture_output=True, text=True, check=check, timeout=timeout)
 
     def wait_apiserver(self, timeout: float = 180) -> None:
         self._wait("kube-apiserver /readyz", lambda: self._https_ok("/readyz"), timeout, "kube-apiserver")
@@ -325,8 +326,10 @@ class ControlPlane:
             return all(states.get(name) for name in names)
         self._wait(f"{len(names)} kwok nodes Ready", ready, timeout, "kwok")
 
-    def restart_apiserver(self, down_seconds: float = 0) -> None:
-        self._stop("kube-apiserver")
+    def restart_apiserver(self, down_seconds: float = 0, how: signal.Signals = signal.SIGTERM) -> None:
+        """Stops the API server (SIGTERM: a graceful stop; SIGKILL: a crash), waits, starts it again and
+        waits until it is ready."""
+        self._stop("kube-apiserver", how=how)
         time.sleep(down_seconds)
         self._start("kube-apiserver")
         self.wait_apiserver()

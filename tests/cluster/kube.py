@@ -98,3 +98,18 @@ def pod_from_template(workload: dict[str, Any], name: str) -> dict[str, Any]:
                 "labels": template.get("metadata", {}).get("labels", {}),
                 "annotations": template.get("metadata", {}).get("annotations", {})}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+
+
+def delete(plane: ControlPlane, objects: list[dict[str, Any]], timeout: int = 180) -> None:
+    """Deletes the objects, newest first, and waits until they are gone; what is left after `timeout`
+    is named. CRDs stay: every stack renders the same ones, and a CRD deleted while namespaces are
+    being deleted makes the namespace controller's discovery fail and back off for minutes (seen
+    here: a namespace left Terminating past 120 s). The session's control plane goes with its CRDs."""
+    batch = [o for o in reversed(objects) if o["kind"] != CRD]
+    if not batch:
+        return
+    result = plane.kubectl("delete", "--ignore-not-found", "--wait=true", f"--timeout={timeout}s", "-f", "-",
+                           input=as_list(batch), check=False, timeout=timeout + 30)
+    if result.returncode != 0:
+        left = plane.kubectl("get", "-f", "-", "-o", "name", "--ignore-not-found", input=as_list(batch), check=False)
+        raise AssertionError(f"not deleted within {timeout}s: {left.stdout.split()} ({result.stderr.strip()})")

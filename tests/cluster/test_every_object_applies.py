@@ -14,7 +14,9 @@ For each stack, on the tier's control plane (tests/cluster/conftest.py), as a de
   their pods for real too, and none may report FailedCreate;
 - read back, each object holds every field that was sent, unchanged (a field pruned or rewritten by
   the server would be a diff on every `pulumi preview`), and applying it again changes nothing.
-Then every object is deleted, so that the next stack's are created, not updated.
+Then every object but the CRDs is deleted, so that the next stack's are created, not updated. The CRDs
+stay (every stack renders the same ones; tests/cluster/kube.py `delete` says why): the first stack
+creates them, and for the others applying them again must change nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import subprocess
 
 import pytest
 
-from kube import (CRD, apply, differences, get, kind_rank, pod_from_template, ref, wait_established, wait_until,
-                  WORKLOAD_TEMPLATES)
+from kube import (CRD, apply, delete, differences, get, kind_rank, pod_from_template, ref, wait_established,
+                  wait_until, WORKLOAD_TEMPLATES)
 from synth_support import STACKS
 from infra import versions
 
@@ -98,12 +100,3 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
     finally:
         delete(plane, created)
 
-
-def delete(plane, objects: list[dict]) -> None:
-    """Deletes the objects and waits until they are gone (namespaces included)."""
-    if not objects:
-        return
-    from kube import as_list
-
-    plane.kubectl("delete", "--ignore-not-found", "--wait=true", "--timeout=120s", "-f", "-",
-                  input=as_list(list(reversed(objects))))

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from kube import CRD, apply, as_list, kind_rank, wait_established
+from kube import CRD, apply, delete, kind_rank, wait_established
 
 CONTROLLER = "system:serviceaccount:elastic-job:elastic-job-k8s-controller"
 WORKLOAD_NAMESPACE = "training"
@@ -69,8 +69,7 @@ def dev_rbac(rendered, control_plane):
     apply(control_plane, objects)
     wait_established(control_plane, [o["metadata"]["name"] for o in objects if o["kind"] == CRD])
     yield
-    control_plane.kubectl("delete", "--ignore-not-found", "--wait=true", "--timeout=120s", "-f", "-",
-                          input=as_list(list(reversed(objects))))
+    delete(control_plane, objects)
 
 
 def can(plane, user: str, verb: str, resource: str, namespace: str) -> bool:

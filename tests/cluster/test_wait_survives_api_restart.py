@@ -3,8 +3,8 @@
 The wait is the real one (infra/components/completion.py wait_for) reading through the real reader
 (infra/components/kubernetes_reader.py KubernetesCluster, the official client) with the control
 plane's kubeconfig file, as on target `existing`. The `local` stack's CRD, namespace and ElasticJob are
-applied; while the wait polls, the API server process is stopped and started again (etcd keeps the
-state); then the test plays the controller's status part (no controller runs in this tier) and marks
+applied; while the wait polls, the API server process is killed (SIGKILL) and started again (etcd
+keeps the state); then the test plays the controller's status part (no controller runs in this tier) and marks
 the ElasticJob Succeeded. The wait must ride out the outage and report success; a wait that gave up on
 the first refused connection would report failure instead.
 """
@@ -12,10 +12,11 @@ the first refused connection would report failure instead.
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 
-from kube import CRD, apply, as_list, wait_established, wait_until
+from kube import CRD, apply, delete, wait_established, wait_until
 from infra.components.completion import KubernetesCluster, TransientApiError, wait_for
 from infra.specs.elastic import JOB_LABEL
 
@@ -53,7 +54,8 @@ def test_the_wait_rides_out_an_api_server_restart(rendered, control_plane):
         waiter.start()
         wait_until("the wait's first reads", lambda: cluster.reads >= 2, timeout=30)
 
-        plane.restart_apiserver(down_seconds=3)
+        # A crash, not a graceful stop: in-flight requests are cut, and nothing answers for 3 s.
+        plane.restart_apiserver(down_seconds=3, how=signal.SIGKILL)
         assert waiter.is_alive(), f"the wait ended during the restart: {verdicts}"
         wait_until("a read after the restart", lambda: cluster.reads >= 4, timeout=60)
 
@@ -67,5 +69,4 @@ def test_the_wait_rides_out_an_api_server_restart(rendered, control_plane):
         assert cluster.transient >= 1, "the restart never reached the wait: the test proves nothing"
         assert verdicts[0].state == "succeeded", verdicts[0].message
     finally:
-        plane.kubectl("delete", "--ignore-not-found", "--wait=true", "--timeout=120s", "-f", "-",
-                      input=as_list([elasticjob, *namespace, *crd]))
+        delete(plane, [*crd, *namespace, elasticjob])

@@ -116,9 +116,10 @@ def test_a_failed_metrics_write_keeps_the_old_file_and_no_temporary(tmp_path, mo
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(evaluate.os, "replace", no_space)
-    with pytest.raises(cli.JobError) as error:
+    with pytest.raises(cli.VolumeError) as error:  # exit 3: a retry finds the same full volume
         evaluate.write_json_atomically({"accuracy": 0.9}, path)
-    assert str(error.value) == f"cannot write metrics to {path}: No space left on device"
+    assert str(error.value) == (f"cannot write metrics to {path}: No space left on device "
+                                "(the volume is full: free space or grow it, then rerun)")
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"accuracy": 0.5}
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
