@@ -91,7 +91,9 @@ def state_objects(project: EngineProject) -> list[dict[str, Any]]:
 
 def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, engine_bin, tmp_path):
     plane, timings = control_plane, {}
-    nodes = stack_nodes(rendering["local"].result().directory, tools_version("KUBERNETES_VERSION"))
+    synth = rendering["local"].result()
+    nodes = stack_nodes(synth.directory, tools_version("KUBERNETES_VERSION"))
+    namespace = next(m for m in synth.manifests if m["kind"] == "ElasticJob")["metadata"]["namespace"]
     with tempfile.NamedTemporaryFile("w", suffix=".json") as nodes_file:
         nodes_file.write(as_list(nodes))
         nodes_file.flush()
@@ -102,8 +104,6 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
     started = time.monotonic()
     project = EngineProject(tmp_path, engine_bin, "local")
     project.set_config({"elastic-training:kubeconfig": str(plane.kubeconfig), "elastic-training:kubeContext": context})
-    namespace = project.stack.get_config("elastic-training:namespace").value \
-        if "elastic-training:namespace" in project.stack.get_all_config() else "training"
     first_run = project.stack.get_config("elastic-training:runId").value
     destroyed = False
 
