@@ -46,7 +46,8 @@ def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
     volume = SharedVolume("storage", SharedVolumeArgs(settings, cluster.provider, elastic.workload_namespace))
     image_ref = pulumi.Output.from_input(settings.image_uri)
     controller = ElasticController("elastic-controller", ElasticControllerArgs(
-        settings, cluster.provider, image_ref, [elastic.crd, elastic.workload_namespace, volume.claim]))
+        settings, cluster.provider, image_ref,
+        [elastic.crd, elastic.workload_namespace, *elastic.workload_policies, volume.claim]))
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, image_ref, kube_context=cluster.context,
         prerequisites=[volume.claim, elastic.crd, controller.deployment, elastic.etcd]))
@@ -80,7 +81,8 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     registry = Registry("registry", RegistryArgs(settings))
     controller = ElasticController("elastic-controller", ElasticControllerArgs(
         settings, cluster.provider, registry.image_ref,
-        [elastic.crd, elastic.workload_namespace, storage.claim, storage.csi_driver, cluster.system_nodes]))
+        [elastic.crd, elastic.workload_namespace, *elastic.workload_policies, storage.claim, storage.csi_driver,
+         cluster.system_nodes]))
     artifacts = Artifacts("artifacts", ArtifactsArgs(settings))
     gpu_support = []
     if is_gpu_stack(settings):

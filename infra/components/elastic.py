@@ -33,6 +33,7 @@ class Elastic(pulumi.ComponentResource):
     crd: KubernetesObject
     etcd: KubernetesObject
     workload_namespace: KubernetesObject
+    workload_policies: list[KubernetesObject]  # every pod of the namespace comes after them
 
     def __init__(self, name: str, args: ElasticArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("Elastic"), name, None, opts)
@@ -45,6 +46,7 @@ class Elastic(pulumi.ComponentResource):
             f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads", specs.WORKLOAD_NAMESPACE_ENFORCE), in_cluster)
         workload_policies = self._network_policies(name, specs.workload_network_policies(settings.namespace), args.provider,
                                                    self.workload_namespace)
+        self.workload_policies = workload_policies
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
         after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))
