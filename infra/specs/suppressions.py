@@ -30,6 +30,8 @@ def _third_party_image(image: str) -> str:
 # instead (an image loaded into kind has no registry digest) fails two checks, for a reason:
 # (checkov scans the Jobs; it has no checks for the ElasticJob, a custom resource.)
 WORKLOAD_COMPONENTS = ("data-prep", "evaluation")
+# Our objects that run the training image too (the controller's Deployment: python -m controller).
+IMAGE_COMPONENTS = {("Job", "data-prep"), ("Job", "evaluation"), CONTROLLER}
 TAG_PINNED_IMAGE: list[tuple[str, str]] = [
     ("CKV_K8S_43", "imageUri names a tag, not a digest: an image built and loaded into the cluster (kind load "
                    "docker-image) has no registry digest; stacks that push to a registry should pin by digest"),
@@ -84,7 +86,7 @@ def pinned_by_tag(image: Any) -> bool:
 def suppressions_for(obj: dict[str, Any]) -> list[tuple[str, str]]:
     component = obj.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component", "")
     found = list(SUPPRESSIONS.get((obj["kind"], component), []))
-    if obj["kind"] == "Job" and component in WORKLOAD_COMPONENTS and any(pinned_by_tag(image) for image in _images(obj)):
+    if (obj["kind"], component) in IMAGE_COMPONENTS and any(pinned_by_tag(image) for image in _images(obj)):
         found += TAG_PINNED_IMAGE
     return found
 

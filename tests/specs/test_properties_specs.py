@@ -471,8 +471,10 @@ def test_tag_rows_go_to_our_jobs_only_are_added_after_an_objects_own_rows_and_ne
         assert suppressions.suppressions_for(obj("CronJob", component, tag)) == []
     assert suppressions.suppressions_for(obj("Job", "export", tag)) == []
     assert suppressions.suppressions_for(obj("Job", "training", tag)) == []
+    # the controller runs the training image: its own rows, then the tag rows when imageUri names a tag
     controller = obj(*suppressions.CONTROLLER, tag)
     rows = suppressions.SUPPRESSIONS[suppressions.CONTROLLER]
-    assert suppressions.suppressions_for(controller) == rows
+    assert suppressions.suppressions_for(controller) == rows + suppressions.TAG_PINNED_IMAGE
+    assert suppressions.suppressions_for(obj(*suppressions.CONTROLLER, IMAGE)) == rows
     assert _skips(suppressions.annotate(controller, image_by_tag=True)) == rows + suppressions.TAG_PINNED_IMAGE
     assert len(suppressions.TAG_PINNED_IMAGE) == 2 and suppressions.SUPPRESSIONS[suppressions.CONTROLLER] == rows
