@@ -39,8 +39,12 @@ class Api:
     batch: Any
     core: Any
 
-    def to_dict(self, obj: Any) -> dict[str, Any]:
-        return self.core.api_client.sanitize_for_serialization(obj)
+
+def _raw(call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The API server's JSON as sent (timestamps stay RFC 3339 "...Z", as Kubernetes writes them),
+    not the client's models."""
+    import json
+    return json.loads(call(*args, _preload_content=False, **kwargs).data)
 
 
 def now_text() -> str:
@@ -78,15 +82,15 @@ class Reconciler:
     def _job(self, name: str) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
         try:
-            return self.api.to_dict(self.api.batch.read_namespaced_job(name, self.namespace))
+            return _raw(self.api.batch.read_namespaced_job, name, self.namespace)
         except ApiException as error:
             if error.status == GONE:
                 return None
             raise
 
     def _pods(self, name: str, job: dict[str, Any]) -> list[dict[str, Any]]:
-        pods = self.api.core.list_namespaced_pod(self.namespace, label_selector=f"{render.ELASTICJOB_LABEL}={name}")
-        return [pod for pod in map(self.api.to_dict, pods.items) if _owned_by(pod, job["metadata"]["uid"])]
+        pods = _raw(self.api.core.list_namespaced_pod, self.namespace, label_selector=f"{render.ELASTICJOB_LABEL}={name}")
+        return [pod for pod in pods["items"] if _owned_by(pod, job["metadata"]["uid"])]
 
     # --- writes --------------------------------------------------------------------------------
     def _patch_status(self, elasticjob: dict[str, Any], new: dict[str, Any]) -> None:
@@ -136,7 +140,7 @@ class Reconciler:
             return RECHECK_DELETING_SECONDS
         if job is None:
             log.info("elasticjob %s: creating Job %s", name, name)
-            job = self.api.to_dict(self.api.batch.create_namespaced_job(self.namespace, desired))
+            job = _raw(self.api.batch.create_namespaced_job, self.namespace, desired)
         pods = self._pods(name, job)
         self._patch_status(elasticjob, status.derive(elasticjob, job, pods, now_text(),
                                                      progress.read(elasticjob, self.shared_root)))

@@ -129,7 +129,8 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
         for kind in (RUNNING, RESTARTING):
             _clear(conditions, kind, "ElasticJobFinished", f"ElasticJob {name} finished", now)
         if complete:
-            _set(conditions, SUCCEEDED, True, "ElasticJobSucceeded", complete.get("message") or f"ElasticJob {name} succeeded", now)
+            detail = f" ({complete['message']})" if complete.get("message") else ""
+            _set(conditions, SUCCEEDED, True, "ElasticJobSucceeded", f"ElasticJob {name} succeeded{detail}", now)
         else:
             _set(conditions, FAILED, True, failed.get("reason") or "Failed", failed.get("message") or "", now)
         finished = job_status.get("completionTime") or (complete or failed).get("lastTransitionTime") or now
