@@ -141,21 +141,30 @@ def test_deleting_the_elasticjob_leaves_nothing(running_controller):
     assert h.job(plane, NS, "deleted") is None
 
 
-def test_progress_is_read_back_from_the_runs_history(running_controller):
+def test_progress_is_read_back_from_the_runs_history_and_status_prints_it(running_controller, capsys):
     plane, ctl, shared = running_controller
+    from infra.cli import status as status_command
     from jobs import checkpoint
 
     run_dir = shared / "runs" / "progress"
     run_dir.mkdir(parents=True)
-    apply(plane, [h.elasticjob("progress", NS, run_for="30s", run_dir=str(run_dir))])
-    h.running_pods(plane, NS, "progress", 2)
+    name = "train-progress"  # the stack's name for runId "progress" (infra/specs/workloads.py names)
+    apply(plane, [h.elasticjob(name, NS, run_for="30s", run_dir=str(run_dir))])
+    h.running_pods(plane, NS, name, 2)
     checkpoint.append_history(run_dir, {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2,
                                         "restart_count": 0})
     checkpoint.append_history(run_dir, {"event": "epoch", "epoch": 1, "loss": 1.9, "train_accuracy": 0.31,
                                         "images_per_second": 800.0, "seconds": 0.5, "world_size": 2})
-    progress = wait_until("status.progress", lambda: (p := h.status(plane, NS, "progress").get("progress")) and
+    progress = wait_until("status.progress", lambda: (p := h.status(plane, NS, name).get("progress")) and
                           p.get("epoch") == 1 and p, timeout=30)
     assert (progress["epochs"], progress["loss"], progress["accuracy"], progress["imagesPerSecond"]) == (5, 1.9, 0.31, 800.0)
     assert progress["secondsLeft"] == 2 and 0 < progress["goodput"] <= 1
-    printed = plane.kubectl("get", "elasticjob", "progress", "-n", NS).stdout
+    printed = plane.kubectl("get", "elasticjob", name, "-n", NS).stdout
     assert "EPOCH" in printed.splitlines()[0] and printed.splitlines()[1].split()[-2] == "1"
+    # the command users run, through the real client, as on target existing
+    code = status_command.main(["local", "-c", f"namespace={NS}", "-c", "runId=progress",
+                                "--kubeconfig", str(plane.kubeconfig), "--context", ""])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and out[0].startswith(f"ElasticJob {NS}/{name}: Running, started ")
+    assert out[1] == "workers: 2 active, 0 succeeded, 0 failed"
+    assert out[2].startswith("progress: epoch 1/5, loss 1.9000, train accuracy 31.0%, 800 images/s, about 0m02s left")
