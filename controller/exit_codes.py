@@ -1,5 +1,5 @@
 """What a worker's exit code means to the controller: the contract between the jobs, the controller
-and the wait (the brief's table; tests/controller/test_exit_codes.py compares it with the numbers
+and the wait (the brief's table; tests/controller/test_controller_exit_codes.py compares it with the numbers
 jobs/ exits with). The Job the controller renders carries it as its podFailurePolicy (render.py).
 
 - 0 done;

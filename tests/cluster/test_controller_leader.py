@@ -19,7 +19,7 @@ def holder(plane) -> str:
     return result.stdout.strip() if result.returncode == 0 else ""
 
 
-def test_one_leads_and_the_other_takes_over_when_it_stops(control_plane):
+def test_one_leads_and_the_other_takes_over_when_it_stops(control_plane, record_property):
     plane = control_plane
     h.nodes(plane)
     h.namespace(plane, NS)
@@ -38,6 +38,7 @@ def test_one_leads_and_the_other_takes_over_when_it_stops(control_plane):
         assert first.stop() == 0, first.output()[-2000:]
         wait_until("second takes the lease", lambda: holder(plane) == "second", timeout=30, every=0.1)
         took = time.monotonic() - stopped
+        record_property("takeover_seconds", round(took, 2))
         lease = h.kubectl_json(plane, "get", "lease", "elastic-job-controller", "-n", NS)["spec"]
         assert lease["leaseTransitions"] == transitions + 1
         # released on SIGTERM: taken within a retry period or two, not after the 15 s lease duration

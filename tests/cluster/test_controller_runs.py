@@ -168,3 +168,23 @@ def test_progress_is_read_back_from_the_runs_history_and_status_prints_it(runnin
     assert code == 0 and out[0].startswith(f"ElasticJob {NS}/{name}: Running, started ")
     assert out[1] == "workers: 2 active, 0 succeeded, 0 failed"
     assert out[2].startswith("progress: epoch 1/5, loss 1.9000, train accuracy 31.0%, 800 images/s, about 0m02s left")
+
+
+def test_run_policy_clean_pods_then_delete_the_finished_elasticjob(running_controller):
+    """cleanPodPolicy All deletes the finished run's pods; ttlSecondsAfterFinished then deletes the
+    ElasticJob, and its Job with it (the archived controller read neither: facts 18)."""
+    plane, ctl, _ = running_controller
+    apply(plane, [h.elasticjob("policy", NS, run_for="2s", cleanPodPolicy="All", ttlSecondsAfterFinished=4)])
+    h.condition(plane, NS, "policy", "Succeeded")
+    wait_until("the finished run's pods deleted", lambda: not h.pods(plane, NS, "policy"), timeout=30)
+    assert h.job(plane, NS, "policy") is not None  # the Job stays until the TTL
+    wait_until("the ElasticJob deleted after its TTL",
+               lambda: plane.kubectl("get", "elasticjob", "policy", "-n", NS, check=False).returncode != 0, timeout=30)
+    wait_until("its Job collected", lambda: h.job(plane, NS, "policy") is None, timeout=30)
+
+
+def test_active_deadline_fails_the_run_with_the_jobs_reason(running_controller):
+    plane, ctl, _ = running_controller
+    apply(plane, [h.elasticjob("slow", NS, run_for="60s", activeDeadlineSeconds=3)])
+    failed = h.condition(plane, NS, "slow", "Failed", timeout=60)
+    assert failed["reason"] == "DeadlineExceeded"

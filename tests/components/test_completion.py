@@ -1,7 +1,7 @@
 """How `pulumi up` decides an ElasticJob succeeded or failed, what it says, and what it cleans up.
 
 The ElasticJob dicts below have the status our controller writes (controller/status.py derives it,
-tests/controller/test_status.py checks that, tests/cluster/test_controller_*.py on the real
+tests/controller/test_controller_status.py checks that, tests/cluster/test_controller_*.py on the real
 control plane): Kubeflow-style conditions (type, status "True"/"False", reason, message), the
 Failed condition carrying the Job's reason, and `lastFailure`. Events: the Job controller records
 `FailedCreate`, "Error creating: <API error>", on the Job, which has the ElasticJob's name
