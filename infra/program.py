@@ -12,6 +12,7 @@ from infra.components.cluster import Cluster, ClusterArgs
 from infra.config import EKS, PROJECT, ConfigError, Settings, is_gpu_stack
 from infra.components.device_plugin import DevicePlugin, DevicePluginArgs
 from infra.components.elastic import Elastic, ElasticArgs
+from infra.components.elastic_controller import ElasticController, ElasticControllerArgs
 from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
 from infra.components.network import Network, NetworkArgs
 from infra.components.registry import Registry, RegistryArgs
@@ -44,9 +45,12 @@ def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
     elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider))
     volume = SharedVolume("storage", SharedVolumeArgs(settings, cluster.provider, elastic.workload_namespace))
     image_ref = pulumi.Output.from_input(settings.image_uri)
+    controller = ElasticController("elastic-controller", ElasticControllerArgs(
+        settings, cluster.provider, image_ref,
+        [elastic.crd, elastic.workload_namespace, *elastic.workload_policies, volume.claim]))
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, image_ref, kube_context=cluster.context,
-        prerequisites=[volume.claim, elastic.crd, elastic.controller, elastic.etcd]))
+        prerequisites=[volume.claim, elastic.crd, controller.deployment, elastic.etcd]))
     context = f" --context {cluster.context}" if cluster.context else ""
     outputs = {"kubeconfig": cluster.kubeconfig, "kubeContext": cluster.context, "imageRef": image_ref,
                **_run_outputs(settings, workloads, f"kubectl --kubeconfig {cluster.kubeconfig}{context}")}
@@ -75,6 +79,10 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
         cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.system_nodes))
     addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.system_nodes))
     registry = Registry("registry", RegistryArgs(settings))
+    controller = ElasticController("elastic-controller", ElasticControllerArgs(
+        settings, cluster.provider, registry.image_ref,
+        [elastic.crd, elastic.workload_namespace, *elastic.workload_policies, storage.claim, storage.csi_driver,
+         cluster.system_nodes]))
     artifacts = Artifacts("artifacts", ArtifactsArgs(settings))
     gpu_support = []
     if is_gpu_stack(settings):
@@ -82,7 +90,7 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
-        prerequisites=[storage.claim, storage.csi_driver, elastic.crd, elastic.controller, elastic.etcd,
+        prerequisites=[storage.claim, storage.csi_driver, elastic.crd, controller.deployment, elastic.etcd,
                        addons.metrics_server, capacity.node_pool, *gpu_support],
         artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
     results = pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id))

@@ -80,14 +80,11 @@ COREDNS_ADDON_VERSION = "v1.12.4-eksbuild.1"
 OFFLINE_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION,
                           COREDNS_ADDON: COREDNS_ADDON_VERSION, EBS_CSI_ADDON: EBS_CSI_ADDON_VERSION}
 
-# TorchElastic controller (pytorch/elastic kubernetes/, amd64-only, distroless nonroot).
-ELASTIC_CONTROLLER_IMAGE = "docker.io/torchelastic/kubernetes:0.1.0"
-
 # etcd for torchrun's etcd rendezvous: must stay on 3.5.x, the last line with the v2 API
 # (--enable-v2) that python-etcd speaks; 3.6 removed it.
 ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.19"
 
-# Managed node AMI family (x86-64: the controller image is amd64-only).
+# Managed node AMI family (x86-64, the training image's platform below).
 NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"
 
 # The training image's platform, matching the node AMI above.

@@ -1,7 +1,8 @@
 """The layout is the architecture: a folder's name says what its files are, arrows run one way, files stay small.
 
     cli -> program -> components -> specs -> config -> aws -> versions
-(a module may import its own layer or a lower one, never a higher one); jobs/ never imports infra/ or pulumi.
+(a module may import its own layer or a lower one, never a higher one); jobs/ never imports infra/ or pulumi;
+controller/ imports none of infra/, jobs/, pulumi.
 """
 
 from __future__ import annotations
@@ -70,7 +71,16 @@ def test_jobs_never_import_infra_or_pulumi(path):
             f"{path.relative_to(ROOT)}:{line} imports {module}: the training image carries jobs/ only")
 
 
-@pytest.mark.parametrize("path", PRODUCT + sorted((ROOT / "jobs").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", sorted((ROOT / "controller").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_controller_never_imports_infra_jobs_or_pulumi(path):
+    """controller/ runs in the training image beside jobs/, with the kubernetes client only."""
+    for line, module in imported_modules(path):
+        assert module.split(".")[0] not in ("infra", "jobs", "pulumi", "pulumi_aws", "pulumi_kubernetes", "torch"), (
+            f"{path.relative_to(ROOT)}:{line} imports {module}: the controller needs only the kubernetes client")
+
+
+@pytest.mark.parametrize("path", PRODUCT + sorted((ROOT / "jobs").rglob("*.py")) + sorted((ROOT / "controller").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_module_over_the_size_limit_without_a_reason(path):
     lines = len(path.read_text().splitlines())
     if lines > MAX_LINES:

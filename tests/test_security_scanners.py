@@ -28,7 +28,7 @@ import yaml
 from infra.config import is_gpu_stack, load_settings
 from infra.specs import elastic as elastic_specs
 from infra.specs import gpu as gpu_specs
-from infra.specs.suppressions import (SUPPRESSIONS, TAG_PINNED_IMAGE, WORKLOAD_COMPONENTS, markdown_rows, pinned_by_tag,
+from infra.specs.suppressions import (IMAGE_COMPONENTS, SUPPRESSIONS, TAG_PINNED_IMAGE, markdown_rows, pinned_by_tag,
                                       suppressions_for)
 from infra.config.stack_file import read_stack_file
 from scanner_helpers import (CHECKOV, HADOLINT, PYTHON, REPO, checkov_reports, checkov_results, component_of,
@@ -65,13 +65,11 @@ REVIEWED_MANAGED_POLICIES = {
 }
 # The only pod that talks to the Kubernetes API, so the only one with a service account token.
 API_CLIENT_SERVICE_ACCOUNTS = {elastic_specs.CONTROLLER_NAME}
-# Pod Security levels per namespace: both warn and audit on "restricted"; the workload namespace
-# enforces "baseline" because the TorchElastic controller drops seccompProfile from the worker pods
-# it creates (tests/test_pod_security.py proves both sides on the pods themselves).
+# Pod Security levels per namespace: the workload namespace (the only one the stack creates; the
+# controller runs there too) enforces, warns and audits on "restricted": the worker pods are the
+# Job's template whole (tests/specs/test_pod_security.py proves it on the pods themselves).
 PSA_LABELS = {
-    "workloads": {"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/audit": "restricted",
-                  "pod-security.kubernetes.io/warn": "restricted"},
-    "elastic-controller": {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")},
+    "workloads": {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")},
 }
 
 
@@ -206,7 +204,7 @@ def test_checkov_scanned_every_stack_and_every_workload(scans):
     scanned = {Path(c["file_abs_path"]) for c in passed}
     for stack in STACKS:
         kinds = {obj["kind"] for path, obj in load_manifests(scans.root / "manifests" / stack).items() if path in scanned}
-        assert {"Deployment", "Job", "Service", "ServiceAccount", "ClusterRole", "RoleBinding"} <= kinds, (stack, kinds)
+        assert {"Deployment", "Job", "Service", "ServiceAccount", "Role", "RoleBinding"} <= kinds, (stack, kinds)
 
 
 def test_every_suppression_is_explained_and_still_needed(scans, rendered):
@@ -235,12 +233,13 @@ def test_every_suppression_is_explained_and_still_needed(scans, rendered):
     # from the rendered objects' images, not from their annotations.
     expected |= {(Path(path).parent.name, obj["kind"], component_of(obj), check_id)
                  for path, obj in objects.items() if Path(path).parent.parent.name == "manifests"
-                 and obj["kind"] == "Job" and component_of(obj) in WORKLOAD_COMPONENTS
+                 and (obj["kind"], component_of(obj)) in IMAGE_COMPONENTS
                  and any(pinned_by_tag(c["image"]) for t in pod_templates(obj) for c in t["spec"]["containers"])
                  for check_id, _ in TAG_PINNED_IMAGE}
     for stack in STACKS:
         if stack_target(stack) == "existing":  # the local stack runs a kind-loaded image by tag
             assert (stack, "Job", "data-prep", "CKV_K8S_43") in expected, stack
+            assert (stack, "Deployment", "elastic-controller", "CKV_K8S_43") in expected, stack
     assert {key(c) for c in skipped} == expected
     failing_without = {key(c) for c in scans.checkov_results("kubernetes", "failed_checks", under="unsuppressed")}
     assert not expected - failing_without, (
@@ -300,11 +299,7 @@ def test_every_pod_is_hardened(rendered, stack):
         host_paths = [v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v]
         agent_dir = node_agent_dir(obj)
         assert host_paths == ([agent_dir] if agent_dir else []), where
-        # The ElasticJob's template carries no seccompProfile: the controller's Kubernetes 1.15 types
-        # could not hold it (infra/specs/controller_fields.py); its pods get RuntimeDefault from the
-        # nodes' kubelet seccompDefault (tests/components/test_node_launch_template.py).
-        seccomp = None if obj["kind"] == "ElasticJob" else {"type": "RuntimeDefault"}
-        assert pod_context.get("seccompProfile") == seccomp, where
+        assert pod_context.get("seccompProfile") == {"type": "RuntimeDefault"}, where
         if agent_dir:  # root, see NODE_AGENTS; the container checks below still apply
             assert obj["metadata"]["namespace"] == "kube-system", where
             for container in spec["containers"]:
@@ -326,7 +321,7 @@ def test_every_pod_is_hardened(rendered, stack):
             assert context["capabilities"] == {"drop": ["ALL"]}, where_c
             assert context["readOnlyRootFilesystem"] is True, where_c
             assert not context.get("privileged"), where_c
-            assert context.get("seccompProfile") == seccomp, where_c
+            assert context.get("seccompProfile") == {"type": "RuntimeDefault"}, where_c
             assert not [p for p in container.get("ports", []) if "hostPort" in p], where_c
             # Read-only root: every writable path is a volume.
             mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
@@ -339,7 +334,7 @@ def test_namespaces_enforce_their_pod_security_standard_and_warn_on_restricted(r
     manifests = rendered[stack].manifests.values()
     namespaces = {obj["metadata"]["name"]: obj for obj in manifests if obj["kind"] == "Namespace"}
     settings = load_settings(read_stack_file(stack), stack)
-    assert set(namespaces) == {settings.namespace, elastic_specs.CONTROLLER_NAMESPACE}
+    assert set(namespaces) == {settings.namespace}
     for obj in namespaces.values():
         labels = obj["metadata"]["labels"]
         expected = PSA_LABELS[component_of(obj)]
@@ -395,7 +390,7 @@ def test_network_policies_admit_only_what_is_needed(rendered, stack):
     _, worker = pod_labels(synth, "ElasticJob", elastic_specs.TRAINING_COMPONENT)
     _, prep = pod_labels(synth, "Job", "data-prep")
     _, evaluation = pod_labels(synth, "Job", "evaluation")
-    controller_ns, controller = pod_labels(synth, "Deployment", "elastic-controller")
+    _, controller = pod_labels(synth, "Deployment", "elastic-controller")
     policies = ingress_policies(synth, namespace)
     assert admitted_from(policies, etcd, worker, elastic_specs.ETCD_CLIENT_PORT)
     assert admitted_from(policies, worker, worker, 29500)
@@ -404,7 +399,7 @@ def test_network_policies_admit_only_what_is_needed(rendered, stack):
         assert not admitted_from(policies, worker, outsider, 29500), outsider
     for inside in (prep, evaluation):
         assert not admitted_from(policies, inside, worker), inside
-    assert not admitted_from(ingress_policies(synth, controller_ns), controller, {"run": "debug-shell"}, 8080)
+    assert not admitted_from(policies, controller, {"run": "debug-shell"}, 8080)  # it serves nothing
 
 
 @pytest.mark.parametrize("stack", EKS_STACKS)

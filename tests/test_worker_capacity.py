@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from controller_model import worker_pod
+from worker_pods import worker_pod
 from test_gpu_stack import WORKERS, can_land_on, node_groups, pod_templates
 
 # Pods of the stack that must run where a preemption cannot reach: everything but the workers (and

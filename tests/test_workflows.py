@@ -874,7 +874,6 @@ def test_e2e_names_match_the_local_stack():
     """What the workflow checks is what the stack creates: context, image, namespaces, Job names."""
     from infra.config import load_settings  # noqa: PLC0415
     from infra.specs import workloads as workload_specs  # noqa: PLC0415
-    from infra.specs.elastic import CONTROLLER_NAMESPACE  # noqa: PLC0415
     from infra.config.stack_file import read_stack_file  # noqa: PLC0415
 
     stack = e2e_stack()
@@ -885,7 +884,7 @@ def test_e2e_names_match_the_local_stack():
     assert settings.kube_context == f"kind-{env['CLUSTER']}"
     assert settings.kubeconfig == "~/.kube/config"  # where `kind create cluster` writes it
     assert env["IMAGE"] == settings.image_uri
-    assert env["NAMESPACE"] == settings.namespace and env["CONTROLLER_NAMESPACE"] == CONTROLLER_NAMESPACE
+    assert env["NAMESPACE"] == settings.namespace  # the controller runs there too
     names = workload_specs.names(settings.run_id)
     assert (env["TEST_JOB"], env["ELASTICJOB"]) == (names.test, names.training)
 
@@ -936,16 +935,16 @@ def test_e2e_passphrase_is_made_per_run_and_masked():
 
 
 @pytest.mark.parametrize("listed", [["namespace/default", "namespace/kube-system"],
-                                    ["namespace/default", "namespace/training-old", "namespace/elastic-job-2"]],
+                                    ["namespace/default", "namespace/training-old", "namespace/training-2"]],
                          ids=["gone", "only-look-alikes-left"])
 def test_e2e_namespace_check_passes_once_ours_are_gone(tmp_path, listed):
-    """`kubectl get namespace -o name` prints one `namespace/<name>` per line; only our two names count."""
+    """`kubectl get namespace -o name` prints one `namespace/<name>` per line; only ours counts."""
     (step,) = [s for s in steps(e2e_job()) if "namespaces left after pulumi destroy" in str(s.get("run", ""))]
     (tmp_path / "bin").mkdir()
     fake_tool(tmp_path / "bin", "kubectl", '[ "$*" = "get namespace -o name" ] || exit 2\n'
               "cat <<'EOF'\n" + "\n".join(listed) + "\nEOF\n")
     fake_tool(tmp_path / "bin", "sleep", "exit 0\n")
-    result, _ = run_step(step["run"], tmp_path, NAMESPACE="training", CONTROLLER_NAMESPACE="elastic-job")
+    result, _ = run_step(step["run"], tmp_path, NAMESPACE="training")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -954,5 +953,5 @@ def test_e2e_namespace_check_fails_while_one_is_left(tmp_path):
     (tmp_path / "bin").mkdir()
     fake_tool(tmp_path / "bin", "kubectl", "printf 'namespace/default\\nnamespace/training\\n'\n")
     fake_tool(tmp_path / "bin", "sleep", "exit 0\n")  # no real waiting in the test
-    result, _ = run_step(step["run"], tmp_path, NAMESPACE="training", CONTROLLER_NAMESPACE="elastic-job")
+    result, _ = run_step(step["run"], tmp_path, NAMESPACE="training")
     assert result.returncode == 1 and "namespaces left after pulumi destroy: namespace/training" in result.stdout

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from infra.cli import compare, config_docs, cost_command, deploy, local, synth
+from infra.cli import compare, config_docs, cost_command, deploy, local, status, synth
 from infra.cli.preflight import command as preflight
 
 # name -> (entry point, one line for the overview, exit statuses)
@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str, str]] = {
            "0 deployed, 1 preflight or Pulumi failed, 2 bad stack, config or usage"),
     "destroy": (deploy.destroy, "`pulumi destroy` of a stack (preview, then asks)",
                 "0 removed, 1 Pulumi failed, 2 bad stack or usage"),
+    "status": (status.main, "where the stack's training run stands: state, workers, last failure, progress",
+               "0 printed, 1 the cluster cannot be read or has no such run, 2 bad config or usage"),
     "local": (local.main, "the whole pipeline on this machine on CPU: prepare, train (torchrun), evaluate",
               "0 done, a failing step's status, 2 usage"),
     "config-table": (config_docs.main, "print the configuration table of the docs, made from the key table",

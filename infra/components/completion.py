@@ -1,30 +1,28 @@
 """Waiting for an ElasticJob to finish, and saying why when it does not.
 
-What the TorchElastic controller really does (pytorch/elastic `kubernetes/` @ bc88e69, on
-kubeflow/common @ 0b3a4c3, the version its go.mod pins) decides what the wait reads:
-  - success is a `Succeeded` condition with status "True" (kubeflow/common pkg/util/status.go);
-  - under `restartPolicy: ExitCode` a worker that fails for good (exit code 1, or a pod that never
-    ran its container, exit code placeholder 0xbeef) is never recreated, and the job is never marked
-    Failed: it stays `Running` (controllers/job.go UpdateJobStatus). So the wait reads the pods too;
-  - a pod the API server refuses (admission, quota, ...) only shows as a `FailedCreatePod` event on
-    the ElasticJob (kubeflow/common pkg/controller.v1/common/pod.go createPod); the controller
-    retries forever, so the wait reads the events too;
-  - `activeDeadlineSeconds` is inert (its check needs status.startTime, which nothing sets:
-    kubeflow/common job.go pastActiveDeadline), so the only deadline is ours.
+Our controller (controller/, issue 33) writes what the wait reads into the ElasticJob's status, so
+the wait reads conditions and never infers a verdict from pods where a condition says it:
+  - success is a `Succeeded` condition with status "True";
+  - failure is a `Failed` condition with status "True", whose reason is the Job's
+    (BackoffLimitExceeded, FailedIndexes, DeadlineExceeded, PodFailurePolicy, ...: controller/status.py)
+    and `status.lastFailure` names the worker pod, its index, exit code and reason;
+  - a pod the API server refuses (admission, quota, ...) only shows as a `FailedCreate` event on the
+    ElasticJob's Job (Kubernetes pkg/controller/controller_utils.go FailedCreatePodReason), which the
+    Job controller retries forever, so the wait reads those events too;
+  - pods are read for what no condition says: workers no node can hold (scheduling.py), the
+    rendezvous store's health (rendezvous_health.py) and the deadline line.
 
 `ElasticJobCompletion` (a dynamic resource that `pulumi up` waits on) fails with one of:
-  - "ElasticJob <ns>/<name>: worker <pod> failed with exit code N ..."   a permanent worker failure
-  - "ElasticJob <ns>/<name>: worker <pod> failed before its container ran ..."
-  - "ElasticJob <ns>/<name>: the controller cannot create worker pods: <event message>"
+  - "ElasticJob <ns>/<name> failed: <reason>: <message>; last failure: worker <pod> (index i) exited N (<reason>, <action>)"
+  - "ElasticJob <ns>/<name>: the Job cannot create worker pods: <event message>"
   - "ElasticJob <ns>/<name>: worker <pod> can never be scheduled: ...; the scheduler says: <its message>"
   - "ElasticJob <ns>/<name>: worker <pod> was not scheduled in 30 minutes, ...; the scheduler says: ..."
     (infra/components/scheduling.py: a Pending worker no node can hold, or capacity that does not come)
   - "ElasticJob <ns>/<name>: the rendezvous store ... has had no ready pod for N minutes ..." (rendezvous_health.py)
-  - "ElasticJob <ns>/<name> failed: <reason>: <message>"                 a Failed condition
   - "deadline exceeded: ElasticJob <ns>/<name> did not succeed within N minutes (<pod phases>)"
   - "the Kubernetes API kept failing for 5 minutes ..." / "the Kubernetes API refused ..."
-and, on every one of them, deletes the ElasticJob so its pods stop, and says so; a failed worker's
-last log lines, which go with its pod, are appended.
+and, on every one of them, deletes the ElasticJob so its pods stop, and says so; the last failed
+worker's last log lines, which go with its pod, are appended.
 """
 
 from __future__ import annotations
@@ -39,15 +37,12 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 from infra.components import provider_errors, rendezvous_health, run_cost, scheduling
 # What the wait reads, and how: the reader module. Imported by name, so `completion.KubernetesCluster`
 # (the provider's reader) and the error types stay the wait's public names.
-from infra.components.kubernetes_reader import (ApiError, KubernetesCluster, Snapshot, TransientApiError,
-                                                WORKER_CONTAINER)
+from infra.components.kubernetes_reader import ApiError, KubernetesCluster, Snapshot, TransientApiError
 from infra.components.spec_identity import stale_spec
 
-# kubeflow/common pkg/util/train/train_util.go IsRetryableExitCode: signals (130, 137, 143) and
-# SIGUSR1 (138) make the controller delete and recreate the pod; every other code is permanent.
-RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
-# kubeflow/common pod_control.go / pod.go: the reason of the event recorded when creating a pod fails.
-FAILED_CREATE_POD = "FailedCreatePod"
+# The reason of the event the Job controller records on the Job when creating a pod fails
+# (kubernetes pkg/controller/controller_utils.go FailedCreatePodReason).
+FAILED_CREATE_POD = "FailedCreate"
 
 POLL_SECONDS = 15
 # Transient API errors (5xx, 429, connection errors) are retried this long before the wait fails:
@@ -84,45 +79,26 @@ def _true_condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _permanent_failure(pod: dict[str, Any]) -> tuple[str, bool] | None:
-    """Why this worker pod will never be recreated, and whether its worker ran (so it has a log to
-    read), or None (kubeflow/common pod.go ReconcilePods)."""
-    status = pod.get("status") or {}
-    if status.get("phase") != "Failed":
-        return None
-    if pod["metadata"].get("deletionTimestamp"):
-        # Being deleted: a drain evicts through the Eviction API, which deletes the pod, and a
-        # deleted worker comes back whatever its exit code, since ReconcilePods creates every
-        # missing replica (`len(podSlice) == 0` -> createNewPod). Until it is gone its phase can
-        # read Failed with the code torchrun gave SIGTERM.
-        return None
-    name = pod["metadata"]["name"]
-    for container in status.get("containerStatuses") or []:
-        terminated = (container.get("state") or {}).get("terminated")
-        if container.get("name") == WORKER_CONTAINER and terminated:
-            code = terminated.get("exitCode")
-            if code in RETRYABLE_EXIT_CODES:
-                return None  # the controller deletes the pod and creates it again
-            return (f"worker {name} failed with exit code {code} ({terminated.get('reason') or 'Error'}); "
-                    f"the controller does not restart it under restartPolicy ExitCode", True)
-    # No terminated worker state (the kubelet rejected the pod, e.g. OutOfcpu, or evicted it before
-    # its worker started): the controller takes the placeholder exit code 0xbeef, which is not
-    # retryable, so the pod stays Failed. A pod the kubelet evicts while its worker runs (reason
-    # Evicted, the pod is kept) has the worker's exit code: 143 from jobs.agent on SIGTERM, 137 on
-    # SIGKILL, both retried above.
-    detail = ": ".join(part for part in (status.get("reason"), status.get("message")) if part) or "no reason given"
-    return f"worker {name} failed before its container ran ({detail}); the controller does not restart it", False
+def _last_failure(status: dict[str, Any]) -> tuple[str, str | None]:
+    """'; last failure: ...' from status.lastFailure (controller/status.py), and its pod."""
+    last = status.get("lastFailure") or {}
+    if not last.get("pod"):
+        return "", None
+    return (f"; last failure: worker {last['pod']} (index {last.get('index')}) exited {last.get('exitCode')} "
+            f"({last.get('reason') or 'Error'}, {last.get('action') or 'counted'})"), last["pod"]
 
 
 def _refused_pod(elasticjob: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
-    """The message of the latest FailedCreatePod event on this very ElasticJob (not a deleted one
-    of the same name, whose events outlive it), or None."""
+    """The message of the latest FailedCreate event on this ElasticJob's Job (the Job has its name),
+    not one of a deleted predecessor's Job of the same name, whose events outlive it: only events
+    since this ElasticJob was created count."""
     meta = elasticjob["metadata"]
+    created = meta.get("creationTimestamp") or ""
     mine = [event for event in events
             if event.get("reason") == FAILED_CREATE_POD
-            and (event.get("involvedObject") or {}).get("kind") == "ElasticJob"
+            and (event.get("involvedObject") or {}).get("kind") == "Job"
             and (event.get("involvedObject") or {}).get("name") == meta["name"]
-            and (event.get("involvedObject") or {}).get("uid") == meta.get("uid")]
+            and (event.get("lastTimestamp") or event.get("eventTime") or "") >= created]
     if not mine:
         return None
     latest = max(mine, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
@@ -135,7 +111,7 @@ def _job_ref(elasticjob: dict[str, Any]) -> str:
 
 
 def assess(snapshot: Snapshot, elapsed_seconds: float, timeout_seconds: float) -> Verdict:
-    """Where an ElasticJob stands, from its object, its worker pods and its events."""
+    """Where an ElasticJob stands, from its conditions and its Job's events (pods only for the deadline line)."""
     job = _job_ref(snapshot.elasticjob)
     status = snapshot.elasticjob.get("status") or {}
     if _true_condition(status, "Succeeded"):
@@ -143,15 +119,11 @@ def assess(snapshot: Snapshot, elapsed_seconds: float, timeout_seconds: float) -
     failed = _true_condition(status, "Failed")
     if failed:
         detail = f"{failed.get('reason', '')}: {failed.get('message', '')}".strip(": ")
-        return Verdict("failed", f"ElasticJob {job} failed: {detail}")
-    for pod in sorted(snapshot.pods, key=lambda p: p["metadata"]["name"]):
-        failure = _permanent_failure(pod)
-        if failure:
-            problem, ran = failure
-            return Verdict("failed", f"ElasticJob {job}: {problem}", pod["metadata"]["name"] if ran else None)
+        last, pod = _last_failure(status)
+        return Verdict("failed", f"ElasticJob {job} failed: {detail}{last}", pod)
     refused = _refused_pod(snapshot.elasticjob, snapshot.events)
     if refused:
-        return Verdict("failed", f"ElasticJob {job}: the controller cannot create worker pods: {refused}")
+        return Verdict("failed", f"ElasticJob {job}: the Job cannot create worker pods: {refused}")
     if elapsed_seconds > timeout_seconds:
         phases = ", ".join(f"{p['metadata']['name']}={(p.get('status') or {}).get('phase', '?')}"
                            for p in snapshot.pods) or "no worker pods"
@@ -233,8 +205,8 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         except ApiError as error:
             if error.status == 404:
                 # Not transient: Pulumi created the ElasticJob before this wait started and the
-                # controller never deletes one (no ttlSecondsAfterFinished), so it was deleted on
-                # purpose (a failed run, a user); asking again will not bring it back.
+                # controller deletes one only past its ttlSecondsAfterFinished (the stack sets none),
+                # so it was deleted on purpose (a failed run, a user); asking again will not bring it back.
                 return Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name} does not exist ({error}); "
                                          f"it is deleted when a run fails: run `pulumi up --refresh` to create it again")
             return _stop(cluster, f"the Kubernetes API refused to show ElasticJob {cluster.namespace}/{cluster.name} "
@@ -242,7 +214,7 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         stale = stale_spec(snapshot.elasticjob, spec_hash)  # an older spec's job says nothing about this one
         verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
-        blocked = blocked or (store.problem(snapshot.store, snapshot.events, clock()) if verdict.state == "running" else None)
+        blocked = blocked or (store.problem(snapshot.store, snapshot.pods, clock()) if verdict.state == "running" else None)
         if blocked:
             verdict = Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name}: {blocked}")
         if verdict.state == "failed":

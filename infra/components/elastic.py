@@ -1,6 +1,6 @@
-"""Elastic: the TorchElastic controller on current Kubernetes (our v1 CRD, RBAC, Deployment),
-the workloads' namespace, the etcd service torchrun rendezvous through, and the NetworkPolicies
-that limit who reaches the controller, etcd and the training pods."""
+"""Elastic: the ElasticJob CRD, the workloads' namespace, the etcd service torchrun rendezvous
+through, and the NetworkPolicies that limit who reaches etcd and the training pods. The controller
+itself (it needs the image and the shared volume) is ElasticController (elastic_controller.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from infra.specs import rendezvous_store
 class ElasticArgs:
     settings: Settings
     provider: pulumi.ProviderResource
-    # The Deployments (controller, etcd) wait for nodes: without any, their pods stay Pending and
+    # The Deployments (etcd here, the controller in elastic_controller.py) wait for nodes: without any, their pods stay Pending and
     # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.
     nodes: pulumi.Resource | None = None
     # The StorageClass of etcd's volume, and what must exist before a claim of it can be served
@@ -31,9 +31,9 @@ class ElasticArgs:
 
 class Elastic(pulumi.ComponentResource):
     crd: KubernetesObject
-    controller: KubernetesObject
     etcd: KubernetesObject
     workload_namespace: KubernetesObject
+    workload_policies: list[KubernetesObject]  # every pod of the namespace comes after them
 
     def __init__(self, name: str, args: ElasticArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("Elastic"), name, None, opts)
@@ -41,26 +41,12 @@ class Elastic(pulumi.ComponentResource):
         in_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
         self.crd = KubernetesObject(f"{name}-crd", specs.elasticjob_crd(), in_cluster)
-        controller_ns = KubernetesObject(
-            f"{name}-controller-ns",
-            specs.namespace(specs.CONTROLLER_NAMESPACE, "elastic-controller", specs.CONTROLLER_NAMESPACE_ENFORCE), in_cluster)
-        # NetworkPolicies before the pods they guard, so no pod starts unguarded.
-        controller_policies = self._network_policies(name, specs.controller_network_policies(), args.provider, controller_ns)
         nodes = [args.nodes] if args.nodes is not None else []
-        objects: list[KubernetesObject] = []
-        for obj in specs.controller_objects():
-            pods_need_nodes = nodes if obj["kind"] == "Deployment" else []
-            objects.append(KubernetesObject(
-                f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
-                pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                       depends_on=[controller_ns, self.crd, *controller_policies, *objects,
-                                                   *pods_need_nodes])))
-        self.controller = objects[-1]
-
         self.workload_namespace = KubernetesObject(
             f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads", specs.WORKLOAD_NAMESPACE_ENFORCE), in_cluster)
         workload_policies = self._network_policies(name, specs.workload_network_policies(settings.namespace), args.provider,
                                                    self.workload_namespace)
+        self.workload_policies = workload_policies
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
         after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from infra.components import rendezvous_health
 
-# The controller reads exit codes from this container only (api/v1alpha1/constants.go).
+# The controller reads exit codes from this container only (controller/render.py WORKER_CONTAINER).
 WORKER_CONTAINER = "elasticjob-worker"
 ELASTICJOB_GROUP, ELASTICJOB_VERSION, ELASTICJOB_PLURAL = "elastic.pytorch.org", "v1alpha1", "elasticjobs"
 
@@ -72,10 +72,11 @@ class KubernetesCluster:
     def read(self) -> Snapshot:
         elasticjob = self._call(self._custom.get_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION,
                                 self.namespace, ELASTICJOB_PLURAL, self.name)
-        # Template labels are copied onto the pods the controller creates (pod_control.go GetPodFromTemplate).
+        # Template labels are copied onto the pods the ElasticJob's Job creates.
         pods = self._call(self._core.list_namespaced_pod, self.namespace, label_selector=f"{self._job_label}={self.name}")
+        # The Job of the ElasticJob has its name (controller/render.py); its controller records FailedCreate there.
         events = self._call(self._core.list_namespaced_event, self.namespace,
-                            field_selector=f"involvedObject.kind=ElasticJob,involvedObject.name={self.name}")
+                            field_selector=f"involvedObject.kind=Job,involvedObject.name={self.name}")
         serialize = self._api_client.sanitize_for_serialization
         store = rendezvous_health.read_store(self._call, self._api_client, self.namespace, (TransientApiError, ApiError))
         return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items],
@@ -108,10 +109,10 @@ class KubernetesCluster:
         return response.data.decode("utf-8", errors="replace")
 
     def delete_elasticjob(self) -> None:
-        # The pods carry an owner reference to the ElasticJob (kubeflow/common job_controller.go
-        # GenOwnerReference, blockOwnerDeletion: true), so the garbage collector deletes them with it.
-        # Foreground: the ElasticJob stays until its pods are gone, so an ElasticJob of the same
-        # name created next never meets them (its pods would be refused as already existing).
+        # The Job carries an owner reference to the ElasticJob and the pods one to the Job (both with
+        # blockOwnerDeletion), so the garbage collector deletes them with it. Foreground: the
+        # ElasticJob stays until its Job and pods are gone, so an ElasticJob of the same name created
+        # next never meets them (its Job would be refused as already existing).
         try:
             self._call(self._custom.delete_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION,
                        self.namespace, ELASTICJOB_PLURAL, self.name, propagation_policy="Foreground")

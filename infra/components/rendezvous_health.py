@@ -3,15 +3,14 @@ back goes on; a store that stays away fails the run, with one line that names it
 
 What the workers do meanwhile (jobs/rendezvous.py, jobs/torchrun.py): they keep training while
 etcd is away; after `store_outage_timeout` (600 s by default) each one exits 138 with a line
-naming the store, which the TorchElastic controller retries (kubeflow/common @ 0b3a4c3
-pkg/util/train/train_util.go IsRetryableExitCode: 138 is "user defined retryable error"), and
-records as an event on the ElasticJob, reason `ExitedWithCode`, "Pod: <ns>.<pod> exited with code
-138" (pkg/controller.v1/common/pod.go ReconcilePods). No other outcome of our worker exits 138.
+naming the store, which the ElasticJob's Job replaces without counting it (its podFailurePolicy
+ignores 138: controller/render.py); the failed pod stays, with the worker's exit code in its
+status. No other outcome of our worker exits 138.
 
 So the wait reads etcd's own state, not the workers': the Deployment's ready replicas (apps/v1
 DeploymentStatus.readyReplicas, absent when zero) and, to say why, its pods (phase, the
 PodScheduled condition's message, a waiting container's reason). A store with no ready pod for
-STORE_DOWN_SECONDS fails the run; the 138 exits the controller recorded are counted in the line.
+STORE_DOWN_SECONDS fails the run; the workers' 138 exits (their failed pods) are counted in the line.
 """
 
 from __future__ import annotations
@@ -27,7 +26,8 @@ DEPLOYMENT = "etcd"
 # node died (Kubernetes force-detaches after 6 minutes: attach-detach controller
 # maxWaitForUnmountDuration), with room for a new node.
 STORE_DOWN_SECONDS = 15 * 60
-GAVE_UP_CODE = "exited with code 138"  # the controller's ExitedWithCode event message, for our 138
+GAVE_UP_CODE = 138  # jobs/torchrun.py EXIT_STORE_UNAVAILABLE
+WORKER_CONTAINER = "elasticjob-worker"
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,11 @@ def _pod_detail(pod: dict[str, Any]) -> str:
     return ": ".join(parts)
 
 
-def gave_up_count(events: list[dict[str, Any]]) -> int:
-    """How many times the controller saw a worker exit 138 (its events on the ElasticJob)."""
-    return sum(event.get("count") or 1 for event in events
-               if event.get("reason") == "ExitedWithCode" and GAVE_UP_CODE in (event.get("message") or ""))
+def gave_up_count(pods: list[dict[str, Any]]) -> int:
+    """How many worker pods ended with exit 138 (the Job keeps failed pods)."""
+    return sum(1 for pod in pods for container in (pod.get("status") or {}).get("containerStatuses") or []
+               if container.get("name") == WORKER_CONTAINER
+               and ((container.get("state") or {}).get("terminated") or {}).get("exitCode") == GAVE_UP_CODE)
 
 
 @dataclass
@@ -86,7 +87,7 @@ class StoreWatch:
     namespace: str
     since: float | None = None
 
-    def problem(self, state: StoreState | None, events: list[dict[str, Any]], now: float) -> str | None:
+    def problem(self, state: StoreState | None, pods: list[dict[str, Any]], now: float) -> str | None:
         if state is None:
             return None  # not known this time: the bound keeps counting from what was seen
         if state.ready:
@@ -95,7 +96,7 @@ class StoreWatch:
         self.since = now if self.since is None else self.since
         if now - self.since < STORE_DOWN_SECONDS:
             return None
-        gave_up = gave_up_count(events)
+        gave_up = gave_up_count(pods)
         workers = f"; workers gave up on it (exit 138) {gave_up} times" if gave_up else ""
         return (f"the rendezvous store {rendezvous_endpoint()} (Deployment {self.namespace}/{DEPLOYMENT}) has had "
                 f"no ready pod for {(now - self.since) / 60:.0f} minutes ({state.detail}){workers}; the workers "

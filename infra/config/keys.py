@@ -71,9 +71,10 @@ def _dns_label(max_len: int = 63) -> Callable[[str], str | None]:
     return rule
 
 
-# Namespaces the cluster already has, or that the stack creates for the controller: labelling one
-# of them for the restricted Pod Security Standard would stop system pods, and two Namespace
-# objects of one name would fight over it.
+# Namespaces the cluster already has, or that stacks before issue 33 created for the archived
+# controller (elastic-job; it may still exist on a cluster they ran on): labelling one of them for
+# the restricted Pod Security Standard would stop system pods, and two Namespace objects of one
+# name would fight over it.
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "elastic-job")
 
 

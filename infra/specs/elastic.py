@@ -1,4 +1,4 @@
-"""The TorchElastic controller (CRD, RBAC, Deployment) and the etcd it and torchrun rendezvous on."""
+"""The ElasticJob CRD, our ElasticJob controller (RBAC, Deployment: controller/), and the etcd torchrun rendezvous on."""
 
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ import yaml
 from infra import versions
 from infra.specs import rendezvous_store
 from infra.specs.labels import PART_OF, common_labels
-from infra.specs.security import (BASELINE, RESTRICTED, container_security_context, pod_security_context, pod_security_labels,
+from infra.specs.security import (RESTRICTED, container_security_context, pod_security_context, pod_security_labels,
                                   resources)
 from infra.specs.suppressions import annotate
 
-CONTROLLER_NAMESPACE = "elastic-job"
-CONTROLLER_NAME = "elastic-job-k8s-controller"
-# Distroless "nonroot" user of the controller image and of etcd's distroless base.
+CONTROLLER_NAME = "elasticjob-controller"
+# Where the controller mounts the shared volume, read-only, to read each run's history.jsonl: the
+# workers' own mount path (workloads.MOUNT_PATH), so the run directory in their args is a path there too.
+CONTROLLER_SHARED_MOUNT = "/efs-shared"
+# Distroless "nonroot" user of etcd's distroless base.
 NONROOT_UID = 65532
 ETCD_SERVICE = "etcd-service"
 ETCD_CLIENT_PORT = 2379
 ETCD_DATA_MOUNT = "/var/lib/etcd"
 CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
-VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 ETCD_SELECTOR = {"app.kubernetes.io/name": "etcd"}
 # Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
 # onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
@@ -60,17 +61,12 @@ def elasticjob_schema() -> dict[str, Any]:
     return _crd_document()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-# The Pod Security level each namespace enforces (both warn and audit on "restricted").
-# - The controller's namespace: its only pod comes from our Deployment, which the API server's own
-#   controllers turn into pods from the full template, so "restricted" holds.
-# - The workload namespace: the TorchElastic controller creates the training pods itself, through
-#   k8s.io/api v0.15.10 types (pytorch/elastic kubernetes/go.mod), which have no seccompProfile
-#   (added in Kubernetes 1.19): every worker pod arrives without one, and "restricted" refuses a pod
-#   whose seccomp profile is unset. "baseline" admits it (it forbids only an explicit Unconfined);
-#   the nodes' kubelet runs every container without a profile under RuntimeDefault
-#   (seccompDefault, infra/specs/node_config.py), so the pods still run confined.
-CONTROLLER_NAMESPACE_ENFORCE = RESTRICTED
-WORKLOAD_NAMESPACE_ENFORCE = BASELINE
+# The workload namespace enforces "restricted" (warn and audit too): every pod in it, the
+# controller's and the training workers' included, comes from a template we render in full; our
+# controller (controller/, issue 33) hands the worker template to a native Job unchanged, so pods keep
+# every field, seccompProfile included (the archived controller's 1.15 types dropped it, which
+# is why this was "baseline" before).
+WORKLOAD_NAMESPACE_ENFORCE = RESTRICTED
 
 
 def namespace(name: str, component: str, enforce: str) -> dict[str, Any]:
@@ -79,43 +75,40 @@ def namespace(name: str, component: str, enforce: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
-def controller_objects() -> list[dict[str, Any]]:
-    """ServiceAccount, RBAC and Deployment of the controller, in apply order."""
+def controller_role_rules() -> list[dict[str, Any]]:
+    """Least privilege, in the workload namespace only (controller/reconcile.py says what each is for):
+    ElasticJobs read and watched, their status patched, never their spec; Jobs created, replaced
+    (delete) and watched; pods read, watched and deleted (cleanPodPolicy All), never created: the Job
+    controller creates them; its own Lease. `elasticjobs/finalizers` update: a Job's owner reference with
+    blockOwnerDeletion needs it where the OwnerReferencesPermissionEnforcement admission plugin runs
+    (Kubernetes docs, "Admission Control": OwnerReferencesPermissionEnforcement)."""
+    return [
+        {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs"], "verbs": ["get", "list", "watch", "delete"]},
+        {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/finalizers"], "verbs": ["update"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+    ]
+
+
+def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_policy: str = "IfNotPresent",
+                       image_by_tag: bool = False) -> list[dict[str, Any]]:
+    """ServiceAccount, Role, RoleBinding and Deployment of our ElasticJob controller (`python -m
+    controller` in the training image `image`), in the workload namespace, in apply order. One
+    replica: a second would only wait on the Lease; a new pod of a rollout takes the Lease over once
+    the old one releases it on SIGTERM."""
     component = "elastic-controller"
-    ns = CONTROLLER_NAMESPACE
-    subject = [{"kind": "ServiceAccount", "name": CONTROLLER_NAME, "namespace": ns}]
+    ns = namespace_name
     service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(CONTROLLER_NAME, component, ns),
                        "automountServiceAccountToken": True}
-    cluster_role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": _meta(f"{CONTROLLER_NAME}-role", component),
-        "rules": [
-            {"apiGroups": [""], "resources": ["events", "pods", "services"], "verbs": VERBS},
-            {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs"], "verbs": VERBS},
-            {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/status"], "verbs": ["get", "patch", "update"]},
-        ],
-    }
-    cluster_binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": _meta(f"{CONTROLLER_NAME}-rolebinding", component),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{CONTROLLER_NAME}-role"},
-        "subjects": subject,
-    }
-    # controller-runtime 0.3 elects its leader with a ConfigMap lock in its own namespace.
-    election_role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": _meta("leader-election-role", component, ns),
-        "rules": [
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-            {"apiGroups": [""], "resources": ["configmaps/status"], "verbs": ["get", "update", "patch"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-        ],
-    }
-    election_binding = {
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": _meta(CONTROLLER_NAME, component, ns), "rules": controller_role_rules()}
+    binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": _meta("leader-election-rolebinding", component, ns),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leader-election-role"},
-        "subjects": subject,
+        "metadata": _meta(CONTROLLER_NAME, component, ns),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CONTROLLER_NAME},
+        "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER_NAME, "namespace": ns}],
     }
     selector = {"app.kubernetes.io/name": CONTROLLER_NAME}
     deployment = {
@@ -123,30 +116,33 @@ def controller_objects() -> list[dict[str, Any]]:
         "metadata": _meta(CONTROLLER_NAME, component, ns),
         "spec": {
             "replicas": 1,
+            # The old pod releases the Lease on SIGTERM before the new one campaigns.
+            "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": _labels(component, CONTROLLER_NAME)},
                 "spec": {
                     "serviceAccountName": CONTROLLER_NAME,
-                    "securityContext": pod_security_context(NONROOT_UID, NONROOT_UID),
+                    "securityContext": pod_security_context(),
                     "terminationGracePeriodSeconds": 10,
-                    # The image is built for amd64 only.
-                    "nodeSelector": {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"},
                     "containers": [{
-                        "name": "manager",
-                        "image": versions.ELASTIC_CONTROLLER_IMAGE,
-                        "imagePullPolicy": "IfNotPresent",
-                        "command": ["/manager"],
-                        "args": ["--enable-leader-election"],
-                        # Upstream's 30Mi limit is too tight once it watches pods in every namespace.
-                        "resources": resources("100m", "128Mi"),
+                        "name": "controller",
+                        "image": image,
+                        "imagePullPolicy": pull_policy,
+                        "command": ["python", "-m", "controller"],
+                        "args": [f"--namespace={ns}", f"--shared-root={CONTROLLER_SHARED_MOUNT}"],
+                        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                        "resources": resources("100m", "256Mi"),
                         "securityContext": container_security_context(),
+                        "volumeMounts": [{"name": "shared", "mountPath": CONTROLLER_SHARED_MOUNT, "readOnly": True}],
                     }],
+                    "volumes": [{"name": "shared",
+                                 "persistentVolumeClaim": {"claimName": shared_claim, "readOnly": True}}],
                 },
             },
         },
     }
-    return [annotate(obj) for obj in (service_account, cluster_role, cluster_binding, election_role, election_binding, deployment)]
+    return [annotate(service_account), annotate(role), annotate(binding), annotate(deployment, image_by_tag=image_by_tag)]
 
 
 def etcd_objects(namespace_name: str, storage_class_name: str) -> list[dict[str, Any]]:
@@ -247,11 +243,6 @@ def deny_ingress_policy(namespace_name: str, component: str) -> dict[str, Any]:
     pods through matchLabels."""
     return _network_policy("deny-ingress", component, namespace_name,
                            {"matchLabels": {"app.kubernetes.io/part-of": PART_OF}}, [])
-
-
-def controller_network_policies() -> list[dict[str, Any]]:
-    """The controller serves nothing anyone needs (only its unauthenticated /metrics on :8080)."""
-    return [deny_ingress_policy(CONTROLLER_NAMESPACE, "elastic-controller")]
 
 
 def workload_network_policies(namespace_name: str) -> list[dict[str, Any]]:

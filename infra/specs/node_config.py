@@ -11,9 +11,9 @@ nodeadm/, see docs/security.md for the exact sources):
   drop-in file on top of its defaults (nodeadm/internal/kubelet/config.go).
 
 Ours sets one thing: `seccompDefault: true` (KubeletConfiguration, default false), so the kubelet
-runs every container that names no seccomp profile under RuntimeDefault. The TorchElastic
-controller drops `seccompProfile` from the worker pods it creates (infra/specs/elastic.py,
-WORKLOAD_NAMESPACE_ENFORCE); with this they still run confined.
+runs every container that names no seccomp profile under RuntimeDefault. Our pods all name
+RuntimeDefault (the workload namespace enforces "restricted": infra/specs/elastic.py); this
+keeps any other pod on the node confined too.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ CONTROLLER = ("Deployment", "elastic-controller")
 ETCD = ("Deployment", "rendezvous")
 DEVICE_PLUGIN = ("DaemonSet", "gpu-device-plugin")
 # What each key means, for the docs table.
-OBJECT_NAMES = {CONTROLLER: "the TorchElastic controller (namespace elastic-job)",
+OBJECT_NAMES = {CONTROLLER: "our ElasticJob controller (workload namespace)",
                 ETCD: "etcd, the rendezvous store (workload namespace)",
                 DEVICE_PLUGIN: "the NVIDIA device plugin (kube-system, GPU stacks only)"}
 
@@ -30,26 +30,25 @@ def _third_party_image(image: str) -> str:
 # instead (an image loaded into kind has no registry digest) fails two checks, for a reason:
 # (checkov scans the Jobs; it has no checks for the ElasticJob, a custom resource.)
 WORKLOAD_COMPONENTS = ("data-prep", "evaluation")
+# Our objects that run the training image too (the controller's Deployment: python -m controller).
+IMAGE_COMPONENTS = {("Job", "data-prep"), ("Job", "evaluation"), CONTROLLER}
 TAG_PINNED_IMAGE: list[tuple[str, str]] = [
     ("CKV_K8S_43", "imageUri names a tag, not a digest: an image built and loaded into the cluster (kind load "
                    "docker-image) has no registry digest; stacks that push to a registry should pin by digest"),
     ("CKV_K8S_15", "an image loaded into the node (kind load docker-image) exists only there: Always would pull "
                    "it from a registry that does not have it (kind quick start, Loading an Image Into Your Cluster)"),
 ]
-TAG_PINNED_OBJECTS = "our Jobs (data-prep, evaluation) when `imageUri` names a tag"
+TAG_PINNED_OBJECTS = "our Jobs (data-prep, evaluation) and the ElasticJob controller when `imageUri` names a tag"
 
 # (kind, component) -> [(check id, reason)]
 SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
     CONTROLLER: [
-        ("CKV_K8S_43", _third_party_image(versions.ELASTIC_CONTROLLER_IMAGE)),
-        ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
-                       "and Always would add a rate-limited Docker Hub request to every restart"),
-        ("CKV_K8S_8", "the controller (controller-runtime 0.3) serves no health endpoint, only /metrics, which "
-                      "answers even while reconciles hang; a crash ends the process and the Deployment restarts it"),
+        ("CKV_K8S_8", "the controller serves nothing, so it has no health endpoint; a leader that cannot renew "
+                      "its Lease exits (controller/__main__.py) and the Deployment restarts it"),
         ("CKV_K8S_9", "nothing routes traffic to the controller (no Service, no webhook), so readiness would gate "
-                      "nothing; the image has no health endpoint either"),
-        ("CKV_K8S_38", "the controller watches ElasticJobs and creates pods and services through the Kubernetes API, "
-                       "so it needs its service account token; its RBAC role limits what the token can do"),
+                      "nothing"),
+        ("CKV_K8S_38", "the controller watches ElasticJobs, Jobs and pods and creates Jobs through the Kubernetes API, "
+                       "so it needs its service account token; its namespaced Role limits what the token can do"),
     ],
     ETCD: [
         ("CKV_K8S_43", _third_party_image(versions.ETCD_IMAGE)),
@@ -87,7 +86,7 @@ def pinned_by_tag(image: Any) -> bool:
 def suppressions_for(obj: dict[str, Any]) -> list[tuple[str, str]]:
     component = obj.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component", "")
     found = list(SUPPRESSIONS.get((obj["kind"], component), []))
-    if obj["kind"] == "Job" and component in WORKLOAD_COMPONENTS and any(pinned_by_tag(image) for image in _images(obj)):
+    if (obj["kind"], component) in IMAGE_COMPONENTS and any(pinned_by_tag(image) for image in _images(obj)):
         found += TAG_PINNED_IMAGE
     return found
 

@@ -14,7 +14,6 @@ from typing import Any
 from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
 from infra.specs import capacity, gpu
 from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
-from infra.specs.controller_fields import as_the_controller_keeps_it
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate, pinned_by_tag
@@ -217,14 +216,16 @@ def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
 
 
 def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
-    """torchrun's arguments after the controller's prepended --rdzv_backend/--rdzv_endpoint/
-    --rdzv_id/--nnodes (pytorch/elastic kubernetes/controllers/pod.go; modelled in
-    tests/controller_model.py). Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
+    """torchrun's arguments after the controller's prepended --rdzv_endpoint/--rdzv_id/--nnodes
+    (controller/render.py rendezvous_args). Our "--rdzv_id=..." comes later and wins (argparse keeps
+    the last value)."""
     return [
+        # The rendezvous backend is the template's to name (the controller prepends only where and who).
+        "--rdzv_backend=etcd",
         # One local worker per GPU of the node (each takes cuda:LOCAL_RANK, jobs/runtime.py), one on CPU.
         f"--nproc_per_node={max(1, gpus_per_node(settings))}",
-        # Each re-formation after a lost peer uses one restart; when none is left, torchrun exits 1
-        # and the controller's ExitCode policy makes that final.
+        # Each re-formation after a lost peer uses one restart; when none is left, torchrun exits 1,
+        # which the Job counts against backoffLimitPerIndex (controller/exit_codes.py).
         f"--max_restarts={settings.max_restarts}",
         # Advertise the pod IP: peers reach it directly, without resolving the pod's hostname.
         "--local_addr=$(POD_IP)",
@@ -285,8 +286,8 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     template_metadata = {"labels": labels}
     if settings.target == EKS:
         template_metadata["annotations"] = capacity.worker_pod_annotations()
-    # Only what the controller's write-back keeps, so a refresh finds no change (controller_fields.py).
-    return annotate(as_the_controller_keeps_it({
+    # Our controller never writes the spec (controller/reconcile.py), so a refresh finds it as written.
+    return annotate({
         "apiVersion": "elastic.pytorch.org/v1alpha1",
         "kind": "ElasticJob",
         "metadata": {"name": name, "namespace": settings.namespace, "labels": labels,
@@ -314,17 +315,17 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
                 "template": {"metadata": template_metadata, "spec": pod},
             }},
         },
-    }))
+    })
 
 
 def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
     """Voluntary disruptions (a drain for a node-group upgrade or scale-in, which the managed node
     group honours for up to 15 minutes) never take the run below minWorkers at once.
 
-    The worker pods belong to the ElasticJob, a controller without a scale subresource, and for
-    such pods a PodDisruptionBudget may only use an integer `minAvailable` (Kubernetes docs,
+    The worker pods belong to the ElasticJob's Job (controller/render.py), not a Deployment,
+    ReplicaSet or StatefulSet, and for such pods a PodDisruptionBudget may only use an integer `minAvailable` (Kubernetes docs,
     "Specifying a Disruption Budget for your Application", arbitrary workloads and controllers).
-    The selector is the run's job label: the controller copies the template's labels onto every
+    The selector is the run's job label: the Job copies the template's labels onto every
     worker pod, and no other pod carries this training's name under that key."""
     name = names(settings.run_id).training
     return annotate({

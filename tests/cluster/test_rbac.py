@@ -2,12 +2,12 @@
 nothing more, asked of the real RBAC authorizer (`kubectl auth can-i --as`, a SubjectAccessReview)
 with the `dev` stack's rendered RBAC objects applied.
 
-What the controller needs is what the archived TorchElastic controller does (pytorch/elastic
-kubernetes/controllers/elasticjob_controller.go kubebuilder:rbac markers, and its pods, services and
-events through kubeflow/common's job controller, @ bc88e6982961): read and update ElasticJobs and their
-status, create, watch and delete the worker pods and their headless services, record events, and
-elect a leader with a ConfigMap lock in its own namespace (controller-runtime v0.3
-pkg/leaderelection). The workers and the Jobs run with no API token at all
+What the controller needs is what ours does (controller/reconcile.py, controller/__main__.py,
+controller/lease.py; issue 33), in the workload namespace only: read and watch ElasticJobs, delete one
+past its ttlSecondsAfterFinished, patch their status (never their spec), create, watch and delete
+their Jobs, read, watch and delete pods (cleanPodPolicy All) but never create one (the Job controller
+does), and elect a leader on a Lease. tests/cluster/test_controller_runs.py runs it with exactly this
+Role. The workers and the Jobs run with no API token at all
 (automountServiceAccountToken: false on every pod template but the controller's): their
 ServiceAccounts, and the export Job's, may do nothing.
 """
@@ -20,32 +20,33 @@ import pytest
 
 from kube import CRD, apply, delete, kind_rank, wait_established
 
-CONTROLLER = "system:serviceaccount:elastic-job:elastic-job-k8s-controller"
+CONTROLLER = "system:serviceaccount:training:elasticjob-controller"
 WORKLOAD_NAMESPACE = "training"
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", CRD)
 
 NEEDED = [
-    (CONTROLLER, verb, "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE)
-    for verb in ("get", "list", "watch", "update", "patch")
+    (CONTROLLER, verb, "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE) for verb in ("get", "list", "watch", "delete")
 ] + [
-    (CONTROLLER, verb, "elasticjobs.elastic.pytorch.org/status", WORKLOAD_NAMESPACE) for verb in ("update", "patch")
+    (CONTROLLER, "patch", "elasticjobs.elastic.pytorch.org/status", WORKLOAD_NAMESPACE),
+    (CONTROLLER, "update", "elasticjobs.elastic.pytorch.org/finalizers", WORKLOAD_NAMESPACE),
 ] + [
-    (CONTROLLER, verb, resource, WORKLOAD_NAMESPACE)
-    for resource in ("pods", "services") for verb in ("create", "get", "list", "watch", "delete")
+    (CONTROLLER, verb, "jobs.batch", WORKLOAD_NAMESPACE) for verb in ("create", "get", "list", "watch", "delete")
 ] + [
-    (CONTROLLER, "create", "events", WORKLOAD_NAMESPACE),
-    (CONTROLLER, "patch", "events", WORKLOAD_NAMESPACE),
+    (CONTROLLER, verb, "pods", WORKLOAD_NAMESPACE) for verb in ("get", "list", "watch", "delete")
 ] + [
-    (CONTROLLER, verb, "configmaps", "elastic-job") for verb in ("get", "create", "update")
+    (CONTROLLER, verb, "leases.coordination.k8s.io", WORKLOAD_NAMESPACE) for verb in ("get", "create", "update")
 ]
 
 FORBIDDEN = [
     (CONTROLLER, verb, resource, namespace)
     for verb, resource, namespace in (
-        ("get", "secrets", WORKLOAD_NAMESPACE), ("list", "secrets", "kube-system"), ("get", "secrets", "elastic-job"),
+        ("get", "secrets", WORKLOAD_NAMESPACE), ("list", "secrets", "kube-system"),
+        ("create", "pods", WORKLOAD_NAMESPACE), ("get", "pods", "kube-system"), ("list", "pods", ""),
+        ("update", "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE),
+        ("patch", "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE),
         ("create", "pods/exec", WORKLOAD_NAMESPACE), ("create", "pods/attach", WORKLOAD_NAMESPACE),
         ("create", "serviceaccounts/token", WORKLOAD_NAMESPACE),
-        ("create", "deployments.apps", WORKLOAD_NAMESPACE), ("create", "jobs.batch", WORKLOAD_NAMESPACE),
+        ("create", "deployments.apps", WORKLOAD_NAMESPACE), ("create", "jobs.batch", "kube-system"),
         ("update", "configmaps", WORKLOAD_NAMESPACE), ("update", "configmaps", "kube-system"),
         ("create", "rolebindings.rbac.authorization.k8s.io", WORKLOAD_NAMESPACE),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""),

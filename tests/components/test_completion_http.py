@@ -106,8 +106,8 @@ def _status(code: int, reason: str, message: str) -> dict:
 SPEC_HASH = "5d2c0ffee0ddba11"
 
 
-def _elasticjob(*conditions: tuple[str, str, str]) -> dict:
-    return {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
+def _elasticjob(*conditions: tuple[str, str, str], last_failure: dict | None = None) -> dict:
+    job = {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
             "metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711",
                          "creationTimestamp": "2026-11-22T03:00:00Z", "annotations": {SPEC_HASH_ANNOTATION: SPEC_HASH}},
             "spec": {"rdzvEndpoint": "etcd-service:2379", "minReplicas": 1, "maxReplicas": 2,
@@ -116,6 +116,9 @@ def _elasticjob(*conditions: tuple[str, str, str]) -> dict:
                                        "lastUpdateTime": "2026-11-22T03:01:00Z", "lastTransitionTime": "2026-11-22T03:01:00Z"}
                                       for t, s, r in conditions],
                        "replicaStatuses": {"Worker": {"active": 2}}}}
+    if last_failure:
+        job["status"]["lastFailure"] = last_failure
+    return job
 
 
 def _pod(index: int, phase: str, exit_code: int | None = None) -> dict:
@@ -139,10 +142,10 @@ def _pod(index: int, phase: str, exit_code: int | None = None) -> dict:
 def _event(reason: str, message: str) -> dict:
     return {"apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{NAME}.1879a8f0c2d3e4f5", "namespace": NAMESPACE},
-            "involvedObject": {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob", "name": NAME,
-                               "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711"},
+            "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": NAME,
+                               "namespace": NAMESPACE, "uid": "job-uid", "resourceVersion": "4712"},
             "reason": reason, "message": message, "type": "Warning", "count": 4,
-            "source": {"component": "elastic-job-controller"},
+            "source": {"component": "job-controller"},
             "firstTimestamp": "2026-11-22T03:00:05Z", "lastTimestamp": "2026-11-22T03:00:40Z"}
 
 
@@ -317,8 +320,8 @@ def test_a_refused_pod_after_an_api_outage_fails_the_wait_and_deletes_the_elasti
               (429, _status(429, "TooManyRequests", "too many requests")),
               (503, _status(503, "ServiceUnavailable", "the server is currently unable to handle the request"))]
     server, kubeconfig = start([*outage, (200, _elasticjob())], [],
-                               [_event("SuccessfulCreateService", "Created service: train-run-1-worker-0"),
-                                _event("FailedCreatePod", refused)])
+                               [_event("SuccessfulCreate", "Created pod: train-run-1-1-abcde"),
+                                _event("FailedCreate", refused)])
     now, sleeps = [0.0], []
 
     def sleep(seconds: float) -> None:
@@ -329,31 +332,33 @@ def test_a_refused_pod_after_an_api_outage_fails_the_wait_and_deletes_the_elasti
     verdict = wait_for(cluster, timeout_seconds=3600, clock=lambda: now[0], sleep=sleep)
 
     assert verdict.state == "failed"
-    assert verdict.message == (f"ElasticJob {NAMESPACE}/{NAME}: the controller cannot create worker pods: {refused}. "
+    assert verdict.message == (f"ElasticJob {NAMESPACE}/{NAME}: the Job cannot create worker pods: {refused}. "
                                f"The ElasticJob {NAMESPACE}/{NAME} was deleted, so its pods stop "
                                f"(run `pulumi up --refresh` to create it again)")
     assert sleeps == [2, 4, 8]  # backoff over the 503/429 burst
     deletes = [(path, query) for method, path, query, token in server.requests if method == "DELETE" and token]
     assert deletes == [(ELASTICJOB_PATH, {"propagationPolicy": "Foreground"})]
     events_query = next(q for m, p, q, _ in server.requests if p.endswith("/events"))
-    assert events_query["fieldSelector"] == f"involvedObject.kind=ElasticJob,involvedObject.name={NAME}"
+    assert events_query["fieldSelector"] == f"involvedObject.kind=Job,involvedObject.name={NAME}"
 
 
 def test_a_failed_worker_keeps_its_log_tail_and_the_elasticjob_is_deleted(cluster_env):
     start, _ = cluster_env
-    # Under ExitCode the controller keeps the job Running after a permanent exit code (job.go).
-    running = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
+    # Our controller marks the run Failed with the Job's reason and names the last failed worker.
+    failed_pod = f"{NAME}-1-abcde"
+    failed = (200, _elasticjob(("Running", "False", "ElasticJobFinished"), ("Failed", "True", "FailedIndexes"),
+                               last_failure={"pod": failed_pod, "index": 1, "exitCode": 1, "reason": "Error",
+                                             "action": "counted against the retry limit"}))
     log = "".join(f"[rank1] step {i} loss 2.{i:02d}\n" for i in range(30)) + "ValueError: bad batch\n"
-    server, kubeconfig = start([running], [_pod(0, "Running"), _pod(1, "Failed", 1)], [],
-                               {f"{NAME}-worker-1": log})
+    server, kubeconfig = start([failed], [_pod(0, "Running"), _pod(1, "Failed", 1)], [], {failed_pod: log})
 
     verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=3600)
 
     first_line, *log_lines = verdict.message.split("\n")
-    assert first_line == (f"ElasticJob {NAMESPACE}/{NAME}: worker {NAME}-worker-1 failed with exit code 1 (Error); "
-                          f"the controller does not restart it under restartPolicy ExitCode. The ElasticJob "
+    assert first_line == (f"ElasticJob {NAMESPACE}/{NAME} failed: FailedIndexes: ElasticJob {NAME} is failed.; last failure: "
+                          f"worker {failed_pod} (index 1) exited 1 (Error, counted against the retry limit). The ElasticJob "
                           f"{NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
-    assert log_lines == [f"Last 20 lines of {NAME}-worker-1's log:", *log.splitlines()[-20:]]
+    assert log_lines == [f"Last 20 lines of {failed_pod}'s log:", *log.splitlines()[-20:]]
     log_query = next(q for m, p, q, _ in server.requests if p.endswith("/log"))
     assert log_query == {"container": "elasticjob-worker", "tailLines": "20"}
     methods = [(m, p.rsplit("/", 1)[-1]) for m, p, _, _ in server.requests]

@@ -1,6 +1,6 @@
 """The training wait as properties: the deadline at exactly its value and measured from the wait's
 start on any clock, every field of a verdict line, the event rule that must match all of reason,
-kind, name and uid, and the Pulumi provider's create/diff contract. Shapes as in test_completion.py
+kind, name and time, and the Pulumi provider's create/diff contract. Shapes as in test_completion.py
 (which cites the controller's source)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pulumi.runtime import rpc
 import urllib3
 from kubernetes.client.exceptions import ApiException
 from pulumi.dynamic import CreateResult
-from test_completion import HOUR, RUNNING, FakeClock, FakeCluster, elasticjob, event, pod, snap
+from test_completion import FAILED, HOUR, LAST_FAILURE, RUNNING, FakeClock, FakeCluster, elasticjob, event, pod, snap
 
 from infra.components import completion, kubernetes_reader
 from infra.cli.mocks import RecordingMocks
@@ -61,66 +61,67 @@ def test_a_job_without_a_namespace_is_named_alone():
     assert assess(snap(job), 0, HOUR).message == "ElasticJob train-run-1 succeeded"
 
 
-def test_a_worker_exit_without_a_reason_reads_error_and_the_first_failed_pod_by_name_is_reported():
-    quiet = pod(1, "Failed", 1)
-    del quiet["status"]["containerStatuses"][0]["state"]["terminated"]["reason"]
-    loud = pod(2, "Failed", 2)
-    loud["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
-    verdict = assess(snap(elasticjob(RUNNING), [loud, quiet]), 0, HOUR)
-    assert verdict == Verdict("failed", f"ElasticJob {REF}: worker train-run-1-worker-1 failed with exit code 1 (Error); "
-                                        "the controller does not restart it under restartPolicy ExitCode",
-                              "train-run-1-worker-1")
-    assert assess(snap(elasticjob(RUNNING), [loud]), 0, HOUR).message.startswith(
-        f"ElasticJob {REF}: worker train-run-1-worker-2 failed with exit code 2 (OOMKilled);")
+def test_a_last_failure_without_reason_or_action_reads_error_and_counted():
+    bare = {"pod": "train-run-1-0-abcde", "index": 0, "exitCode": 137}
+    verdict = assess(snap(elasticjob(FAILED, last_failure=bare)), 0, HOUR)
+    assert verdict == Verdict("failed", f"ElasticJob {REF} failed: FailedIndexes: Job has failed indexes; last failure: "
+                                        "worker train-run-1-0-abcde (index 0) exited 137 (Error, counted)",
+                              "train-run-1-0-abcde")
+    # no pod named: no last-failure clause and no log to read
+    assert assess(snap(elasticjob(FAILED, last_failure={"exitCode": 1})), 0, HOUR) == Verdict(
+        "failed", f"ElasticJob {REF} failed: FailedIndexes: Job has failed indexes")
 
 
-# --- FailedCreatePod: all four must match, the latest one wins ------------------------------------
+# --- FailedCreate: reason, kind, name and time must match, the latest one wins ----------------------
 
 def refused(*events) -> Verdict:
     return assess(snap(elasticjob(RUNNING), [], list(events)), 0, HOUR)
 
 
-def test_only_a_failed_create_pod_event_of_this_very_elasticjob_counts():
-    mine = event("FailedCreatePod", "Error creating: quota")
-    assert refused(mine).message == f"ElasticJob {REF}: the controller cannot create worker pods: Error creating: quota"
-    for field, value in (("kind", "Job"), ("name", "train-run-2"), ("uid", "another-uid")):
-        other = event("FailedCreatePod", "x")
+def test_only_a_failed_create_event_of_this_elasticjobs_job_counts():
+    mine = event("FailedCreate", "Error creating: quota")
+    assert refused(mine).message == f"ElasticJob {REF}: the Job cannot create worker pods: Error creating: quota"
+    for field, value in (("kind", "ElasticJob"), ("name", "train-run-2")):
+        other = event("FailedCreate", "x")
         other["involvedObject"][field] = value
         assert refused(other).state == "running", field
     assert refused(event("FailedScheduling", "x")).state == "running"
-    no_object = event("FailedCreatePod", "x")
+    assert refused(event("FailedCreate", "x", last="2026-11-22T02:49:59Z")).state == "running"  # before it was created
+    assert refused(event("FailedCreate", "x", last="2026-11-22T02:50:00Z")).state == "failed"
+    no_object = event("FailedCreate", "x")
     del no_object["involvedObject"]
     assert refused(no_object).state == "running"
 
 
 def test_the_latest_event_wins_by_last_timestamp_or_else_event_time():
-    old = event("FailedCreatePod", "old", last="2026-11-22T03:00:00Z")
-    new = event("FailedCreatePod", "new", last="2026-11-22T03:05:00Z")
+    old = event("FailedCreate", "old", last="2026-11-22T03:00:00Z")
+    new = event("FailedCreate", "new", last="2026-11-22T03:05:00Z")
     assert refused(new, old).message.endswith(": new") and refused(old, new).message.endswith(": new")
     # events.k8s.io-style events carry eventTime and no lastTimestamp
     series_old, series_new = dict(old, lastTimestamp=None, eventTime="2026-11-22T04:00:00.000000Z"), dict(
         new, lastTimestamp=None, eventTime="2026-11-22T04:10:00.000000Z")
     assert refused(series_new, series_old).message.endswith(": new") and refused(series_old, series_new).message.endswith(": new")
+    # an event with neither time cannot be told from a predecessor's: it does not count
     undated = dict(old, lastTimestamp=None, message="undated")
-    assert refused(undated, new).message.endswith(": new") and refused(new, undated).message.endswith(": new")
+    assert refused(undated).state == "running" and refused(new, undated).message.endswith(": new")
 
 
 def test_an_event_without_a_message_still_fails_with_its_reason():
-    assert refused(dict(event("FailedCreatePod", ""), message=None)).message.endswith("cannot create worker pods: FailedCreatePod")
+    assert refused(dict(event("FailedCreate", ""), message=None)).message.endswith("cannot create worker pods: FailedCreate")
 
 
 # --- what the wait says when it stops --------------------------------------------------------------
 
 def test_a_failed_deletion_keeps_the_verdict_failed_and_the_failed_pod():
     clock = FakeClock()
-    failed = snap(elasticjob(RUNNING), [pod(0, "Failed", 1)])
+    failed = snap(elasticjob(FAILED, last_failure=LAST_FAILURE))
     cluster = FakeCluster(failed, delete_errors=[ApiError("HTTP 403 Forbidden", 403)])
     verdict = wait_for(cluster, HOUR, 15, clock, clock.sleep)
-    assert verdict.state == "failed" and verdict.failed_pod == "train-run-1-worker-0"
+    assert verdict.state == "failed" and verdict.failed_pod == LAST_FAILURE["pod"]
     assert "Deleting the ElasticJob failed too (HTTP 403 Forbidden)" in verdict.message
     cluster = FakeCluster(failed)
     verdict = wait_for(cluster, HOUR, 15, clock, clock.sleep)
-    assert verdict.state == "failed" and verdict.failed_pod == "train-run-1-worker-0" and cluster.deletions == 1
+    assert verdict.state == "failed" and verdict.failed_pod == LAST_FAILURE["pod"] and cluster.deletions == 1
 
 
 @pytest.mark.parametrize("log, kept", [("loss 1.5  MAX  \n\n", "loss 1.5  MAX  "), ("step 9 of MAX\n", "step 9 of MAX"),
@@ -131,8 +132,8 @@ def test_the_log_tail_keeps_trailing_spaces_and_drops_only_the_last_newlines(log
             return log
 
     clock = FakeClock()
-    verdict = wait_for(Spacey(snap(elasticjob(RUNNING), [pod(0, "Failed", 1)])), HOUR, 15, clock, clock.sleep)
-    assert verdict.message.endswith(f"Last 20 lines of train-run-1-worker-0's log:\n{kept}")
+    verdict = wait_for(Spacey(snap(elasticjob(FAILED, last_failure=LAST_FAILURE))), HOUR, 15, clock, clock.sleep)
+    assert verdict.message.endswith(f"Last 20 lines of {LAST_FAILURE['pod']}'s log:\n{kept}")
 
 
 def test_a_refused_read_retries_its_deletion_through_transient_errors():
@@ -145,7 +146,7 @@ def test_a_refused_read_retries_its_deletion_through_transient_errors():
 
 def test_a_verdicts_deletion_retries_through_transient_errors():
     clock = FakeClock()
-    cluster = FakeCluster(snap(elasticjob(RUNNING), [pod(0, "Failed", 1)]), delete_errors=[TransientApiError("HTTP 503")])
+    cluster = FakeCluster(snap(elasticjob(FAILED, last_failure=LAST_FAILURE)), delete_errors=[TransientApiError("HTTP 503")])
     verdict = wait_for(cluster, HOUR, 15, clock, clock.sleep)
     assert cluster.deletions == 2 and clock.sleeps == [completion.FIRST_BACKOFF_SECONDS]
     assert f"The ElasticJob {REF} was deleted" in verdict.message

@@ -213,9 +213,12 @@ def test_the_host_loads_our_provider_and_returns_the_verdict(cluster_env, host_i
 
 def test_a_failed_run_fails_create_with_the_verdict(cluster_env, host_in, tmp_path):
     start, _ = cluster_env
-    running = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
+    failed_pod = f"{NAME}-1-abcde"
+    failed = (200, _elasticjob(("Running", "False", "ElasticJobFinished"), ("Failed", "True", "FailedIndexes"),
+                               last_failure={"pod": failed_pod, "index": 1, "exitCode": 1, "reason": "Error",
+                                             "action": "counted against the retry limit"}))
     log = "".join(f"step {i}\n" for i in range(25)) + "ValueError: bad batch\n"
-    _, kubeconfig = start([running], [_pod(0, "Running"), _pod(1, "Failed", 1)], [], {f"{NAME}-worker-1": log})
+    _, kubeconfig = start([failed], [_pod(0, "Running"), _pod(1, "Failed", 1)], [], {failed_pod: log})
     root = make_checkout(tmp_path / "checkout")
     infra_extra_venv(root / ".venv")
     host = host_in(root)
@@ -227,10 +230,11 @@ def test_a_failed_run_fails_create_with_the_verdict(cluster_env, host_in, tmp_pa
     # and the reason on one line, then the worker's last log lines; no traceback.
     assert failure.value.code() == grpc.StatusCode.UNKNOWN
     first, *rest = failure.value.details().rstrip("\n").split("\n")
-    assert first == (f"TrainingFailed: ElasticJob {NAMESPACE}/{NAME}: worker {NAME}-worker-1 failed with exit code 1 "
-                     f"(Error); the controller does not restart it under restartPolicy ExitCode. The ElasticJob "
-                     f"{NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
-    assert rest == [f"Last 20 lines of {NAME}-worker-1's log:", *log.splitlines()[-20:]]
+    assert first == (f"TrainingFailed: ElasticJob {NAMESPACE}/{NAME} failed: FailedIndexes: ElasticJob {NAME} is failed.; "
+                     f"last failure: worker {failed_pod} (index 1) exited 1 (Error, counted against the retry limit). "
+                     f"The ElasticJob {NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to "
+                     f"create it again)")
+    assert rest == [f"Last 20 lines of {failed_pod}'s log:", *log.splitlines()[-20:]]
 
 
 def test_the_checkout_wins_over_an_editable_install_of_another_checkout(cluster_env, host_in, tmp_path):

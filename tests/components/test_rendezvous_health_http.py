@@ -7,10 +7,8 @@ Shapes, as the API server returns them: etcd's Deployment is the one the stack r
 DeploymentStatus: readyReplicas absent while no pod is ready, unavailableReplicas, the Available
 condition); the etcd pod is Pending with the PodScheduled=False condition kube-scheduler sets, whose
 message for a zonal volume no node of its zone can take carries the volumebinding plugin's reason
-"node(s) had volume node affinity conflict"; the controller's ExitedWithCode event on the ElasticJob
-is the one kubeflow/common @ 0b3a4c3 pkg/controller.v1/common/pod.go ReconcilePods records
-("Pod: <ns>.<pod> exited with code 138", type Normal) when a worker gives up on the store
-(jobs/torchrun.py).
+"node(s) had volume node affinity conflict"; a worker that gives up on the store (jobs/torchrun.py)
+leaves a failed pod whose worker exited 138, which the ElasticJob's Job keeps and replaces.
 """
 
 from __future__ import annotations
@@ -50,15 +48,9 @@ def pending_etcd_pod() -> dict:
                  "lastProbeTime": None, "lastTransitionTime": "2026-11-22T03:10:05Z"}]}}
 
 
-def gave_up_event(count: int) -> dict:
-    """What the controller records when it sees a worker that exited 138 (before it recreates it)."""
-    return {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{NAME}.187b0c1d2e3f4a5b", "namespace": NAMESPACE},
-            "involvedObject": {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob", "name": NAME,
-                               "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711"},
-            "reason": "ExitedWithCode", "message": f"Pod: {NAMESPACE}.{NAME}-worker-0 exited with code 138",
-            "type": "Normal", "count": count, "source": {"component": "elastic-job-controller"},
-            "firstTimestamp": "2026-11-22T03:20:05Z", "lastTimestamp": "2026-11-22T03:20:09Z"}
+def gave_up_pods(count: int) -> list[dict]:
+    """Worker pods that exited 138 (replaced by the Job, which keeps them)."""
+    return [_pod(10 + i, "Failed", 138) for i in range(count)]
 
 
 def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env):
@@ -71,11 +63,11 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
     def etcd_gone():
         server.deployments["etcd"] = etcd_deployment(ready=False)
         server.pods.append(pending_etcd_pod())
-        server.events.append(gave_up_event(2))  # away past the workers' own bound: they gave up once
+        server.pods.extend(gave_up_pods(2))  # away past the workers' own bound: they gave up once
 
     def etcd_back():
         server.deployments["etcd"] = etcd_deployment(ready=True)
-        server.pods.remove(server.pods[-1])
+        server.pods.remove(next(p for p in server.pods if p["metadata"]["name"].startswith("etcd-")))
 
     clock.at(60, etcd_gone)
     clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS - 60, etcd_back)  # a minute short of the bound
@@ -92,8 +84,8 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
 
 def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(cluster_env):
     start, _ = cluster_env
-    server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_etcd_pod()],
-                               [gave_up_event(2)])
+    server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_etcd_pod(), *gave_up_pods(2)],
+                               [])
     server.deployments["etcd"] = etcd_deployment(ready=False)
     clock = Clock()
 
@@ -115,9 +107,11 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
     assert etcd_pods  # the reason comes from etcd's own pod
 
 
-def test_the_store_check_counts_only_the_controller_s_138_events():
-    events = [gave_up_event(3), {**gave_up_event(1), "message": f"Pod: {NAMESPACE}.{NAME}-worker-1 exited with code 143"},
-              {**gave_up_event(5), "reason": "FailedCreatePod"}]
+def test_the_store_check_counts_only_the_workers_138_exits():
+    sidecar = _pod(20, "Failed", 143)
+    sidecar["status"]["containerStatuses"].append({**sidecar["status"]["containerStatuses"][0], "name": "proxy",
+                                                   "state": {"terminated": {"exitCode": 138}}})
+    events = [*gave_up_pods(3), _pod(21, "Failed", 143), _pod(22, "Running"), sidecar]
     assert rendezvous_health.gave_up_count(events) == 3
     watch = rendezvous_health.StoreWatch(NAMESPACE)
     down = rendezvous_health.StoreState(False, "no etcd pod")

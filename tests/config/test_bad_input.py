@@ -18,7 +18,6 @@ import infra.cli.synth
 from infra import versions
 from infra.config import CIFAR10_MD5, PROJECT, RESERVED_NAMESPACES, load_settings
 from infra.config.stack_file import read_stack_file
-from infra.specs.elastic import CONTROLLER_NAMESPACE
 from scanner_helpers import PYTHON, REPO, require_tool
 
 P = PROJECT
@@ -88,7 +87,7 @@ TABLE = [
     # DNS-1123 names and runId
     Bad("namespace-uppercase", ("namespace=Training",), f"{P}:namespace", "'Training'", "must be a DNS-1123 label"),
     Bad("namespace-system", ("namespace=kube-system",), f"{P}:namespace", "'kube-system'", "must not be one of default, kube-system"),
-    Bad("namespace-controllers", (f"namespace={CONTROLLER_NAMESPACE}",), f"{P}:namespace", repr(CONTROLLER_NAMESPACE),
+    Bad("namespace-old-controllers", ("namespace=elastic-job",), f"{P}:namespace", repr("elastic-job"),
         "must not be one of"),
     Bad("pvc-leading-dash", ("pvcName=-efs",), f"{P}:pvcName", "'-efs'", "must be a DNS-1123 label"),
     Bad("storage-class-dot", ("storageClassName=efs.sc",), f"{P}:storageClassName", "'efs.sc'", "must be a DNS-1123 label"),
@@ -321,8 +320,8 @@ def test_good_overrides_still_pass_the_rules(tmp_path, capsys, monkeypatch):
         assert "error" not in capsys.readouterr().err
 
 
-def test_reserved_namespaces_include_the_controllers():
-    assert CONTROLLER_NAMESPACE in RESERVED_NAMESPACES and "kube-system" in RESERVED_NAMESPACES
+def test_reserved_namespaces_include_the_archived_controllers():
+    assert "elastic-job" in RESERVED_NAMESPACES and "kube-system" in RESERVED_NAMESPACES
 
 
 

@@ -15,7 +15,7 @@ import uuid
 from torch.distributed.run import get_args_parser
 from torchrun_harness import run_torchrun_agents
 
-from controller_model import command_line, worker_pod
+from worker_pods import command_line, worker_pod
 from jobs import agent, rendezvous
 from infra.config import load_settings
 from infra.specs import workloads as specs

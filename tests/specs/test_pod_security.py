@@ -1,22 +1,19 @@
 """Pod Security admission, on the pods the cluster really creates.
 
-The training pods are created by the TorchElastic controller, not the API server: they are what
-tests/controller_model.py builds from our rendered ElasticJob (the controller's 1.15-era types drop
-seccompProfile, among others). Every other pod comes from a Deployment or Job template that the API
-server's own controllers copy whole. Each is checked against the Pod Security Standards
+The training pods come from the Job our controller renders from the ElasticJob (tests/worker_pods.py,
+controller/render.py: the template whole, seccompProfile included). Every other pod comes from a
+Deployment or Job template that the API server's own controllers copy whole. Each is checked against the Pod Security Standards
 (tests/pod_security.py) at the level its namespace enforces, as rendered by the real `synth`.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 
-from controller_model import command_line, injected_args, worker_pod
+from worker_pods import worker_pod
 from infra.specs import elastic as elastic_specs
-from infra.specs.workloads import WORKER_CONTAINER
 from pod_security import BASELINE, RESTRICTED, violations
 from synth_support import STACKS
 
@@ -45,19 +42,12 @@ def test_every_worker_pod_the_controller_creates_is_admitted(synth_stack, stack)
         assert violations(pod, level) == {}, f"{pod['metadata']['name']} refused under {level}"
 
 
-def test_worker_pods_lose_their_seccomp_profile_so_restricted_would_refuse_them(dev):
+def test_worker_pods_keep_their_seccomp_profile_so_the_namespace_enforces_restricted(dev):
     job = dev.manifest("ElasticJob")
-    # The template carries no profile either, since the controller's 1.15 types cannot keep one and a
-    # refresh would otherwise see it vanish (infra/specs/controller_fields.py): Seccomp is the only
-    # thing between it and restricted, as for the pods.
-    assert set(violations(template_pod({"spec": job["spec"]["replicaSpecs"]["Worker"]}), RESTRICTED)) == {"Seccomp (v1.19+)"}
     pod = worker_pod(job)
-    assert "seccompProfile" not in json.dumps(pod)
-    assert set(violations(pod, RESTRICTED)) == {"Seccomp (v1.19+)"}
-    assert violations(pod, BASELINE) == {}
-    # so the training namespace must not enforce restricted (it still warns and audits on it)
-    namespace = job["metadata"]["namespace"]
-    assert enforced_level(dev, namespace) == BASELINE
+    assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert violations(pod, RESTRICTED) == {}
+    assert enforced_level(dev, job["metadata"]["namespace"]) == RESTRICTED
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -71,37 +61,6 @@ def test_every_pod_the_api_server_creates_passes_restricted(synth_stack, stack):
         assert violations(pod, RESTRICTED) == {}, f"{obj['kind']}/{obj['metadata']['name']}"
         # and its namespace's enforced level admits it (restricted for the controller's)
         assert violations(pod, enforced_level(synth, obj["metadata"]["namespace"])) == {}
-
-
-# --- the controller model itself, against what its source says -------------------------------
-
-def test_controller_model_builds_the_pod_as_upstream_does(dev):
-    job = dev.manifest("ElasticJob")
-    template = job["spec"]["replicaSpecs"]["Worker"]["template"]
-    pod = worker_pod(job, 1)
-    assert pod["metadata"]["name"] == "train-run-1-worker-1"
-    assert pod["metadata"]["namespace"] == job["metadata"]["namespace"]
-    assert pod["metadata"]["labels"] == {**template["metadata"]["labels"], "group-name": "elastic.pytorch.org",
-                                         "job-name": "train-run-1", "replica-type": "worker", "replica-index": "1"}
-    assert pod["spec"]["restartPolicy"] == "Never"  # from the replica spec's ExitCode
-    ours = template["spec"]["containers"][0]
-    line = command_line(pod, WORKER_CONTAINER)
-    assert line == [*ours["command"], "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
-                    "--rdzv_id=train-run-1", "--nnodes=1:2", *ours["args"]]
-    # 1.15 fields stay, newer ones go
-    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
-    assert pod["spec"]["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    assert "seccompProfile" not in pod["spec"]["securityContext"]
-
-
-def test_controller_model_nnodes_falls_back_to_replicas():
-    job = {"metadata": {"name": "j", "namespace": "n"},
-           "spec": {"rdzvEndpoint": "e:1", "replicaSpecs": {"Worker": {"replicas": 3, "restartPolicy": "OnFailure",
-                                                                        "template": {"spec": {"containers": [
-                                                                            {"name": "w", "args": ["x"]}]}}}}}}
-    assert injected_args(job)[-1] == "--nnodes=3:3"
-    pod = worker_pod(job, 0)
-    assert pod["spec"]["restartPolicy"] == "OnFailure" and pod["spec"]["containers"][0]["args"][-1] == "x"
 
 
 # --- the checker itself, on known-bad pods ------------------------------------------------------

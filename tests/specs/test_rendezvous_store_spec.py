@@ -53,7 +53,7 @@ def test_the_budget_holds_etcd_and_nothing_else():
     assert selector.items() <= template_labels.items()
     assert budget["spec"]["minAvailable"] == 1
     assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"  # a broken etcd may still go
-    for other in elastic.controller_objects():
+    for other in elastic.controller_objects("ml", "image@sha256:" + "0" * 64, "efs-pvc"):
         if other["kind"] == "Deployment":
             assert not selector.items() <= other["spec"]["template"]["metadata"]["labels"].items()
     assert {o["metadata"]["namespace"] for o in objects.values()} == {"ml"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller_model import command_line, worker_pod
+from worker_pods import command_line, worker_pod
 from infra.components.spec_identity import SPEC_HASH_ANNOTATION, spec_hash_of
 from infra.config import load_settings
 from infra.specs import workloads as specs
@@ -105,14 +105,14 @@ def test_elasticjob_contract(dev):
 
 
 def worker_command_line(elasticjob: dict) -> list[str]:
-    """The worker's command line in the pod the controller creates (tests/controller_model.py)."""
+    """The worker's command line in the pod our controller's Job creates (tests/worker_pods.py)."""
     return command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
 
 
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
     command = worker_command_line(dev.manifest("ElasticJob"))
-    assert command[:7] == ["python", "-m", "jobs.agent", "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
-                           "--rdzv_id=train-run-1", "--nnodes=1:2"]
+    assert command[:7] == ["python", "-m", "jobs.agent", "--rdzv_endpoint=etcd-service:2379",
+                           "--rdzv_id=train-run-1", "--nnodes=1:2", "--rdzv_backend=etcd"]
     rdzv_ids = [a for a in command if a.startswith("--rdzv_id=")]
     # Ours comes last, so it is the one torchrun uses (tests/jobs/test_rendered_elasticjob.py
     # asserts that through torchrun's own parser).
@@ -150,7 +150,7 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     test = dev.one("kubernetes:batch/v1:Job", "workloads-test")
     platform = {dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
                 dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"]}
-    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-deployment-elastic-job-k8s-controller")["urn"])
+    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-controller-deployment-elasticjob-controller")["urn"])
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-etcd-deployment")["urn"])
     platform.add(dev.one("aws:eks/addon:Addon", "storage-efs-csi-driver")["urn"])
     assert platform <= set(prep["dependsOn"])
@@ -267,15 +267,16 @@ def _pod_templates(synth) -> dict[str, dict]:
 def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
     """A drain may evict workers only down to minWorkers, and the budget counts the run's worker
     pods and nothing else: not data-prep, test, etcd or the controller, and not another run's
-    workers. The controller copies the template's labels onto each worker pod and adds its own
-    (group-name, job-name, replica-type, replica-index: kubeflow/common GenLabels)."""
+    workers. The Job copies the template's labels onto each worker pod; the controller and the Job
+    controller add their own (controller/render.py; batch.kubernetes.io/job-completion-index)."""
     budget = dev.manifest("PodDisruptionBudget", "train-")
     assert budget["spec"]["minAvailable"] == 1 and "maxUnavailable" not in budget["spec"]  # dev: minWorkers 1
     selector = budget["spec"]["selector"]
     other_run = _pod_templates(synth_stack("dev", "runId=run-2"))["ElasticJob/train-run-2"]
     for key, template in {**_pod_templates(dev), "ElasticJob/train-run-2": other_run}.items():
         worker_pod_labels = {**template["metadata"]["labels"], "group-name": "elastic.pytorch.org",
-                             "job-name": key.split("/")[1], "replica-type": "worker", "replica-index": "0"}
+                             "job-name": key.split("/")[1], "replica-type": "worker",
+                             "batch.kubernetes.io/job-completion-index": "0"}
         assert _selects(selector, worker_pod_labels) == (key == "ElasticJob/train-run-1"), key
     smoke = synth_stack("smoke").manifest("PodDisruptionBudget", "train-")
     assert smoke["spec"]["minAvailable"] == 2  # smoke: minWorkers 2 == workers, no voluntary eviction at all

@@ -1,0 +1,159 @@
+"""Our ElasticJob controller (controller/) as a process against the tier's control plane: its own
+namespace (enforcing restricted), its real ServiceAccount, Role and RoleBinding from the stack
+(infra/specs/elastic.py controller_objects) and a token of that account, so every call it makes is
+checked by the API server's RBAC as in the cluster; kwok nodes for the worker pods; ElasticJobs whose
+pods kwok ends as the scripts/kwok-stages say (run-for, fail, exit-code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from control_plane import ControlPlane
+from kube import apply, wait_established, wait_until
+from cluster_nodes import KWOK_ANNOTATION
+from controller import render
+from infra.specs import elastic
+from infra.specs.security import container_security_context, pod_security_context, pod_security_labels
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_LABEL = "elastic-training.test/controller-node"
+RUN_FOR = "kwok.elastic-training.test/run-for"
+FAIL = "kwok.elastic-training.test/fail"
+EXIT_CODE = "kwok.elastic-training.test/exit-code"
+IMAGE = "registry.example/trainer@sha256:" + "0" * 64
+
+
+def kubectl_json(plane: ControlPlane, *args: str) -> Any:
+    return json.loads(plane.kubectl(*args, "-o", "json").stdout)
+
+
+def nodes(plane: ControlPlane, count: int = 2) -> list[str]:
+    """kwok nodes for the workers (created once; kwok marks them Ready)."""
+    names = [f"ctrl-node-{i}" for i in range(count)]
+    items = [{"apiVersion": "v1", "kind": "Node",
+              "metadata": {"name": name, "labels": {NODE_LABEL: "true", "kubernetes.io/hostname": name,
+                                                    "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+                           "annotations": dict(KWOK_ANNOTATION)},
+              "status": {"capacity": {"cpu": "16", "memory": "32Gi", "pods": "110"},
+                         "allocatable": {"cpu": "16", "memory": "32Gi", "pods": "110"},
+                         "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.35.8",
+                                      "kubeProxyVersion": "v1.35.8", "containerRuntimeVersion": "kwok",
+                                      "kernelVersion": "kwok", "osImage": "kwok", "bootID": "", "machineID": "",
+                                      "systemUUID": ""}}} for name in names]
+    path = plane.dir / "controller-nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    plane.apply_nodes(str(path))
+    return names
+
+
+def namespace(plane: ControlPlane, name: str) -> None:
+    """The workload namespace as the stack makes it (restricted), the CRD, and the controller's RBAC."""
+    ns = elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)
+    assert ns["metadata"]["labels"] == {**ns["metadata"]["labels"], **pod_security_labels("restricted")}
+    crd = elastic.elasticjob_crd()
+    apply(plane, [crd, ns])
+    wait_established(plane, [crd["metadata"]["name"]])
+    rbac = [o for o in elastic.controller_objects(name, IMAGE, "efs-pvc") if o["kind"] != "Deployment"]
+    apply(plane, rbac)
+
+
+def controller_kubeconfig(plane: ControlPlane, ns: str) -> Path:
+    """A kubeconfig with a token of the controller's ServiceAccount: the API server authorizes its calls by its Role."""
+    token = plane.kubectl("create", "token", elastic.CONTROLLER_NAME, "-n", ns, "--duration=2h").stdout.strip()
+    admin = yaml.safe_load(plane.kubeconfig.read_text())
+    cluster = admin["clusters"][0]
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+              "users": [{"name": "controller", "user": {"token": token}}],
+              "contexts": [{"name": "controller", "context": {"cluster": cluster["name"], "user": "controller"}}],
+              "current-context": "controller"}
+    path = plane.dir / f"controller-{ns}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+class Controller:
+    """`python -m controller` of this checkout, as its ServiceAccount."""
+
+    def __init__(self, plane: ControlPlane, ns: str, identity: str, shared_root: Path | None = None):
+        self.log = plane.dir / f"controller-{ns}-{identity}.log"
+        args = [sys.executable, "-m", "controller", f"--namespace={ns}", f"--identity={identity}",
+                f"--kubeconfig={controller_kubeconfig(plane, ns)}", "--resync-seconds=1"]
+        if shared_root:
+            args.append(f"--shared-root={shared_root}")
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, timeout: float = 20) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+
+def elasticjob(name: str, ns: str, replicas: int = 2, low: int = 1, high: int = 2, run_for: str = "4s",
+               run_dir: str = "/efs-shared/runs/x", **spec: Any) -> dict[str, Any]:
+    """An ElasticJob whose workers kwok runs for `run_for`, then ends 0; restricted-compliant."""
+    container = {"name": render.WORKER_CONTAINER, "image": IMAGE, "command": ["python", "-m", "jobs.agent"],
+                 "args": ["--rdzv_backend=etcd", "-m", "jobs.train", "--run-dir", run_dir],
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+                 "securityContext": container_security_context()}
+    template = {"metadata": {"labels": {"app.kubernetes.io/component": "training", elastic.JOB_LABEL: name},
+                             "annotations": {RUN_FOR: run_for}},
+                "spec": {"automountServiceAccountToken": False, "securityContext": pod_security_context(),
+                         "nodeSelector": {NODE_LABEL: "true"}, "terminationGracePeriodSeconds": 1,
+                         "containers": [container]}}
+    return {"apiVersion": f"{render.GROUP}/{render.VERSION}", "kind": render.KIND,
+            "metadata": {"name": name, "namespace": ns, "labels": {elastic.JOB_LABEL: name}},
+            "spec": {"rdzvEndpoint": "store:2379", "minReplicas": low, "maxReplicas": high,
+                     "replicaSpecs": {"Worker": {"replicas": replicas, "restartPolicy": "ExitCode", "template": template}},
+                     **spec}}
+
+
+def status(plane: ControlPlane, ns: str, name: str) -> dict[str, Any]:
+    return kubectl_json(plane, "get", "elasticjob", name, "-n", ns).get("status") or {}
+
+
+def condition(plane: ControlPlane, ns: str, name: str, kind: str, timeout: float = 90) -> dict[str, Any]:
+    def found():
+        return next((c for c in status(plane, ns, name).get("conditions") or []
+                     if c["type"] == kind and c["status"] == "True"), None)
+    return wait_until(f"ElasticJob {ns}/{name} condition {kind}", found, timeout=timeout)
+
+
+def pods(plane: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
+    return kubectl_json(plane, "get", "pods", "-n", ns, "-l", f"{render.ELASTICJOB_LABEL}={name}")["items"]
+
+
+def job(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
+    result = plane.kubectl("get", "job", name, "-n", ns, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def running_pods(plane: ControlPlane, ns: str, name: str, count: int, timeout: float = 60) -> list[dict[str, Any]]:
+    def enough():
+        up = [p for p in pods(plane, ns, name) if p["status"].get("phase") == "Running"
+              and not p["metadata"].get("deletionTimestamp")]
+        return up if len(up) >= count else None
+    return wait_until(f"{count} running worker pods of {ns}/{name}", enough, timeout=timeout)
+
+
+def end_pod(plane: ControlPlane, ns: str, pod: str, exit_code: int) -> float:
+    """kwok ends this one pod with `exit_code` (scripts/kwok-stages/pod-failed.yaml); returns when it was asked.
+    One patch: annotated first, the pod-succeeded stage would end it 0 on the new run-for."""
+    patch = {"metadata": {"labels": {FAIL: "true"}, "annotations": {EXIT_CODE: str(exit_code), RUN_FOR: "1ms"}}}
+    asked = time.time()
+    plane.kubectl("patch", "pod", pod, "-n", ns, "--type=merge", "-p", json.dumps(patch))
+    return asked

@@ -1,0 +1,66 @@
+"""status.progress from a run's history.jsonl (controller/progress.py), written by jobs/'s own writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from controller import progress
+from jobs import checkpoint
+
+
+def worker_elasticjob(run_dir: str) -> dict:
+    return {"spec": {"replicaSpecs": {"Worker": {"template": {"spec": {"containers": [
+        {"name": "elasticjob-worker", "args": ["--nnodes=1:2", "-m", "jobs.train", "--run-dir", run_dir, "--epochs", "4"]}]}}}}}}
+
+
+def write_history(run_dir: Path, records: list[dict]) -> None:
+    for record in records:
+        checkpoint.append_history(run_dir, record)
+
+
+def test_progress_from_a_history_jobs_train_wrote(tmp_path, monkeypatch):
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    clock = iter([1000.0, 1010.0, 1020.0, 1025.0, 1030.0, 1040.0])
+    monkeypatch.setattr(checkpoint.time, "time", lambda: next(clock))
+    write_history(run_dir, [
+        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 4, "world_size": 2, "restart_count": 0},
+        {"event": "epoch", "epoch": 1, "loss": 2.1, "train_accuracy": 0.25, "images_per_second": 500.0, "seconds": 9.0,
+         "world_size": 2},
+        {"event": "epoch", "epoch": 2, "loss": 1.7, "train_accuracy": 0.4, "images_per_second": 520.0, "seconds": 9.0,
+         "world_size": 2},
+        {"event": "checkpoint", "epochs_done": 2, "position": 1280, "world_size": 2, "reason": "sigterm"},
+        {"event": "start", "epochs_done": 2, "position": 1280, "epochs": 4, "world_size": 1, "restart_count": 1},
+        {"event": "checkpoint", "epochs_done": 2, "position": 2560, "world_size": 1, "reason": "time"},
+    ])
+    result = progress.read(worker_elasticjob(str(run_dir)), tmp_path)
+    assert result == {"epoch": 2, "epochs": 4, "worldSize": 1, "restarts": 1, "imagesIntoEpoch": 2560,
+                      "loss": 1.7, "accuracy": 0.4, "imagesPerSecond": 520.0, "secondsLeft": 18,
+                      "goodput": round(18 / 40, 3), "finished": False, "updated": "1970-01-01T00:17:20Z"}
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    (tmp_path / "history.jsonl").write_text('{"event": "start", "epochs": 3, "epochs_done": 0, "time": 5}\n{"event": "ep')
+    assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path)["epochs"] == 3
+
+
+def test_nothing_is_read_outside_the_shared_volume(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "history.jsonl").write_text('{"event": "start", "epochs": 3, "time": 5}\n')
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    assert progress.read(worker_elasticjob(str(outside)), shared) is None
+    assert progress.read(worker_elasticjob(str(shared / ".." / "elsewhere")), shared) is None
+
+
+def test_no_history_no_run_dir_no_mount(tmp_path):
+    assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path) is None
+    assert progress.read({"spec": {}}, tmp_path) is None
+    assert progress.read(worker_elasticjob(str(tmp_path)), None) is None
+
+
+def test_run_dir_in_equals_form():
+    elasticjob = worker_elasticjob("x")
+    elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"] = ["--run-dir=/efs/runs/a"]
+    assert progress.run_dir(elasticjob) == "/efs/runs/a"
