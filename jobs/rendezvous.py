@@ -1,303 +1,231 @@
-"""torchrun's etcd rendezvous, made to outlast an outage of the store (etcd) it runs on.
+"""torch's dynamic rendezvous on our rendezvous store (jobs.store_server), made to outlast the store.
 
-What torch 2.13.0 does when etcd goes away (torch/distributed/elastic/...):
-- The agent's monitor loop (agent/server/api.py `_invoke_run`) asks the rendezvous every
-  `--monitor-interval` (0.1 s) how many nodes wait to join (`num_nodes_waiting`), which reads the
-  round's state from etcd (rendezvous/etcd_rendezvous.py `get_rdzv_state`). With etcd down,
-  python-etcd raises EtcdConnectionFailed, the exception leaves `run`, the agent stops its workers
-  and torchrun exits 1, which the TorchElastic controller never retries (jobs/agent.py). Yet the
-  workers never needed etcd: they talk over the process group, whose store is a TCPStore on rank
-  0's worker (MASTER_ADDR/MASTER_PORT, rendezvous/api.py RendezvousStoreInfo.build).
-- An etcd that comes back empty has lost the run's keys, among them `version_counter`, which
-  `EtcdRendezvous.__init__` created once: the next round's `try_create_rendezvous` then raises
-  RendezvousError("... worker needs to die"), which nobody retries.
-- The lease threads (`setup_lease_renewal`) die on the first failed refresh, so after an outage
-  the round's keep-alive keys expire (10 s TTL): a node that arrives later sees them missing,
-  destroys the round and opens a new one, in which the old group does not take part (torch's
-  `num_nodes_waiting` counts waiting nodes only while the state is the old "final" one): with
-  `--nnodes=1:N` the newcomer would train alone beside the old group, on the same run directory.
+    torchrun --rdzv_backend=reconnecting-c10d --rdzv_endpoint=HOST:PORT ...
 
-So this handler, registered as BACKEND and used by jobs.torchrun in place of "etcd":
-- keeps the workers training while the store is unreachable, for at most `store_outage_timeout`
-  seconds (`--rdzv_conf store_outage_timeout=S`; default STORE_OUTAGE_TIMEOUT), probing it every
-  PROBE_SECONDS instead of 10 times a second; past that it raises StoreUnavailable, which
-  jobs.torchrun turns into the retryable exit code 138;
-- builds torch's EtcdRendezvous afresh for every round, which recreates the run's keys when the
-  store lost them (each of its writes is create-if-missing);
-- asks the group to re-form (returns 1 from `num_nodes_waiting`) when the store holds a round
-  that is not the group's own: the store lost the group's state and someone started another.
-  A store that holds no round at all is left alone: the group keeps training, and a node that
-  comes later opens a round, which this rule then joins;
-- never closes the rendezvous on the way out because of the store (torch closes it in
-  launcher/api.py `launch_agent` on any exception: the recreated pods could never rejoin).
+The algorithm is torch 2.13.0's maintained one, DynamicRendezvousHandler
+(torch/distributed/elastic/rendezvous/dynamic_rendezvous.py): each node keeps the round's state
+(participants, wait list, heartbeats) in one key of the store and changes it by compare-and-set.
+What is ours (registered as BACKEND through torchrun's `torchrun.handlers` entry point, in
+pyproject.toml and jobs/rendezvous_plugin.py, and by jobs.torchrun in its own process):
+
+- the store's client, jobs.store_client.ReconnectingStore: it connects again after the store
+  restarted, and raises StoreUnavailable (exit 138) only past `store_outage_timeout`;
+- ReseedingBackend, in place of torch's C10dRendezvousBackend, which reads a missing key as a
+  stale state (`TCPStore.compare_set` on a missing key returns the expected value and writes
+  nothing: upstream-facts-3.md fact 9). An emptied store (a restarted store pod) gets back this
+  node's last state, so the group stays one group; a node that has none (a new pod) starts a state
+  as torch does. After any outage the heartbeats in the state are renewed once: nobody could write
+  one meanwhile, and torch's sanitizer would otherwise drop every node whose heartbeat is older
+  than keep_alive_interval x keep_alive_max_attempt, the living ones included;
+- OutlastingRendezvousHandler, torch's handler plus two rules: a node that is no longer a
+  participant of the round it trains in (another node started a state on the emptied store before
+  the group put its own back: the newcomer race) asks its group to re-form, by reporting a node
+  waiting, as torch's agent does for a newcomer; and after giving up on the store it does not close
+  the rendezvous (torch closes it in launcher/api.py `launch_agent` on any exception: the recreated
+  pods could never join it again);
+- TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torch's shared store (`_bootstrap_store_info`, cached across
+  rounds) breaks a node joining a running group and the loss of rank 0's node (fact 10);
+- our default timeouts (DEFAULTS), which a `--rdzv_conf` key overrides; docs/design-notes.md says
+  why each.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+import os
+import pickle
+from base64 import b64decode, b64encode
+from datetime import datetime, timedelta, timezone
 
-import etcd
-from torch.distributed.elastic.rendezvous import (
-    RendezvousError,
+from torch.distributed.elastic.rendezvous.api import (
     RendezvousHandler,
     RendezvousInfo,
     RendezvousParameters,
-    RendezvousStoreInfo,
-    RendezvousTimeoutError,
+    RendezvousStateError,
     rendezvous_handler_registry,
 )
-from torch.distributed.elastic.rendezvous import etcd_rendezvous as torch_etcd
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
+    DynamicRendezvousHandler,
+    RendezvousBackend,
+    RendezvousTimeout,
+    Token,
+)
+from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
-BACKEND = "etcd-outlasting"
-# Seconds. Longer than etcd takes to come back on another node when its own died (about 7 minutes:
-# docs/design-notes.md, "Rendezvous store"), shorter than the training wait's bound on a store
+from jobs.rendezvous_plugin import BACKEND, create
+from jobs.store_client import Outage, ReconnectingStore, StoreUnavailable, say
+
+DEFAULT_PORT = 29400  # torch's c10d backend's port (c10d_rendezvous_backend.py DEFAULT_PORT)
+OUTAGE_KEY = "store_outage_timeout"
+# Seconds. Longer than a store pod takes to come back on another system node when its own died
+# (docs/design-notes.md, "Rendezvous store"), shorter than the training wait's bound on a store
 # without a ready pod (15 minutes: infra/components/rendezvous_health.py).
 STORE_OUTAGE_TIMEOUT = 600
-PROBE_SECONDS = 2.0  # how often an unreachable store is tried again
-STATE_LOSSES = 3  # rounds started again in a row because the store lost the run's keys, at most
-OUTAGE_KEY = "store_outage_timeout"
-# Beside torch's keys in a round's directory (/rdzv/v_N/: rank_R keep-alives, extra_data, kv/),
-# which torch only reads by their full names.
-MARKER_PREFIX = "outlasting_"
+# Seconds a read waits for a key that is not there yet (torch's c10d backend: read_timeout, 60).
+READ_TIMEOUT = 60
+# The rendezvous timeouts, `--rdzv_conf` keys of torch's create_handler, in seconds (torch's
+# defaults: join 600, last call 30, close 30, heartbeat 5, keep-alive every 5 s, 3 missed = dead).
+# A node lost without notice is noticed keep_alive_interval x keep_alive_max_attempt after its last
+# heartbeat (6 s), and the survivors' round closes last_call after the minimum is there (5 s): with
+# the workers' start that is under 20 s here. A node that brings the group to maxWorkers closes the
+# round at once, whatever the last call. docs/design-notes.md, "Rendezvous timeouts".
+DEFAULTS = {
+    "join_timeout": 600,
+    "last_call_timeout": 5,
+    "close_timeout": 30,
+    "heartbeat_timeout": 5,
+    "keep_alive_interval": 2,
+    "keep_alive_max_attempt": 3,
+}
+SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+# compare_set(key, MISSING, MISSING) reads a key without blocking: on a missing key it returns
+# MISSING and writes nothing; an existing key is returned as it is. Never a base64 state.
+MISSING = "<no rendezvous state>"
 
 
-class StoreUnavailable(Exception):
-    """The rendezvous store stayed unreachable for longer than the bound; the message is one line."""
+class ReseedingBackend(RendezvousBackend):
+    """The round's state in one key of the store, put back from this node's last state when the
+    store lost it (see the module docstring). States are base64 text; the token is that text."""
 
-
-def store_failure(error: BaseException) -> bool:
-    """Whether python-etcd's exception means "the store did not answer" rather than an answer.
-
-    python-etcd 0.4.5 (etcd/client.py) raises EtcdConnectionFailed when a request fails,
-    EtcdException itself when the client cannot list the members while it is created
-    (`machines`), EtcdClusterIdChanged once when a different etcd answers on the address, and
-    EtcdLeaderElectionInProgress while a cluster has no leader. Key and value errors are answers."""
-    return isinstance(error, etcd.EtcdException) and not isinstance(error, (etcd.EtcdKeyError, etcd.EtcdValueError))
-
-
-def say(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} jobs.rendezvous: {message}", file=sys.stderr, flush=True)
-
-
-@dataclass
-class Outage:
-    """Since when the store has been unreachable, and the bound after which we give up."""
-
-    endpoint: str
-    bound_seconds: float
-    clock: Callable[[], float] = time.monotonic
-    since: float | None = None
-
-    def note(self, error: BaseException) -> None:
-        """One more failed call; raises StoreUnavailable once the outage is longer than the bound."""
-        now = self.clock()
-        if self.since is None:
-            self.since = now
-            say(f"the rendezvous store {self.endpoint} is unreachable ({type(error).__name__}); the workers "
-                f"keep training; giving up after {self.bound_seconds:.0f} s")
-        if now - self.since > self.bound_seconds:
-            raise StoreUnavailable(
-                f"the rendezvous store {self.endpoint} (etcd) was unreachable for {now - self.since:.0f} s, longer "
-                f"than {OUTAGE_KEY}={self.bound_seconds:.0f} s ({type(error).__name__}: {error})")
-
-    def end(self) -> None:
-        if self.since is not None:
-            say(f"the rendezvous store {self.endpoint} answers again after {self.clock() - self.since:.1f} s")
-        self.since = None
+    def __init__(self, store: ReconnectingStore, run_id: str, clock=lambda: datetime.now(timezone.utc)):
+        if not run_id:
+            raise ValueError("The run id must be a non-empty string.")
+        self._store = store
+        self._key = f"torch.rendezvous.{run_id}"  # the key torch's c10d backend uses
+        self._clock = clock
+        self._last: bytes | None = None  # the last state this node read or wrote, base64
 
     @property
-    def ongoing(self) -> bool:
-        return self.since is not None
-
-
-@dataclass(frozen=True)
-class Round:
-    """The rendezvous round this agent's group formed: its version, and a key this agent wrote
-    into the round's directory when it closed.
-
-    After the store comes back empty, a node that opens a round writes the same keys in the same
-    order as the first round did: same version number, same keep-alive key names, even the same
-    etcd createdIndex (seen in tests/jobs/test_rendezvous_store.py). Only a key of our own tells
-    the group's round from that one."""
-
-    version: str
-    marker: str
-
-    def is_this(self, state: dict) -> bool:
-        return state.get("status") == "final" and state.get("version") == self.version
-
-
-class OutlastingEtcdRendezvousHandler(RendezvousHandler):
-    """torch's etcd rendezvous (EtcdRendezvous, driven through its public methods) that survives
-    its store going away; see the module docstring."""
-
-    def __init__(self, params: RendezvousParameters, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic):
-        self._params = params
-        self._sleep, self._clock = sleep, clock
-        self._outage = Outage(params.endpoint, params.get_as_int(OUTAGE_KEY, STORE_OUTAGE_TIMEOUT), clock)
-        self._rdzv: torch_etcd.EtcdRendezvous | None = None  # of the last round that formed
-        self._round: Round | None = None
-        self._next_probe = 0.0
-        self._gave_up = False
-        self._reforming = False
-
-    # --- RendezvousHandler -------------------------------------------------------------------
-
-    def get_backend(self) -> str:
+    def name(self) -> str:
         return BACKEND
 
-    def get_run_id(self) -> str:
-        return self._params.run_id
+    def get_state(self) -> tuple[bytes, Token] | None:
+        value = self._store.compare_set(self._key, MISSING, MISSING)
+        if value == MISSING.encode():
+            if self._last is None:
+                return None  # a new rendezvous, or a new node on an emptied store: torch starts a state
+            value = self._reseed(self._last)
+        elif self._store.recovered():
+            value = self._renew_heartbeats(value)
+        return self._decoded(value)
 
-    def next_rendezvous(self) -> RendezvousInfo:
-        losses = 0
-        while True:
-            try:
-                return self._form_round()
-            except RendezvousTimeoutError:
-                # torch's barrier retries a failing store itself, until its own timeout (the
-                # `timeout` rdzv_conf: 900 s under torchrun, launcher/api.py LaunchConfig); then
-                # only the store can say why.
-                if self._store_reachable():
-                    raise  # too few nodes came: torch's verdict stands
-                self._gave_up = True
-                raise StoreUnavailable(f"the rendezvous store {self._params.endpoint} (etcd) was unreachable "
-                                       f"when the rendezvous round timed out") from None
-            except RendezvousError as error:
-                if not isinstance(error.__cause__, etcd.EtcdKeyNotFound) or losses >= STATE_LOSSES:
-                    raise
-                # try_create_rendezvous found the run's version counter gone: the store lost its
-                # data during the round. A fresh EtcdRendezvous writes the counter again.
-                losses += 1
-                say("the rendezvous store lost this run's keys during the round; starting the round again")
-                self._sleep(PROBE_SECONDS)
-            except Exception as error:
-                if not store_failure(error):
-                    raise
-                self._note_failure(error)
-                self._sleep(PROBE_SECONDS)
-
-    def num_nodes_waiting(self) -> int:
-        if self._rdzv is None or self._round is None:
-            return 0
-        now = self._clock()
-        if self._outage.ongoing and now < self._next_probe:
-            return 0
-        self._next_probe = now + PROBE_SECONDS
-        try:
-            _, state = self._rdzv.get_rdzv_state()
-            ours = self._round.is_this(state) and self._marker_present()
-        except etcd.EtcdKeyNotFound:
-            # The store answers but holds no round: it came back empty (or the run's keys expired).
-            # The group keeps training; a node that comes later opens a round, seen below.
-            self._outage.end()
-            return 0
-        except Exception as error:
-            if not store_failure(error):
-                raise
-            self._note_failure(error)
-            return 0
-        self._outage.end()
-        if ours:
-            return state.get("num_workers_waiting", 0)
-        if state.get("status") == "closed":
-            return 0  # as torch: the run is over; the workers finish or fail on their own
-        if not self._reforming:
-            say(f"the rendezvous store holds a round other than this group's ({state.get('status')}, version "
-                f"{state.get('version')}): re-forming the group from the last checkpoint")
-            self._reforming = True
-        return 1  # torch's agent restarts its workers and joins the next round (membership change)
-
-    def is_closed(self) -> bool:
-        try:
-            _, state = self._rendezvous().get_rdzv_state()
-        except etcd.EtcdKeyNotFound:
-            return False
-        return state["status"] == "closed"
-
-    def set_closed(self) -> None:
-        self._rendezvous().set_closed()
-
-    def shutdown(self) -> bool:
-        """Close the rendezvous (so that the other agents stop), as torch does, except when we stop
-        because of the store: a closed rendezvous would turn every recreated pod away."""
-        if self._gave_up:
-            say("leaving the rendezvous open for the recreated workers")
-            return False
-        try:
-            self.set_closed()
-            return True
-        except etcd.EtcdKeyNotFound:
-            return True  # the store lost the round: nothing left to close
-        except Exception as error:
-            say(f"could not close the rendezvous ({type(error).__name__}: {error})")
-            return False
+    def set_state(self, state: bytes, token: Token | None = None) -> tuple[bytes, Token, bool] | None:
+        desired = b64encode(state)
+        expected = token if isinstance(token, bytes) else b""  # b"": only if there is no state yet
+        value = self._store.compare_set(self._key, expected, desired)
+        if expected and value == expected != desired:
+            # On a missing key compare_set returns the expected value and writes nothing: the store
+            # lost the state since we read it. Ours is the newest the group had: put it back.
+            value = self._store.compare_set(self._key, b"", desired)
+        if self._store.recovered():
+            value = self._renew_heartbeats(value)
+        state_bits, new_token = self._decoded(value)
+        return state_bits, new_token, value == desired
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _rendezvous(self) -> torch_etcd.EtcdRendezvous:
-        """The EtcdRendezvous of the last round, or a new one (it creates the run's keys)."""
-        if self._rdzv is None:
-            self._rdzv = _new_etcd_rendezvous(self._params)
-        return self._rdzv
+    def _reseed(self, last: bytes) -> bytes:
+        seed = self._with_fresh_heartbeats(last)
+        value = self._store.compare_set(self._key, b"", seed)  # another node may have been first
+        if value == seed:
+            state = pickle.loads(b64decode(seed))
+            say(f"the rendezvous store lost this run's state; put back this node's last one (round "
+                f"{state.round}, {len(state.participants)} participants)")
+        self._store.recovered()  # the heartbeats are renewed already
+        return value
 
-    def _form_round(self) -> RendezvousInfo:
-        # What torch's EtcdRendezvousHandler.next_rendezvous does, on a fresh EtcdRendezvous, plus
-        # remembering the round so that num_nodes_waiting can tell it from another.
-        self._rdzv = None
-        rdzv = self._rendezvous()
-        version, rank, world_size = rdzv.rendezvous_barrier()
-        store = rdzv.setup_kv_store(version)
-        store_info = RendezvousStoreInfo.build(rank, store, local_addr=self._params.local_addr)
-        marker = rdzv.get_path(f"/rdzv/v_{version}/{MARKER_PREFIX}{uuid.uuid4().hex}")
-        rdzv.client.write(marker, self._params.local_addr or "")
-        self._round = Round(version, marker)
-        self._outage.end()
-        self._reforming = False
-        return RendezvousInfo(store, rank, world_size, store_info)
+    def _renew_heartbeats(self, value: bytes) -> bytes:
+        """After an outage: every heartbeat in the state renewed as of now, by compare-and-set (a
+        few tries: the other nodes do the same at about the same time; one renewal is enough)."""
+        for _ in range(5):
+            renewed = self._with_fresh_heartbeats(value)
+            result = self._store.compare_set(self._key, value, renewed)
+            if result == renewed:
+                return result
+            if result == value:  # the key is missing: the store was emptied in between
+                return self._reseed(value)
+            value = result
+        return value
 
-    def _marker_present(self) -> bool:
+    def _with_fresh_heartbeats(self, value: bytes) -> bytes:
+        state = pickle.loads(b64decode(value))
+        now = self._clock()
+        state.last_heartbeats = {node: max(beat, now) for node, beat in state.last_heartbeats.items()}
+        return b64encode(pickle.dumps(state))
+
+    def _decoded(self, value: bytes) -> tuple[bytes, Token]:
         try:
-            self._rdzv.client.get(self._round.marker)
-        except etcd.EtcdKeyNotFound:
+            state = b64decode(value, validate=True)
+        except ValueError as error:
+            raise RendezvousStateError(f"the rendezvous state in the store is not base64 ({error})") from error
+        self._last = value
+        return state, value
+
+
+class OutlastingRendezvousHandler(DynamicRendezvousHandler):
+    """torch's DynamicRendezvousHandler with the two rules of the module docstring."""
+
+    _round: int | None = None
+    _reforming = False
+    _store_outage: Outage
+
+    @property
+    def use_agent_store(self) -> bool:
+        return False  # fact 10; torch reads the variable, which create_handler sets, for the rest
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        info = super().next_rendezvous()
+        self._round, self._reforming = self._state_holder.state.round, False
+        return info
+
+    def num_nodes_waiting(self) -> int:
+        waiting = super().num_nodes_waiting()
+        state = self._state_holder.state
+        if self._round is None or (state.round == self._round and self._this_node in state.participants):
+            return waiting
+        if not self._reforming:
+            say(f"this node is not in the rendezvous round it trains in any more (the store holds round "
+                f"{state.round} with {len(state.participants)} participants): re-forming the group from the "
+                "last checkpoint")
+            self._reforming = True
+        return max(waiting, 1)  # torch's agent restarts its workers and joins the next round
+
+    def shutdown(self) -> bool:
+        if self._store_outage.gave_up:
+            say("leaving the rendezvous open for the recreated workers")
+            self._stop_heartbeats()
             return False
-        return True
-
-    def _store_reachable(self) -> bool:
-        try:
-            self._rendezvous().get_rdzv_state()
-        except etcd.EtcdKeyNotFound:
-            return True
-        except Exception as error:
-            if store_failure(error):
-                return False
-            raise
-        return True
-
-    def _note_failure(self, error: BaseException) -> None:
-        try:
-            self._outage.note(error)
-        except StoreUnavailable:
-            self._gave_up = True
-            raise
+        return super().shutdown()
 
 
-def _new_etcd_rendezvous(params: RendezvousParameters) -> torch_etcd.EtcdRendezvous:
-    """torch's EtcdRendezvous for these parameters, built the way torch builds it (client, prefix,
-    timeouts, TLS: etcd_rendezvous.create_rdzv_handler); its handler has no accessor for it."""
-    return torch_etcd.create_rdzv_handler(params)._rdzv_impl
+def _config(params: RendezvousParameters, key: str) -> int:
+    value = params.get_as_int(key, DEFAULTS.get(key))
+    if value is None or value <= 0:
+        raise ValueError(f"--rdzv_conf {key}={params.get(key)}: must be a whole number of seconds above 0")
+    return value
 
 
 def create_handler(params: RendezvousParameters) -> RendezvousHandler:
-    return OutlastingEtcdRendezvousHandler(params)
+    """The handler torchrun builds for `--rdzv_backend=BACKEND` (torch's create_handler, with our
+    store, backend and default timeouts)."""
+    os.environ[SHARE_STORE_VARIABLE] = "1"
+    host, port = parse_rendezvous_endpoint(params.endpoint, default_port=DEFAULT_PORT)
+    outage = Outage(f"{host}:{port}", _config(params, OUTAGE_KEY) if params.get(OUTAGE_KEY) else STORE_OUTAGE_TIMEOUT)
+    store = ReconnectingStore(host, port, timedelta(seconds=params.get_as_int("read_timeout", READ_TIMEOUT)), outage)
+    backend = ReseedingBackend(store, params.run_id)
+    timeout = RendezvousTimeout(*(timedelta(seconds=_config(params, f"{name}_timeout"))
+                                  for name in ("join", "last_call", "close", "heartbeat")))
+    handler = OutlastingRendezvousHandler.from_backend(
+        params.run_id, store, backend, params.min_nodes, params.max_nodes, params.local_addr, timeout,
+        keep_alive_interval=_config(params, "keep_alive_interval"),
+        keep_alive_max_attempt=_config(params, "keep_alive_max_attempt"))
+    handler._store_outage = outage
+    return handler
 
 
 def register() -> None:
-    """Make BACKEND known to torchrun in this process (idempotent: the registry accepts the same
-    creator twice, rendezvous/api.py RendezvousHandlerRegistry.register)."""
-    rendezvous_handler_registry.register(BACKEND, create_handler)
+    """Make BACKEND known to torchrun in this process, installed or not (idempotent: the registry
+    accepts the same creator twice, rendezvous/api.py RendezvousHandlerRegistry.register)."""
+    rendezvous_handler_registry.register(BACKEND, create)
+
+
+__all__ = ["BACKEND", "StoreUnavailable", "create_handler", "register"]

@@ -1,12 +1,15 @@
-"""torchrun, with an etcd rendezvous that outlasts an outage of its store.
+"""torchrun, with a rendezvous that outlasts an outage of its store.
 
     python -m jobs.torchrun TORCHRUN_ARGS...     (jobs.agent runs this as its child)
 
 The same as `python -m torch.distributed.run TORCHRUN_ARGS...` (torchrun's own argument parser,
 `parse_args`, and its `run`, wrapped in `record` as torchrun's `main` is), except:
-- `--rdzv_backend=etcd`, which the TorchElastic controller puts in front of our arguments
-  (pytorch/elastic kubernetes/controllers/pod.go), runs jobs.rendezvous's handler instead of
-  torch's, so that a restart of etcd does not end the run;
+- jobs.rendezvous's backend (BACKEND) is known to it whether or not the project is installed (its
+  `torchrun.handlers` entry point needs the package's metadata). The ElasticJob's template carries
+  `--rdzv_backend=BACKEND` after the `--rdzv_backend=etcd` the archived TorchElastic controller puts
+  in front of our arguments (pytorch/elastic kubernetes/controllers/pod.go); argparse keeps the last.
+  torch's own `etcd` and `etcd-v2` backends are refused with one line (exit 2): they need the etcd v2
+  API, which no supported etcd serves, and our store is not etcd;
 - when that handler gives up on the store (unreachable past its bound), this process prints one
   line naming the store, leaves the same line as the container's termination message (the
   kubelet shows it in the pod's status, `state.terminated.message`), and exits
@@ -45,11 +48,18 @@ def write_termination_message(message: str, path: Path = TERMINATION_LOG) -> boo
     return True
 
 
+RETIRED_BACKENDS = ("etcd", "etcd-v2")
+EXIT_USAGE = 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = torch_run.parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.rdzv_backend == "etcd" and not args.standalone:
-        rendezvous.register()
-        args.rdzv_backend = rendezvous.BACKEND
+    if args.rdzv_backend in RETIRED_BACKENDS and not args.standalone:
+        print(f"jobs.torchrun: error: --rdzv_backend={args.rdzv_backend}: torch's etcd rendezvous is retired here "
+              f"(it needs the etcd v2 API); use --rdzv_backend={rendezvous.BACKEND} with the rendezvous store "
+              "(python -m jobs.store_server) as --rdzv_endpoint", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    rendezvous.register()
     try:
         record(torch_run.run)(args)
     except rendezvous.StoreUnavailable as error:
