@@ -51,10 +51,9 @@ from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
 )
 from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
-from jobs.rendezvous_plugin import BACKEND, create
+from jobs.rendezvous_plugin import BACKEND, DEFAULT_PORT, create
 from jobs.store_client import Outage, ReconnectingStore, StoreUnavailable, say
 
-DEFAULT_PORT = 29400  # torch's c10d backend's port (c10d_rendezvous_backend.py DEFAULT_PORT)
 OUTAGE_KEY = "store_outage_timeout"
 # Seconds. Longer than a store pod takes to come back on another system node when its own died
 # (docs/design-notes.md, "Rendezvous store"), shorter than the training wait's bound on a store

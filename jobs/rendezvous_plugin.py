@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 BACKEND = "reconnecting-c10d"
+DEFAULT_PORT = 29400  # torch's c10d backend's port (c10d_rendezvous_backend.py DEFAULT_PORT): the store's
 
 
 def create(params: Any) -> Any:

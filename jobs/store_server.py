@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch.distributed as dist
 
 from jobs import cli
-from jobs.rendezvous import DEFAULT_PORT
+from jobs.rendezvous_plugin import DEFAULT_PORT
 
 READY = "jobs.store_server: serving the rendezvous store on"  # the line a harness waits for
 
@@ -49,12 +49,16 @@ def serve(host: str, port: int, stop: threading.Event) -> None:
     listener.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m jobs.store_server", description=__doc__.splitlines()[0])
     parser.add_argument("--host", required=True, help="the address to listen on (0.0.0.0 in a pod)")
     parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help=f"the port (default {DEFAULT_PORT}; 0: any free one)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -28,7 +28,7 @@ import yaml
 from infra.config import is_gpu_stack, load_settings
 from infra.specs import elastic as elastic_specs
 from infra.specs import gpu as gpu_specs
-from infra.specs.suppressions import (SUPPRESSIONS, TAG_PINNED_IMAGE, WORKLOAD_COMPONENTS, markdown_rows, pinned_by_tag,
+from infra.specs.suppressions import (SUPPRESSIONS, TAG_PINNED_IMAGE, WORKLOAD_OBJECTS, markdown_rows, pinned_by_tag,
                                       suppressions_for)
 from infra.config.stack_file import read_stack_file
 from scanner_helpers import (CHECKOV, HADOLINT, PYTHON, REPO, checkov_reports, checkov_results, component_of,
@@ -59,9 +59,6 @@ REVIEWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
     "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
-    # etcd's volume (infra/components/rendezvous_volume.py): the EKS user guide's policy for the EBS CSI
-    # driver's IRSA role; its volume and snapshot actions carry ebs.csi.aws.com tag conditions.
-    "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
 }
 # The only pod that talks to the Kubernetes API, so the only one with a service account token.
 API_CLIENT_SERVICE_ACCOUNTS = {elastic_specs.CONTROLLER_NAME}
@@ -235,7 +232,7 @@ def test_every_suppression_is_explained_and_still_needed(scans, rendered):
     # from the rendered objects' images, not from their annotations.
     expected |= {(Path(path).parent.name, obj["kind"], component_of(obj), check_id)
                  for path, obj in objects.items() if Path(path).parent.parent.name == "manifests"
-                 and obj["kind"] == "Job" and component_of(obj) in WORKLOAD_COMPONENTS
+                 and (obj["kind"], component_of(obj)) in WORKLOAD_OBJECTS
                  and any(pinned_by_tag(c["image"]) for t in pod_templates(obj) for c in t["spec"]["containers"])
                  for check_id, _ in TAG_PINNED_IMAGE}
     for stack in STACKS:
@@ -384,23 +381,23 @@ def admitted_from(policies: list[dict[str, Any]], target: dict[str, str], source
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_network_policies_admit_only_what_is_needed(rendered, stack):
-    """Every pod is selected by an ingress policy; etcd (unauthenticated) admits only training
-    workers, on its client port; workers reach each other; nothing else gets in."""
+    """Every pod is selected by an ingress policy; the rendezvous store (unauthenticated) admits only
+    training workers, on its port; workers reach each other; nothing else gets in."""
     synth = rendered[stack]
     for obj, template in all_pods(synth):
         namespace = obj["metadata"]["namespace"]
         assert [p for p in ingress_policies(synth, namespace) if selects(p["spec"]["podSelector"], template["metadata"]["labels"])], (
             f"no ingress NetworkPolicy selects the pods of {obj['kind']}/{obj['metadata']['name']}")
-    namespace, etcd = pod_labels(synth, "Deployment", "rendezvous")
+    namespace, store = pod_labels(synth, "Deployment", "rendezvous")
     _, worker = pod_labels(synth, "ElasticJob", elastic_specs.TRAINING_COMPONENT)
     _, prep = pod_labels(synth, "Job", "data-prep")
     _, evaluation = pod_labels(synth, "Job", "evaluation")
     controller_ns, controller = pod_labels(synth, "Deployment", "elastic-controller")
     policies = ingress_policies(synth, namespace)
-    assert admitted_from(policies, etcd, worker, elastic_specs.ETCD_CLIENT_PORT)
+    assert admitted_from(policies, store, worker, elastic_specs.STORE_PORT)
     assert admitted_from(policies, worker, worker, 29500)
     for outsider in (prep, evaluation, {"run": "debug-shell"}):
-        assert not admitted_from(policies, etcd, outsider, elastic_specs.ETCD_CLIENT_PORT), outsider
+        assert not admitted_from(policies, store, outsider, elastic_specs.STORE_PORT), outsider
         assert not admitted_from(policies, worker, outsider, 29500), outsider
     for inside in (prep, evaluation):
         assert not admitted_from(policies, inside, worker), inside

@@ -12,7 +12,7 @@ of the two), which is what `pod_request` below computes from a manifest's pod sp
 | efs-csi-node (EFS CSI add-on) | none | kubernetes-sigs/aws-efs-csi-driver @ a4fc67600be60d0f8350dc9459e55ff04e9aa944 (chart 4.4.1, driver v3.4.1): charts/aws-efs-csi-driver/values.yaml `node.resources: {}` and `{}` for both sidecars, deploy/kubernetes/base/node-daemonset.yaml sets none; tolerations `operator: Exists` |
 | nvidia-device-plugin (ours, GPU nodes only) | 50m cpu, 64Mi memory | infra/specs/gpu.py `device_plugin_daemonset`; tests/test_node_daemonsets.py checks the two agree |
 
-metrics-server, CoreDNS, the controller, etcd and the CSI controller are Deployments: on GPU stacks
+metrics-server, CoreDNS, the controller, the rendezvous store and the CSI controller are Deployments: on GPU stacks
 they run on the system nodes; on CPU stacks they share the training nodes, where the scheduler
 places them before the workers, and a worker that needs their room fails the run with the
 scheduler's reason (infra/components/scheduling.py).

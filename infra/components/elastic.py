@@ -1,6 +1,6 @@
 """Elastic: the TorchElastic controller on current Kubernetes (our v1 CRD, RBAC, Deployment),
-the workloads' namespace, the etcd service torchrun rendezvous through, and the NetworkPolicies
-that limit who reaches the controller, etcd and the training pods."""
+the workloads' namespace, the rendezvous store torchrun's agents rendezvous through, and the
+NetworkPolicies that limit who reaches the controller, the store and the training pods."""
 
 from __future__ import annotations
 
@@ -13,26 +13,24 @@ from infra.components.k8s_object import KubernetesObject
 from infra.components.naming import component_type
 from infra.specs import elastic as specs
 from infra.specs import rendezvous_store
+from infra.specs.workloads import pull_policy
 
 
 @dataclass
 class ElasticArgs:
     settings: Settings
     provider: pulumi.ProviderResource
-    # The Deployments (controller, etcd) wait for nodes: without any, their pods stay Pending and
+    # The training image: the rendezvous store runs its jobs.store_server.
+    image: pulumi.Input[str]
+    # The Deployments (controller, store) wait for nodes: without any, their pods stay Pending and
     # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.
     nodes: pulumi.Resource | None = None
-    # The StorageClass of etcd's volume, and what must exist before a claim of it can be served
-    # (target eks: the EBS class and its driver, infra/components/rendezvous_volume.py); an
-    # existing cluster's is its storageClassName, already there.
-    etcd_storage_class: str | None = None
-    etcd_storage: pulumi.Resource | None = None
 
 
 class Elastic(pulumi.ComponentResource):
     crd: KubernetesObject
     controller: KubernetesObject
-    etcd: KubernetesObject
+    store: KubernetesObject
     workload_namespace: KubernetesObject
 
     def __init__(self, name: str, args: ElasticArgs, opts: pulumi.ResourceOptions | None = None):
@@ -64,17 +62,13 @@ class Elastic(pulumi.ComponentResource):
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
         after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))
-        # etcd: its priority class (cluster-scoped) and claim exist before its pod (rendezvous_store.py).
-        priority = KubernetesObject(f"{name}-etcd-priorityclass", rendezvous_store.priority_class(), in_cluster)
-        storage = [args.etcd_storage] if args.etcd_storage is not None else []
-        etcd_objects = {obj["kind"]: obj for obj in
-                        specs.etcd_objects(settings.namespace, args.etcd_storage_class or settings.storage_class_name)}
-        KubernetesObject(f"{name}-etcd-service", etcd_objects["Service"], after_ns)
-        claim = KubernetesObject(f"{name}-etcd-persistentvolumeclaim", etcd_objects["PersistentVolumeClaim"],
-                                 pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=storage)))
-        KubernetesObject(f"{name}-etcd-poddisruptionbudget", etcd_objects["PodDisruptionBudget"], after_ns)
-        self.etcd = KubernetesObject(f"{name}-etcd-deployment", etcd_objects["Deployment"], pulumi.ResourceOptions.merge(
-            after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority, claim])))
+        # The store: its priority class (cluster-scoped) exists before its pod (rendezvous_store.py).
+        priority = KubernetesObject(f"{name}-store-priorityclass", rendezvous_store.priority_class(), in_cluster)
+        store_objects = {obj["kind"]: obj for obj in specs.store_objects(settings.namespace, args.image, pull_policy(settings))}
+        KubernetesObject(f"{name}-store-service", store_objects["Service"], after_ns)
+        KubernetesObject(f"{name}-store-poddisruptionbudget", store_objects["PodDisruptionBudget"], after_ns)
+        self.store = KubernetesObject(f"{name}-store-deployment", store_objects["Deployment"], pulumi.ResourceOptions.merge(
+            after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority])))
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})
 

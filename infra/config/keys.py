@@ -270,7 +270,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               _between(1, 100)),
     ConfigKey("systemNodeInstanceType", "system_node_instance_type", "string", "m5.large",
               "CPU instance type of the on-demand system node group (CoreDNS, metrics-server, Karpenter, the "
-              "controller, etcd, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
+              "controller, the rendezvous store, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
               _system_instance_type),
     ConfigKey("systemNodeCount", "system_node_count", "integer", 2,
               "Nodes of the system node group (fixed size, on-demand).", _between(1, 10)),
@@ -285,7 +285,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               _log_retention),
     # storage + names others refer to
     ConfigKey("namespace", "namespace", "string", "training",
-              "Namespace of the training workloads, the PVC and etcd.", _workload_namespace),
+              "Namespace of the training workloads, the PVC and the rendezvous store.", _workload_namespace),
     ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc",
               "StorageClass of the shared volume: the EFS class the stack creates (eks), or an existing class of "
               "the cluster (existing), e.g. kind's `standard`.", _dns_label(253)),

@@ -12,11 +12,9 @@ from typing import Any
 from infra import versions
 
 CONTROLLER = ("Deployment", "elastic-controller")
-ETCD = ("Deployment", "rendezvous")
 DEVICE_PLUGIN = ("DaemonSet", "gpu-device-plugin")
 # What each key means, for the docs table.
 OBJECT_NAMES = {CONTROLLER: "the TorchElastic controller (namespace elastic-job)",
-                ETCD: "etcd, the rendezvous store (workload namespace)",
                 DEVICE_PLUGIN: "the NVIDIA device plugin (kube-system, GPU stacks only)"}
 
 
@@ -28,15 +26,16 @@ def _third_party_image(image: str) -> str:
 
 # Our own workloads normally run the image the stack built, by digest. An `imageUri` pinned by a tag
 # instead (an image loaded into kind has no registry digest) fails two checks, for a reason:
-# (checkov scans the Jobs; it has no checks for the ElasticJob, a custom resource.)
-WORKLOAD_COMPONENTS = ("data-prep", "evaluation")
+# (checkov scans the Jobs and the rendezvous store's Deployment, which runs the same image; it has no
+# checks for the ElasticJob, a custom resource.)
+WORKLOAD_OBJECTS = (("Job", "data-prep"), ("Job", "evaluation"), ("Deployment", "rendezvous"))
 TAG_PINNED_IMAGE: list[tuple[str, str]] = [
     ("CKV_K8S_43", "imageUri names a tag, not a digest: an image built and loaded into the cluster (kind load "
                    "docker-image) has no registry digest; stacks that push to a registry should pin by digest"),
     ("CKV_K8S_15", "an image loaded into the node (kind load docker-image) exists only there: Always would pull "
                    "it from a registry that does not have it (kind quick start, Loading an Image Into Your Cluster)"),
 ]
-TAG_PINNED_OBJECTS = "our Jobs (data-prep, evaluation) when `imageUri` names a tag"
+TAG_PINNED_OBJECTS = "our Jobs (data-prep, evaluation) and the rendezvous store when `imageUri` names a tag"
 
 # (kind, component) -> [(check id, reason)]
 SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
@@ -50,11 +49,6 @@ SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
                       "nothing; the image has no health endpoint either"),
         ("CKV_K8S_38", "the controller watches ElasticJobs and creates pods and services through the Kubernetes API, "
                        "so it needs its service account token; its RBAC role limits what the token can do"),
-    ],
-    ETCD: [
-        ("CKV_K8S_43", _third_party_image(versions.ETCD_IMAGE)),
-        ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
-                       "and Always would add a registry round trip to every restart of the rendezvous store"),
     ],
     DEVICE_PLUGIN: [
         ("CKV_K8S_43", _third_party_image(versions.NVIDIA_DEVICE_PLUGIN_IMAGE)),
@@ -87,7 +81,7 @@ def pinned_by_tag(image: Any) -> bool:
 def suppressions_for(obj: dict[str, Any]) -> list[tuple[str, str]]:
     component = obj.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component", "")
     found = list(SUPPRESSIONS.get((obj["kind"], component), []))
-    if obj["kind"] == "Job" and component in WORKLOAD_COMPONENTS and any(pinned_by_tag(image) for image in _images(obj)):
+    if (obj["kind"], component) in WORKLOAD_OBJECTS and any(pinned_by_tag(image) for image in _images(obj)):
         found += TAG_PINNED_IMAGE
     return found
 

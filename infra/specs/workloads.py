@@ -13,7 +13,7 @@ from typing import Any
 
 from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
 from infra.specs import capacity, gpu
-from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
+from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.controller_fields import as_the_controller_keeps_it
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
@@ -70,8 +70,8 @@ def run_dir(run_id: str) -> str:
 def rendezvous_id(settings: Settings, image: str) -> str:
     """torchrun's rendezvous id: the run id plus a hash of everything that shapes the training pods.
 
-    etcd keeps a finished rendezvous closed for hours, so a re-created ElasticJob (new image, new
-    sizes) must not reuse its predecessor's id; an unchanged spec keeps its id, so the same run
+    The rendezvous store keeps a finished rendezvous closed until it restarts, so a re-created
+    ElasticJob (new image, new sizes) must not reuse its predecessor's id; an unchanged spec keeps its id, so the same run
     renders the same object."""
     shape = {"image": image, "workers": [settings.min_workers, settings.workers, settings.max_workers],
              "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
@@ -216,8 +216,11 @@ def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
 def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
     """torchrun's arguments after the controller's prepended --rdzv_backend/--rdzv_endpoint/
     --rdzv_id/--nnodes (pytorch/elastic kubernetes/controllers/pod.go; modelled in
-    tests/controller_model.py). Our "--rdzv_id=..." comes later and wins (argparse keeps the last value)."""
+    tests/controller_model.py). Our "--rdzv_backend=..." and "--rdzv_id=..." come later and win
+    (argparse keeps the last value): the archived controller prepends --rdzv_backend=etcd."""
     return [
+        # torch's dynamic rendezvous on our store (jobs/rendezvous.py), not torch's retired etcd one.
+        f"--rdzv_backend={RENDEZVOUS_BACKEND}",
         # One local worker per GPU of the node (each takes cuda:LOCAL_RANK, jobs/runtime.py), one on CPU.
         f"--nproc_per_node={max(1, gpus_per_node(settings))}",
         # Each re-formation after a lost peer uses one restart; when none is left, torchrun exits 1

@@ -62,11 +62,11 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert "deleteUnreachable" not in provider["inputs"]  # tests/components/test_unreachable_cluster.py
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
-    # every in-cluster object (30 in dev: platform, etcd's priority class, claim, budget and EBS class, policies,
+    # every in-cluster object (28 in dev: platform, the rendezvous store's priority class and budget, policies,
     # the run's PDB, workloads, the export's service account, the worker NodePool and EC2NodeClass) is a manifest; Karpenter's Helm release is not one (its values are in resources.json)
     releases = [r for r in objects if r["type"] == "kubernetes:helm.sh/v3:Release"]
     assert [r["name"] for r in releases] == ["capacity-karpenter"]
-    assert len(objects) - len(releases) == len(dev.manifests) == 30
+    assert len(objects) - len(releases) == len(dev.manifests) == 28
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
 

@@ -65,7 +65,7 @@ def test_every_pod_the_api_server_creates_passes_restricted(synth_stack, stack):
     synth = synth_stack(stack)
     owners = [m for m in synth.manifests if m["kind"] in ("Deployment", "Job")]
     names = {m["metadata"]["name"] for m in owners}
-    assert {"etcd", elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {"prep-", "eval-"}, names
+    assert {elastic_specs.STORE_NAME, elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {"prep-", "eval-"}, names
     for obj in owners:
         pod = template_pod(obj)
         assert violations(pod, RESTRICTED) == {}, f"{obj['kind']}/{obj['metadata']['name']}"
@@ -86,7 +86,7 @@ def test_controller_model_builds_the_pod_as_upstream_does(dev):
     assert pod["spec"]["restartPolicy"] == "Never"  # from the replica spec's ExitCode
     ours = template["spec"]["containers"][0]
     line = command_line(pod, WORKER_CONTAINER)
-    assert line == [*ours["command"], "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
+    assert line == [*ours["command"], "--rdzv_backend=etcd", "--rdzv_endpoint=rendezvous-store:29400",
                     "--rdzv_id=train-run-1", "--nnodes=1:2", *ours["args"]]
     # 1.15 fields stay, newer ones go
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True

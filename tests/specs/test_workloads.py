@@ -72,7 +72,7 @@ def test_elasticjob_contract(dev):
     elasticjob = dev.manifest("ElasticJob")
     spec = elasticjob["spec"]
     assert elasticjob["metadata"]["name"] == "train-run-1" and elasticjob["metadata"]["namespace"] == "training"
-    assert spec["rdzvEndpoint"] == "etcd-service:2379"
+    assert spec["rdzvEndpoint"] == "rendezvous-store:29400"
     assert (spec["minReplicas"], spec["replicaSpecs"]["Worker"]["replicas"], spec["maxReplicas"]) == (1, 2, 2)
     # Inert with this controller (nothing sets status.startTime: kubeflow/common @ 0b3a4c3
     # pkg/controller.v1/common/job.go pastActiveDeadline); ElasticJobCompletion keeps the deadline.
@@ -111,8 +111,10 @@ def worker_command_line(elasticjob: dict) -> list[str]:
 
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
     command = worker_command_line(dev.manifest("ElasticJob"))
-    assert command[:7] == ["python", "-m", "jobs.agent", "--rdzv_backend=etcd", "--rdzv_endpoint=etcd-service:2379",
-                           "--rdzv_id=train-run-1", "--nnodes=1:2"]
+    assert command[:8] == ["python", "-m", "jobs.agent", "--rdzv_backend=etcd", "--rdzv_endpoint=rendezvous-store:29400",
+                           "--rdzv_id=train-run-1", "--nnodes=1:2", "--rdzv_backend=reconnecting-c10d"]
+    # The template's backend comes after the controller's etcd, so it is the one torchrun uses.
+    assert [a for a in command if a.startswith("--rdzv_backend=")][-1] == "--rdzv_backend=reconnecting-c10d"
     rdzv_ids = [a for a in command if a.startswith("--rdzv_id=")]
     # Ours comes last, so it is the one torchrun uses (tests/jobs/test_rendered_elasticjob.py
     # asserts that through torchrun's own parser).
@@ -151,7 +153,7 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     platform = {dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
                 dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"]}
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-deployment-elastic-job-k8s-controller")["urn"])
-    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-etcd-deployment")["urn"])
+    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-store-deployment")["urn"])
     platform.add(dev.one("aws:eks/addon:Addon", "storage-efs-csi-driver")["urn"])
     assert platform <= set(prep["dependsOn"])
     assert {prep["urn"]} | platform <= set(training["dependsOn"])
@@ -266,7 +268,7 @@ def _pod_templates(synth) -> dict[str, dict]:
 
 def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
     """A drain may evict workers only down to minWorkers, and the budget counts the run's worker
-    pods and nothing else: not data-prep, test, etcd or the controller, and not another run's
+    pods and nothing else: not data-prep, test, the rendezvous store or the controller, and not another run's
     workers. The controller copies the template's labels onto each worker pod and adds its own
     (group-name, job-name, replica-type, replica-index: kubeflow/common GenLabels)."""
     budget = dev.manifest("PodDisruptionBudget", "train-")

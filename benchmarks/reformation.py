@@ -1,0 +1,195 @@
+"""How long the group takes to train again after a change of membership or of the store.
+
+    .venv/bin/python benchmarks/reformation.py [--repeats 1]
+
+Real torchrun agents on the local harness of tests/jobs (jobs.agent, the flags the ElasticJob
+gives them, the real rendezvous store), training on generated data with a trace of every step
+(--trace-samples). Three cases, each measured from the event to the first step the new group takes:
+
+  node lost      3 agents (--nnodes=2:3); the agent of rank 1 and its worker are SIGKILLed (a node
+                 gone without notice) and nothing replaces it: the survivors must notice and re-form
+  join           2 agents (--nnodes=2:3); a third, its Python already started (as a pod whose
+                 image is pulled), joins: a join at maxWorkers
+  store restart  2 agents (--nnodes=1:3); the store is SIGKILLed, started again EMPTY 5 s later, and a
+                 third agent starts as it comes back: the group must take it in on the emptied store
+
+torch's rendezvous timeouts are jobs.rendezvous.DEFAULTS (the worker pods' own). Times include the
+workers' start (Python, torch, the process group, the checkpoint), which on this machine's shared
+cores is most of it. benchmarks/preemption.py runs this after its goodput runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jobs import data  # noqa: E402
+from jobs.sample_trace import read_traces, traced_steps  # noqa: E402
+from tests.jobs.torchrun_harness import (  # noqa: E402
+    StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
+    worker_rank,
+)  # fmt: skip
+
+# A new agent whose Python and torch are loaded already (a pod whose image is on the node): it
+# runs jobs.torchrun once the gate file exists, so the measurement starts when it joins.
+GATED_AGENT = """
+import sys, time, pathlib
+from jobs import torchrun
+gate = pathlib.Path(sys.argv[1])
+while not gate.exists():
+    time.sleep(0.02)
+sys.exit(torchrun.main(sys.argv[2:]))
+"""
+SETTLE_SECONDS = 4.0  # the group trains this long before the event
+DEADLINE_SECONDS = 240
+
+
+@dataclass
+class Case:
+    name: str
+    nnodes: str
+    agents: int
+    world_after: int
+    directory: Path
+    job: TorchrunJob | None = None
+    store: StoreServer | None = None
+    gate: Path | None = None
+    event_at: float | None = None  # time.time() of the loss, the join, or the store's return
+    killed_store_at: float | None = None
+    done: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def steps(self):
+        trace = self.directory / "trace"
+        return traced_steps(read_traces(trace)) if trace.exists() else []
+
+
+def _first_step_at(case: Case, world: int) -> float | None:
+    after = [s.time for s in case.steps() if s.world_size == world and s.time > case.event_at]
+    return min(after) if after else None
+
+
+def _drive(case: Case) -> None:
+    job, now = case.job, time.time()
+    steps = case.steps()
+    if case.event_at is None and case.killed_store_at is None:
+        settled = [s for s in steps if s.world_size == case.agents]
+        if not settled or now - min(s.time for s in settled) < SETTLE_SECONDS:
+            return
+        if case.name == "node lost":
+            for agent in job.agents:
+                tree = descendants_of(agent.pid)
+                if agent.poll() is None and any(worker_rank(pid) == 1 for pid in tree):
+                    for pid in reversed(tree):
+                        os.kill(pid, signal.SIGKILL)
+                    agent.kill()
+                    case.event_at = time.time()
+                    return
+        elif case.name == "join":
+            case.gate.touch()
+            case.event_at = time.time()
+        else:
+            case.store.kill()
+            case.killed_store_at = now
+    elif case.event_at is None and now - case.killed_store_at >= 5:
+        case.store.restart_empty() if hasattr(case.store, "restart_empty") else case.store.restart()
+        case.gate.touch()
+        case.event_at = time.time()
+    elif case.event_at is not None and _first_step_at(case, case.world_after) is not None and not case.done:
+        case.done = True
+        job.kill_everything()  # measured: the rest of the run tells nothing more
+
+
+# --- TEMPORARY: the etcd path before issue 31, run from the main worktree (its code, its venv) ----
+BEFORE_TREE = Path("/work/main")
+BEFORE_PYTHON = BEFORE_TREE / ".venv" / "bin" / "python"
+
+
+def _before_etcd(directory: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("before_harness", BEFORE_TREE / "tests/jobs/torchrun_harness.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["before_harness"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    server = module.EtcdServer(directory).start()
+    server.restart_empty = lambda: server.restart(keep_data=False)
+    return server
+
+
+def run_case(name: str, base: Path, data_dir: Path, before: bool = False) -> float | None:
+    nnodes, agents, world_after = {"node lost": ("2:3", 3, 2), "join": ("2:3", 2, 3), "store restart": ("1:3", 2, 3)}[name]
+    case = Case(name, nnodes, agents, world_after, base / (name.replace(" ", "-") + ("-before" if before else "")))
+    case.store = _before_etcd(case.directory / "etcd") if before else StoreServer(case.directory / "store").start()
+    try:
+        flags = cluster_style_torchrun_flags(case.store.endpoint, name.replace(" ", "-"), max_restarts=10, nnodes=nnodes)
+        if before:
+            flags = [f for f in flags if not f.startswith("--rdzv_backend=") or f == "--rdzv_backend=etcd"]
+        train = ["-m", "jobs.train", "--data", str(data_dir), "--run-dir", str(case.directory / "run"), "--epochs", "50",
+                 "--batch-size", "8", "--log-every", "1000", "--pg-timeout", "20", "--trace-samples",
+                 str(case.directory / "trace")]  # fmt: skip
+        python = str(BEFORE_PYTHON) if before else sys.executable
+        command = [python, "-m", "jobs.agent", *flags, *train]
+        environment = agent_environment(PYTHONPATH=str(BEFORE_TREE)) if before else agent_environment()
+        case.job = TorchrunJob(name.replace(" ", "-"), [command] * agents, case.directory / "logs", environment,
+                               cwd=BEFORE_TREE if before else ROOT)
+        if world_after > agents:
+            script = case.directory / "gated_agent.py"
+            script.write_text(GATED_AGENT)
+            case.gate = case.directory / "gate"
+            case.job.commands.append([python, str(script), str(case.gate), *flags, *train])
+        run_torchrun_jobs([case.job], DEADLINE_SECONDS, on_tick=lambda: _drive(case), tick_seconds=0.05)
+    finally:
+        case.store.stop()
+    if case.event_at is None:
+        return None
+    first = _first_step_at(case, world_after)
+    return None if first is None else first - case.event_at
+
+
+CASES = ("node lost", "join", "store restart")
+
+
+def measure(repeats: int, images_per_class: int = 40, before: bool = False) -> dict[str, list[float | None]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch)
+        data_dir = base / data.FOLDER_NAME
+        data.write_synthetic(data_dir, images_per_class)
+        results = {}
+        for name in CASES:
+            for variant in ([True, False] if before else [False]):
+                label = f"{name}, {'before' if variant else 'after'}" if before else name
+                results[label] = [run_case(name, base / f"{index}", data_dir, variant) for index in range(repeats)]
+                print(f"  {label}: {results[label]}", flush=True)
+        return results
+
+
+def report(results: dict[str, list[float | None]]) -> None:
+    print(f"{'case':<22} {'seconds to the new group first step':>36}  (each run)")
+    for name, times in results.items():
+        done = [t for t in times if t is not None]
+        summary = f"{statistics.median(done):.1f} s" if done else "-"
+        runs = ", ".join("never" if t is None else f"{t:.1f}" for t in times)
+        print(f"{name:<22} {summary:>36}  ({runs})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each case")
+    parser.add_argument("--before", action="store_true", help="TEMPORARY: also the etcd path of /work/main")
+    args = parser.parse_args()
+    report(measure(args.repeats, before=args.before))
+
+
+if __name__ == "__main__":
+    main()
