@@ -43,8 +43,7 @@ def test_manifest_files_hold_one_object_in_wire_form(dev):
 def test_components_in_the_graph_and_every_child_parented(dev):
     components = {r["urn"]: r for r in dev.resources if r["type"].startswith(COMPONENT_PREFIX)}
     assert {r["type"].removeprefix(COMPONENT_PREFIX) for r in components.values()} == {
-        "Network", "Cluster", "WorkerCapacity", "Storage", "Registry", "Addons", "Elastic", "Workloads", "Artifacts",
-        "RendezvousVolume"}
+        "Network", "Cluster", "WorkerCapacity", "Storage", "Registry", "Addons", "Elastic", "Workloads", "Artifacts"}
     for resource in dev.resources:
         if resource["urn"] in components:
             assert resource["parent"].endswith("pulumi:pulumi:Stack::elastic-training-dev")
