@@ -1,5 +1,6 @@
-"""Two torchrun agents as two nodes, etcd rendezvous (Debian etcd, v2 API), the flag shape the
-ElasticJob gives them on the cluster: a normal run; two runs in which one training worker (rank 1,
+"""Two torchrun agents as two nodes, our rendezvous on the real store (python -m jobs.store_server),
+the flag shape the ElasticJob gives them on the cluster (plain torchrun finds our backend through
+its entry point): a normal run; two runs in which one training worker (rank 1,
 then rank 0) is SIGKILLed mid-run and the job must finish from its last checkpoint; and two runs
 in which one whole agent is evicted, i.e. jobs.agent (the pod's command) gets SIGTERM:
 - "evict-alone": the evicted agent exits 143 (retryable for the controller), the survivor
@@ -7,10 +8,11 @@ in which one whole agent is evicted, i.e. jobs.agent (the pod's command) gets SI
 - "evict-rejoin": as soon as the evicted agent has exited, a new one with the same command starts
   (the controller recreating the pod), and the group is back at world size 2.
 
-The five jobs run at the same time against one etcd (each with its own rendezvous id, as jobs
-on the cluster share etcd-service): a fault run spends ~10 s waiting for the dead round's etcd
-lease to expire, and a lone survivor etcd's 30 s last call for more nodes; on 2 cores the jobs'
-start-ups and training overlap those waits. The fault and eviction runs train on 40 images (2
+The five jobs run at the same time against one store (each with its own rendezvous id, as jobs
+on the cluster share the store's Service): a fault run waits for the dead node's heartbeat to
+expire and a survivor for the last call for more nodes (jobs.rendezvous.DEFAULTS); on 2 cores the
+jobs' start-ups and training overlap those waits. Nodes lost without notice and nodes joining:
+test_node_loss.py. The fault and eviction runs train on 40 images (2
 steps per worker and epoch): the kill comes right after epoch 1's checkpoint, so it always lands
 while epoch 2 is running. What torch and the controller do on SIGTERM is in test_eviction.py.
 """
@@ -86,7 +88,7 @@ def _agent_command(torchrun_flags: list[str], module_args: list[str]) -> list[st
 
 
 @pytest.fixture(scope="module")
-def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
+def elastic_runs(store_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("elastic")
     small_cifar = make_synthetic_cifar(base / "fault-data", train_per_class=4, test_per_class=2)
     runs = {}
@@ -95,7 +97,7 @@ def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
         data_dir, epochs = {"normal": (tiny_cifar, 2)}.get(name, (small_cifar, EVICTION_EPOCHS if name in EVICTION_RUNS else 3))
         train_args = ["--data", str(data_dir), "--run-dir", str(run_dir), "--epochs", str(epochs),
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
-        flags = cluster_style_torchrun_flags(etcd_server.endpoint, name)
+        flags = cluster_style_torchrun_flags(store_server.endpoint, name)
         command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.train", train_args)
         job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
         runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name), rejoin=EVICTION_RUNS.get(name))

@@ -1,7 +1,7 @@
 """Evictions: Kubernetes stops a worker pod with SIGTERM (a drained node, a Spot interruption), and
 the worker must come back instead of failing the run.
 
-Real torchrun, as in test_elastic.py (which runs whole evicted two-agent jobs against etcd). What
+Real torchrun, as in test_elastic.py (which runs whole evicted two-agent jobs against the rendezvous store). What
 is modelled from upstream:
 - torchrun exits 1 on SIGTERM (torch 2.13.0, distributed/elastic/agent/server/api.py `run`
   re-raises the SignalException after `_shutdown`): checked here on the installed torch, so a

@@ -1,4 +1,4 @@
-"""A preemption costs a step, not an epoch: real torchrun agents, real etcd, real signals.
+"""A preemption costs a step, not an epoch: real torchrun agents, the real rendezvous store, real signals.
 
 - "preempt": 3 agents (jobs.agent, as the worker pods run it) with --nnodes=2:3. Mid-epoch the
   agent whose worker is rank 0 gets SIGTERM (the kubelet's signal on a Spot notice). Its worker
@@ -15,11 +15,10 @@ an epoch does not depend on the world size (jobs.sampling), so the 3 -> 2 -> 3 r
 exactly its images in its order; only how they are grouped into steps differs (a step holds
 world size x batch size images).
 
-The jobs share one etcd and run at the same time, so the waits (etcd's 10 s lease on a departed
-agent, process start-ups) overlap. `last_call_timeout=2` in the rendezvous configuration shortens
-the 30 s torch waits for more nodes once the minimum is there (torch/distributed/elastic/
-rendezvous/etcd_rendezvous.py, _DEFAULT_LAST_CALL_TIMEOUT): with it the survivors form their group
-of 2 in seconds, which is what this test needs to see, not a property of the training code.
+The jobs share one store and run at the same time, so the waits (process start-ups) overlap.
+`last_call_timeout=2` in the rendezvous configuration shortens the time torch waits for more nodes
+once the minimum is there (jobs.rendezvous.DEFAULTS): with it the survivors form their group of 2
+in seconds, which is what this test needs to see, not a property of the training code.
 """
 
 from __future__ import annotations
@@ -135,7 +134,7 @@ def _drive_alone(run: Alone) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(etcd_server, tmp_path_factory):
+def runs(store_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("preemption")
     data_dir = make_synthetic_cifar(base / "data", train_per_class=12, test_per_class=2)
 
@@ -146,7 +145,7 @@ def runs(etcd_server, tmp_path_factory):
     reference = TorchrunJob("reference", [command], base / "logs", agent_environment())
 
     run_dir, trace_dir = base / "preempt", base / "preempt-trace"
-    flags = cluster_style_torchrun_flags(etcd_server.endpoint, "preempt", nnodes="2:3") + ["--rdzv_conf=last_call_timeout=2"]
+    flags = cluster_style_torchrun_flags(store_server.endpoint, "preempt", nnodes="2:3") + ["--rdzv_conf=last_call_timeout=2"]
     torchrun_args = [*flags, "-m", "jobs.train", *_train_args(data_dir, run_dir, trace_dir, "--pg-timeout", "20")]
     command = [sys.executable, "-m", "jobs.agent", *torchrun_args]
     (base / "replacement.py").write_text(REPLACEMENT)
