@@ -42,11 +42,11 @@ def serve(host: str, port: int, stop: threading.Event) -> None:
     # is_master also makes a client of this process, which connects to the loopback address.
     loopback = "::1" if listener.family == socket.AF_INET6 else "127.0.0.1"
     store = dist.TCPStore(loopback, bound, is_master=True, wait_for_workers=False, master_listen_fd=listener.fileno())
+    listener.detach()  # the store owns the socket now, and closes it
     print(f"{READY} {host}:{bound}", flush=True)
     while not stop.wait(1):
         pass
     del store
-    listener.close()
 
 
 def build_parser() -> cli.ArgumentParser:

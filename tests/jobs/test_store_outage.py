@@ -129,8 +129,8 @@ def _step_forming(run: Run, now: float) -> None:
     """Agent 0 alone in a job of 2:2 waits for its peer in the rendezvous; the store restarts empty
     under it; then the peer starts."""
     if run.killed_at is None:
-        if "attempts to join the next round" in run.log(0):
-            time.sleep(2)  # into its wait: it has put itself in the round's state
+        if "Rendezvous'ing worker group" in run.log(0):  # torch's agent log line (agent/server/api.py)
+            time.sleep(3)  # into its wait: it has put itself in the round's state
             run.store.kill()
             run.killed_at = time.time()
     elif run.back_at is None and now - run.killed_at >= 3:
