@@ -4,9 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-system-deps.sh
 bash scripts/setup.sh
 bash scripts/setup-scanners.sh
 # Two worker processes, whole files to each (module fixtures such as the concurrent torchrun jobs
-# run once): the torchrun tests spend much of their time waiting on etcd, which the other files fill.
+# run once): the torchrun tests spend much of their time waiting on the rendezvous, which the other files fill.
 .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

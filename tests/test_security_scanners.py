@@ -534,5 +534,5 @@ def test_security_doc_lists_every_suppression():
     text = (REPO / "docs" / "security.md").read_text()
     missing = [row for row in markdown_rows() if row not in text]
     assert not missing, "docs/security.md lacks suppression rows (regenerate: .venv/bin/python scripts/docs.py):\n" + "\n".join(missing)
-    for topic in ("retainData", "apiAllowedCidrs", "etcd", "NetworkPolicy", "Threat model"):
+    for topic in ("retainData", "apiAllowedCidrs", "rendezvous store", "NetworkPolicy", "Threat model"):
         assert topic in text, topic
