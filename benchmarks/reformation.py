@@ -16,6 +16,11 @@ gives them, the real rendezvous store), training on generated data with a trace 
 torch's rendezvous timeouts are jobs.rendezvous.DEFAULTS (the worker pods' own). Times include the
 workers' start (Python, torch, the process group, the checkpoint), which on this machine's shared
 cores is most of it. benchmarks/preemption.py runs this after its goodput runs.
+
+Measured once against the etcd rendezvous it replaced (issue 31, the same cases in one run, the
+etcd path run from the tree before the change; 2 shared cores, load average about 11):
+node lost 48.0 s before, 20.0 s after; join 18.3 s before, 11.5 s after; store restart 11.3 s
+before, 11.9 s after (docs/design-notes.md, "Rendezvous timeouts").
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ def _drive(case: Case) -> None:
             case.store.kill()
             case.killed_store_at = now
     elif case.event_at is None and now - case.killed_store_at >= 5:
-        case.store.restart_empty() if hasattr(case.store, "restart_empty") else case.store.restart()
+        case.store.restart()
         case.gate.touch()
         case.event_at = time.time()
     elif case.event_at is not None and _first_step_at(case, case.world_after) is not None and not case.done:
@@ -110,44 +115,22 @@ def _drive(case: Case) -> None:
         job.kill_everything()  # measured: the rest of the run tells nothing more
 
 
-# --- TEMPORARY: the etcd path before issue 31, run from the main worktree (its code, its venv) ----
-BEFORE_TREE = Path("/work/main")
-BEFORE_PYTHON = BEFORE_TREE / ".venv" / "bin" / "python"
-
-
-def _before_etcd(directory: Path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("before_harness", BEFORE_TREE / "tests/jobs/torchrun_harness.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["before_harness"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    server = module.EtcdServer(directory).start()
-    server.restart_empty = lambda: server.restart(keep_data=False)
-    return server
-
-
-def run_case(name: str, base: Path, data_dir: Path, before: bool = False) -> float | None:
+def run_case(name: str, base: Path, data_dir: Path) -> float | None:
     nnodes, agents, world_after = {"node lost": ("2:3", 3, 2), "join": ("2:3", 2, 3), "store restart": ("1:3", 2, 3)}[name]
-    case = Case(name, nnodes, agents, world_after, base / (name.replace(" ", "-") + ("-before" if before else "")))
-    case.store = _before_etcd(case.directory / "etcd") if before else StoreServer(case.directory / "store").start()
+    case = Case(name, nnodes, agents, world_after, base / name.replace(" ", "-"))
+    case.store = StoreServer(case.directory / "store").start()
     try:
         flags = cluster_style_torchrun_flags(case.store.endpoint, name.replace(" ", "-"), max_restarts=10, nnodes=nnodes)
-        if before:
-            flags = [f for f in flags if not f.startswith("--rdzv_backend=") or f == "--rdzv_backend=etcd"]
         train = ["-m", "jobs.train", "--data", str(data_dir), "--run-dir", str(case.directory / "run"), "--epochs", "50",
                  "--batch-size", "8", "--log-every", "1000", "--pg-timeout", "20", "--trace-samples",
                  str(case.directory / "trace")]  # fmt: skip
-        python = str(BEFORE_PYTHON) if before else sys.executable
-        command = [python, "-m", "jobs.agent", *flags, *train]
-        environment = agent_environment(PYTHONPATH=str(BEFORE_TREE)) if before else agent_environment()
-        case.job = TorchrunJob(name.replace(" ", "-"), [command] * agents, case.directory / "logs", environment,
-                               cwd=BEFORE_TREE if before else ROOT)
+        command = [sys.executable, "-m", "jobs.agent", *flags, *train]
+        case.job = TorchrunJob(name.replace(" ", "-"), [command] * agents, case.directory / "logs", agent_environment())
         if world_after > agents:
             script = case.directory / "gated_agent.py"
             script.write_text(GATED_AGENT)
             case.gate = case.directory / "gate"
-            case.job.commands.append([python, str(script), str(case.gate), *flags, *train])
+            case.job.commands.append([sys.executable, str(script), str(case.gate), *flags, *train])
         run_torchrun_jobs([case.job], DEADLINE_SECONDS, on_tick=lambda: _drive(case), tick_seconds=0.05)
     finally:
         case.store.stop()
@@ -160,35 +143,28 @@ def run_case(name: str, base: Path, data_dir: Path, before: bool = False) -> flo
 CASES = ("node lost", "join", "store restart")
 
 
-def measure(repeats: int, images_per_class: int = 40, before: bool = False) -> dict[str, list[float | None]]:
+def measure(repeats: int, images_per_class: int = 40) -> dict[str, list[float | None]]:
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
         data_dir = base / data.FOLDER_NAME
         data.write_synthetic(data_dir, images_per_class)
-        results = {}
-        for name in CASES:
-            for variant in ([True, False] if before else [False]):
-                label = f"{name}, {'before' if variant else 'after'}" if before else name
-                results[label] = [run_case(name, base / f"{index}", data_dir, variant) for index in range(repeats)]
-                print(f"  {label}: {results[label]}", flush=True)
-        return results
+        return {name: [run_case(name, base / f"{index}", data_dir) for index in range(repeats)] for name in CASES}
 
 
 def report(results: dict[str, list[float | None]]) -> None:
-    print(f"{'case':<22} {'seconds to the new group first step':>36}  (each run)")
+    print(f"{'case':<14} {'seconds to the new group first step':>36}  (each run)")
     for name, times in results.items():
         done = [t for t in times if t is not None]
         summary = f"{statistics.median(done):.1f} s" if done else "-"
         runs = ", ".join("never" if t is None else f"{t:.1f}" for t in times)
-        print(f"{name:<22} {summary:>36}  ({runs})")
+        print(f"{name:<14} {summary:>36}  ({runs})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=1, help="runs of each case")
-    parser.add_argument("--before", action="store_true", help="TEMPORARY: also the etcd path of /work/main")
     args = parser.parse_args()
-    report(measure(args.repeats, before=args.before))
+    report(measure(args.repeats))
 
 
 if __name__ == "__main__":
