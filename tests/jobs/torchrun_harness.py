@@ -236,7 +236,6 @@ class TorchrunJob:
     commands: list[list[str]]
     log_dir: Path
     environment: dict[str, str] = field(default_factory=agent_environment)
-    cwd: Path = REPO_ROOT  # `python -m` imports from here first
     agents: list[subprocess.Popen] = field(default_factory=list)
     seen: set[ProcessId] = field(default_factory=set)  # every descendant ever observed
     started_at: float = 0.0
@@ -259,7 +258,7 @@ class TorchrunJob:
         with open(self.log_path(index), "wb") as log_file:
             self.agents.append(
                 subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 cwd=self.cwd, env=self.environment)  # fmt: skip
+                                 cwd=REPO_ROOT, env=self.environment)  # fmt: skip
             )
         return index
 
