@@ -46,9 +46,9 @@ from infra.components import rendezvous_health
 from jobs import checkpoint, evaluate, rendezvous
 from jobs.torchrun import EXIT_STORE_UNAVAILABLE
 
-DEADLINE_SECONDS = 240
+DEADLINE_SECONDS = 360
 EPOCHS = 8
-LONG_EPOCHS = 40  # "empty", "gone": the group must still be training when the store comes back
+LONG_EPOCHS = 60  # "empty", "gone": the group must still be training when the store comes back
 STALLED_SECONDS = 60
 BOUND_SECONDS = 6  # "gone": store_outage_timeout
 GONE_EXTRA_SECONDS = 3  # "gone": the store comes back this long after the first agents gave up
@@ -67,8 +67,10 @@ class Run:
     command: list[str]
     epochs: int = EPOCHS
     killed_at: float | None = None  # time.time() the store went away (SIGKILL or SIGSTOP)
-    back_at: float | None = None  # time.time() the store answered again
+    restarting: bool = False  # a new store process started, not listening yet (Python and torch load)
+    back_at: float | None = None  # time.time() the store listened again
     newcomer_at: float | None = None
+    joining_since: float | None = None  # "forming": when agent 0 began to wait in the rendezvous
     exits: list[tuple[int, int, float]] = field(default_factory=list)  # (agent index, code, time.time())
 
     def history(self) -> list[dict]:
@@ -82,11 +84,19 @@ def _epochs_since(history: list[dict], moment: float) -> int:
     return sum(1 for record in history if record["event"] == "epoch" and record["time"] > moment)
 
 
+def _restart(run: Run) -> None:
+    """A new store pod: started now, back when it listens (never waited for here: the tick goes on)."""
+    run.store.restart(wait=False)
+    run.restarting = True
+
+
 def _step(run: Run) -> None:
     """One tick of fault injection. Faults follow the training's progress, not the clock, so a
     fast machine cannot finish the run before a fault lands and a slow one still sees each fault."""
     now = time.time()
     history = run.history()
+    if run.restarting and run.back_at is None and run.store.is_ready():
+        run.back_at = now
     if run.name == "forming":
         _step_forming(run, now)
     elif run.killed_at is None:
@@ -97,9 +107,8 @@ def _step(run: Run) -> None:
                 run.store.kill()
             run.killed_at = now
     elif run.name == "stock":
-        if run.back_at is None:
-            run.store.restart()
-            run.back_at = time.time()
+        if not run.restarting:
+            _restart(run)
     elif run.name == "stalled":
         if run.back_at is None and now - run.killed_at >= STOPPED_SECONDS:
             os.kill(run.store.process.pid, signal.SIGCONT)
@@ -107,21 +116,19 @@ def _step(run: Run) -> None:
     elif run.name == "gone":
         # back once the first two agents gave up, a little later, so the recreated ones start
         # against a store that is still away
-        if run.back_at is None and len(run.exits) >= 2 and now - max(at for _, _, at in run.exits) >= GONE_EXTRA_SECONDS:
-            run.store.restart()
-            run.back_at = time.time()
+        if not run.restarting and len(run.exits) >= 2 and now - max(at for _, _, at in run.exits) >= GONE_EXTRA_SECONDS:
+            _restart(run)
     elif run.newcomer_at is None:  # "empty"
         run.job.add_agent(run.command)
         run.newcomer_at = now
-    elif run.back_at is None:
-        # back once the group has trained two more epochs without it and the newcomer waits for the
-        # store (or after a while, so that a group that stopped still gets its store back and the
-        # tests can say what happened)
-        trained = _epochs_since(history, run.killed_at) >= 2
+    elif not run.restarting:
+        # started again once the group has trained an epoch without it and the newcomer waits for
+        # the store (or after a while, so that a group that stopped still gets its store back and
+        # the tests can say what happened)
+        trained = _epochs_since(history, run.killed_at) >= 1
         waiting = "is unreachable" in run.log(2)
         if (trained and waiting) or now - run.killed_at > STALLED_SECONDS:
-            run.store.restart()
-            run.back_at = time.time()
+            _restart(run)
     _record_exits(run, now)
 
 
@@ -129,13 +136,13 @@ def _step_forming(run: Run, now: float) -> None:
     """Agent 0 alone in a job of 2:2 waits for its peer in the rendezvous; the store restarts empty
     under it; then the peer starts."""
     if run.killed_at is None:
-        if "Rendezvous'ing worker group" in run.log(0):  # torch's agent log line (agent/server/api.py)
-            time.sleep(3)  # into its wait: it has put itself in the round's state
+        if run.joining_since is None and "Rendezvous'ing worker group" in run.log(0):  # torch's agent log line
+            run.joining_since = now  # (agent/server/api.py); the kill comes 3 s into its wait, once it is in the state
+        elif run.joining_since is not None and now - run.joining_since >= 3:
             run.store.kill()
-            run.killed_at = time.time()
-    elif run.back_at is None and now - run.killed_at >= 3:
-        run.store.restart()
-        run.back_at = time.time()
+            run.killed_at = now
+    elif not run.restarting:
+        _restart(run)
     elif run.back_at is not None and run.newcomer_at is None and "lost this run's state" in run.log(0):
         run.job.add_agent(run.command)
         run.newcomer_at = now

@@ -131,8 +131,9 @@ class StoreServer:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60, attempts: int = 3) -> StoreServer:
-        """Start the store; a port probed free can be taken before it binds (the pytest process
-        beside this one starts servers too): then it is started again on a fresh port."""
+        """Start the store and wait until it listens; a port probed free can be taken before it
+        binds (the pytest process beside this one starts servers too): then it is started again on
+        a fresh port."""
         for _ in range(attempts - 1):
             try:
                 return self._start_once(timeout)
@@ -140,7 +141,9 @@ class StoreServer:
                 self.port = free_port()
         return self._start_once(timeout)
 
-    def _start_once(self, timeout: float) -> StoreServer:
+    def launch(self) -> StoreServer:
+        """Start the store's process and return at once (Python and torch take seconds to load on a
+        busy machine, as a new pod does): `is_ready()` says when it listens."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.log_path = self.workdir / f"store-{self.starts}.log"
@@ -150,15 +153,25 @@ class StoreServer:
                 stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
                 env=agent_environment(),
             )  # fmt: skip
+        return self
+
+    def is_ready(self) -> bool:
+        """Listening: its one line is in its log. Raises if it exited instead."""
+        log = self.log_path.read_text(errors="replace")
+        if f"{STORE_READY} 127.0.0.1:{self.port}" in log:
+            return True
+        if self.process.poll() is not None:
+            if "Address already in use" in log:  # strerror of EADDRINUSE, in the store's one-line error
+                raise PortTaken(f"the store could not bind {self.endpoint}")
+            raise RuntimeError(f"the store exited with {self.process.returncode}: {log[-2000:]}")
+        return False
+
+    def _start_once(self, timeout: float) -> StoreServer:
+        self.launch()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            log = self.log_path.read_text(errors="replace")
-            if f"{STORE_READY} 127.0.0.1:{self.port}" in log:
+            if self.is_ready():
                 return self
-            if self.process.poll() is not None:
-                if "Address already in use" in log:  # strerror of EADDRINUSE, in the store's one-line error
-                    raise PortTaken(f"the store could not bind {self.endpoint}")
-                raise RuntimeError(f"the store exited with {self.process.returncode}: {log[-2000:]}")
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"the store did not listen on {self.endpoint} within {timeout} s")
@@ -169,11 +182,12 @@ class StoreServer:
             self.process.kill()
             self.process.wait(timeout=10)
 
-    def restart(self, timeout: float = 60) -> StoreServer:
+    def restart(self, timeout: float = 60, wait: bool = True) -> StoreServer:
         """Start the store again on the same address, as a rescheduled store pod behind the same
-        Service: empty. Same port, so a port taken in between fails the restart (no silent move)."""
+        Service: empty. Same port, so a port taken in between fails the restart (no silent move).
+        `wait=False`: return once it is started, not listening yet (see `is_ready`)."""
         self.stop()
-        return self._start_once(timeout)
+        return self._start_once(timeout) if wait else self.launch()
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
