@@ -115,6 +115,8 @@ class ReseedingBackend(RendezvousBackend):
             # On a missing key compare_set returns the expected value and writes nothing: the store
             # lost the state since we read it. Ours is the newest the group had: put it back.
             value = self._store.compare_set(self._key, b"", desired)
+            if value == desired:
+                _said_put_back(desired)
         if self._store.recovered():
             value = self._renew_heartbeats(value)
         state_bits, new_token = self._decoded(value)
@@ -126,9 +128,7 @@ class ReseedingBackend(RendezvousBackend):
         seed = self._with_fresh_heartbeats(last)
         value = self._store.compare_set(self._key, b"", seed)  # another node may have been first
         if value == seed:
-            state = pickle.loads(b64decode(seed))
-            say(f"the rendezvous store lost this run's state; put back this node's last one (round "
-                f"{state.round}, {len(state.participants)} participants)")
+            _said_put_back(seed)
         self._store.recovered()  # the heartbeats are renewed already
         return value
 
@@ -158,6 +158,12 @@ class ReseedingBackend(RendezvousBackend):
             raise RendezvousStateError(f"the rendezvous state in the store is not base64 ({error})") from error
         self._last = value
         return state, value
+
+
+def _said_put_back(value: bytes) -> None:
+    state = pickle.loads(b64decode(value))
+    say(f"the rendezvous store lost this run's state; put back this node's last one (round {state.round}, "
+        f"{len(state.participants)} participants)")
 
 
 class OutlastingRendezvousHandler(DynamicRendezvousHandler):

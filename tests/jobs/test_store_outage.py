@@ -276,11 +276,13 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     assert codes[:2] == [EXIT_STORE_UNAVAILABLE] * 2, _logs(run)  # the first two gave up on the store
     assert all(code == EXIT_STORE_UNAVAILABLE for code in codes[:-2]) and codes[-2:] == [0, 0], codes
     first_exit = min(at for _, _, at in run.exits)
-    assert BOUND_SECONDS <= first_exit - run.killed_at < BOUND_SECONDS + 30, (run.killed_at, run.exits)
-    # one line, naming the store, for the wait to read (log, and the termination message in a pod)
+    assert first_exit - run.killed_at >= BOUND_SECONDS, (run.killed_at, run.exits)
+    # one line, naming the store, for the wait to read (log, and the termination message in a pod):
+    # it gave up on the first try past the bound (a try takes a few seconds: connect, then a pause)
     line = [text for text in results[0].log.splitlines() if text.startswith("jobs.torchrun:")]
-    assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable" in line[0], results[0].log[-3000:]
-    assert f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0]
+    assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable for " in line[0], results[0].log[-3000:]
+    waited = int(line[0].split(" was unreachable for ")[1].split(" s,")[0])
+    assert BOUND_SECONDS < waited <= BOUND_SECONDS + 10 and f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0], line[0]
 
     history = _assert_finished_once_with_one_model(run, tmp_path)
     stopped = [r for r in history if r["event"] == "epoch" and r["time"] < first_exit]
