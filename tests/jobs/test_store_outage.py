@@ -67,7 +67,7 @@ class Run:
     command: list[str]
     epochs: int = EPOCHS
     killed_at: float | None = None  # time.time() the store went away (SIGKILL or SIGSTOP)
-    restarting: bool = False  # a new store process started, not listening yet (Python and torch load)
+    restarting: bool = False  # the new store let in (its process started right after the kill, loaded, waiting)
     back_at: float | None = None  # time.time() the store listened again
     newcomer_at: float | None = None
     joining_since: float | None = None  # "forming": when agent 0 began to wait in the rendezvous
@@ -84,9 +84,17 @@ def _epochs_since(history: list[dict], moment: float) -> int:
     return sum(1 for record in history if record["event"] == "epoch" and record["time"] > moment)
 
 
+def _kill(run: Run, now: float) -> None:
+    """SIGKILL the store, and start the process of the next one at once: it loads Python and torch
+    meanwhile (seconds on a busy machine) and serves once `_restart` lets it."""
+    run.store.kill()
+    run.store.restart(wait=False, gate=run.run_dir.parent / f"{run.name}-store-gate")
+    run.killed_at = now
+
+
 def _restart(run: Run) -> None:
-    """A new store pod: started now, back when it listens (never waited for here: the tick goes on)."""
-    run.store.restart(wait=False)
+    """The new store pod comes up: back when it listens (never waited for here: the tick goes on)."""
+    (run.run_dir.parent / f"{run.name}-store-gate").touch()
     run.restarting = True
 
 
@@ -103,9 +111,9 @@ def _step(run: Run) -> None:
         if _epochs_since(history, 0) >= 1:
             if run.name == "stalled":
                 os.kill(run.store.process.pid, signal.SIGSTOP)  # by PID: exactly our store
+                run.killed_at = now
             else:
-                run.store.kill()
-            run.killed_at = now
+                _kill(run, now)
     elif run.name == "stock":
         if not run.restarting:
             _restart(run)
@@ -139,10 +147,10 @@ def _step_forming(run: Run, now: float) -> None:
         if run.joining_since is None and "Rendezvous'ing worker group" in run.log(0):  # torch's agent log line
             run.joining_since = now  # (agent/server/api.py); the kill comes 3 s into its wait, once it is in the state
         elif run.joining_since is not None and now - run.joining_since >= 3:
-            run.store.kill()
-            run.killed_at = now
+            _kill(run, now)
     elif not run.restarting:
-        _restart(run)
+        if "is unreachable" in run.log(0):  # it noticed, in the middle of its wait
+            _restart(run)
     elif run.back_at is not None and run.newcomer_at is None and "lost this run's state" in run.log(0):
         run.job.add_agent(run.command)
         run.newcomer_at = now

@@ -110,6 +110,17 @@ def descendants_of(pid: int) -> list[int]:
 # --- the rendezvous store ---------------------------------------------------------------------
 
 
+# jobs.store_server, its modules loaded, started once the file named first exists.
+GATED_STORE = """
+import pathlib, sys, time
+from jobs import cli, store_server
+gate = pathlib.Path(sys.argv.pop(1))
+while not gate.exists():
+    time.sleep(0.02)
+cli.run(store_server.main, "jobs.store_server", clean_up_on_sigterm=False)
+"""
+
+
 class PortTaken(RuntimeError):
     """Another process bound the port between our probe and the store's bind."""
 
@@ -141,15 +152,18 @@ class StoreServer:
                 self.port = free_port()
         return self._start_once(timeout)
 
-    def launch(self) -> StoreServer:
+    def launch(self, gate: Path | None = None) -> StoreServer:
         """Start the store's process and return at once (Python and torch take seconds to load on a
-        busy machine, as a new pod does): `is_ready()` says when it listens."""
+        busy machine, as in a new pod): `is_ready()` says when it listens. With a `gate`, the process
+        loads them and waits for that file before it serves: a fault injection can then choose the
+        moment the store is back, whatever the machine's load."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.log_path = self.workdir / f"store-{self.starts}.log"
+        program = ["-c", GATED_STORE, str(gate)] if gate else ["-m", "jobs.store_server"]
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "jobs.store_server", "--host", "127.0.0.1", "--port", str(self.port)],
+                [sys.executable, *program, "--host", "127.0.0.1", "--port", str(self.port)],
                 stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
                 env=agent_environment(),
             )  # fmt: skip
@@ -182,12 +196,12 @@ class StoreServer:
             self.process.kill()
             self.process.wait(timeout=10)
 
-    def restart(self, timeout: float = 60, wait: bool = True) -> StoreServer:
+    def restart(self, timeout: float = 60, wait: bool = True, gate: Path | None = None) -> StoreServer:
         """Start the store again on the same address, as a rescheduled store pod behind the same
         Service: empty. Same port, so a port taken in between fails the restart (no silent move).
-        `wait=False`: return once it is started, not listening yet (see `is_ready`)."""
+        `wait=False`: return once it is started, not listening yet (see `is_ready` and `launch`)."""
         self.stop()
-        return self._start_once(timeout) if wait else self.launch()
+        return self._start_once(timeout) if wait else self.launch(gate)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
