@@ -41,20 +41,10 @@ sys.path.insert(0, str(ROOT))
 from jobs import data  # noqa: E402
 from jobs.sample_trace import read_traces, traced_steps  # noqa: E402
 from tests.jobs.torchrun_harness import (  # noqa: E402
-    StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
-    worker_rank,
+    StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, gated_agent_command,
+    run_torchrun_jobs, worker_rank,
 )  # fmt: skip
 
-# A new agent whose Python and torch are loaded already (a pod whose image is on the node): it
-# runs jobs.torchrun once the gate file exists, so the measurement starts when it joins.
-GATED_AGENT = """
-import sys, time, pathlib
-from jobs import torchrun
-gate = pathlib.Path(sys.argv[1])
-while not gate.exists():
-    time.sleep(0.02)
-sys.exit(torchrun.main(sys.argv[2:]))
-"""
 SETTLE_SECONDS = 4.0  # the group trains this long before the event
 DEADLINE_SECONDS = 240
 
@@ -126,11 +116,9 @@ def run_case(name: str, base: Path, data_dir: Path) -> float | None:
                  str(case.directory / "trace")]  # fmt: skip
         command = [sys.executable, "-m", "jobs.agent", *flags, *train]
         case.job = TorchrunJob(name.replace(" ", "-"), [command] * agents, case.directory / "logs", agent_environment())
-        if world_after > agents:
-            script = case.directory / "gated_agent.py"
-            script.write_text(GATED_AGENT)
+        if world_after > agents:  # a third agent, loaded and let in at the event (as a pod whose image is pulled)
             case.gate = case.directory / "gate"
-            case.job.commands.append([sys.executable, str(script), str(case.gate), *flags, *train])
+            case.job.commands.append(gated_agent_command(case.gate, [*flags, *train]))
         run_torchrun_jobs([case.job], DEADLINE_SECONDS, on_tick=lambda: _drive(case), tick_seconds=0.05)
     finally:
         case.store.stop()

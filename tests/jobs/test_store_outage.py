@@ -40,7 +40,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs
+from torchrun_harness import (StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, gated_agent_command,
+                              run_torchrun_jobs)
 
 from infra.components import rendezvous_health
 from jobs import checkpoint, evaluate, rendezvous
@@ -126,8 +127,8 @@ def _step(run: Run) -> None:
         # against a store that is still away
         if not run.restarting and len(run.exits) >= 2 and now - max(at for _, _, at in run.exits) >= GONE_EXTRA_SECONDS:
             _restart(run)
-    elif run.newcomer_at is None:  # "empty"
-        run.job.add_agent(run.command)
+    elif run.newcomer_at is None:  # "empty": the third agent, started with the others and loaded, comes now
+        (run.run_dir.parent / "empty-newcomer-gate").touch()
         run.newcomer_at = now
     elif not run.restarting:
         # started again once the group has trained an epoch without it and the newcomer waits for
@@ -186,8 +187,10 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
                 command = [sys.executable, "-m", "torch.distributed.run", *flags, "-m", "jobs.train", *train_args]
             else:
                 command = [sys.executable, "-m", "jobs.agent", *flags, "-m", "jobs.train", *train_args]
-            job = TorchrunJob(name, [command] if name == "forming" else [command, command], base / "logs",
-                              agent_environment(LOGLEVEL="INFO"))
+            commands = [command] if name == "forming" else [command, command]
+            if name == "empty":  # the newcomer: a pod whose image is pulled, Python and torch loaded before it starts
+                commands.append(gated_agent_command(base / "empty-newcomer-gate", command[3:]))
+            job = TorchrunJob(name, commands, base / "logs", agent_environment(LOGLEVEL="INFO"))
             runs[name] = Run(name, run_dir, store, job, command, epochs=epochs)
 
         def inject():

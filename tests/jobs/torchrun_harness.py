@@ -121,6 +121,22 @@ cli.run(store_server.main, "jobs.store_server", clean_up_on_sigterm=False)
 """
 
 
+# A new agent whose Python and torch are loaded already (a pod whose image is on its node): it runs
+# jobs.torchrun with the arguments after the file named first, once that file exists.
+GATED_AGENT = """
+import pathlib, sys, time
+from jobs import torchrun
+gate = pathlib.Path(sys.argv[1])
+while not gate.exists():
+    time.sleep(0.02)
+sys.exit(torchrun.main(sys.argv[2:]))
+"""
+
+
+def gated_agent_command(gate: Path, torchrun_args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-c", GATED_AGENT, str(gate), *torchrun_args]
+
+
 class PortTaken(RuntimeError):
     """Another process bound the port between our probe and the store's bind."""
 
