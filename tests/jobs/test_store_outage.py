@@ -65,6 +65,7 @@ class Run:
     run_dir: Path
     store: StoreServer
     job: TorchrunJob
+    next_store: StoreServer | None = None  # the store after a restart: its process loaded from the start
     command: list[str]
     epochs: int = EPOCHS
     killed_at: float | None = None  # time.time() the store went away (SIGKILL or SIGSTOP)
@@ -86,16 +87,17 @@ def _epochs_since(history: list[dict], moment: float) -> int:
 
 
 def _kill(run: Run, now: float) -> None:
-    """SIGKILL the store, and start the process of the next one at once: it loads Python and torch
-    meanwhile (seconds on a busy machine) and serves once `_restart` lets it."""
+    """SIGKILL the store (an OOM kill, a lost node)."""
     run.store.kill()
-    run.store.restart(wait=False, gate=run.run_dir.parent / f"{run.name}-store-gate")
     run.killed_at = now
 
 
 def _restart(run: Run) -> None:
-    """The new store pod comes up: back when it listens (never waited for here: the tick goes on)."""
+    """The new store pod comes up, empty, on the same address: its process has loaded Python and
+    torch since the run began (tens of seconds on this busy machine) and serves now; it is back when
+    it listens (never waited for here: the tick goes on)."""
     (run.run_dir.parent / f"{run.name}-store-gate").touch()
+    run.store = run.next_store
     run.restarting = True
 
 
@@ -174,6 +176,9 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
     try:
         for name in ["stock", "empty", "stalled", "forming", "gone"]:
             store = StoreServer(base / f"store-{name}").start()
+            next_store = None
+            if name != "stalled":
+                next_store = StoreServer(base / f"store-{name}-next", port=store.port).launch(base / f"{name}-store-gate")
             run_dir = base / name
             nnodes = {"empty": "1:3", "forming": "2:2"}.get(name, "1:2")
             flags = cluster_style_torchrun_flags(store.endpoint, name, nnodes=nnodes)
@@ -191,7 +196,7 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
             if name == "empty":  # the newcomer: a pod whose image is pulled, Python and torch loaded before it starts
                 commands.append(gated_agent_command(base / "empty-newcomer-gate", command[3:]))
             job = TorchrunJob(name, commands, base / "logs", agent_environment(LOGLEVEL="INFO"))
-            runs[name] = Run(name, run_dir, store, job, command, epochs=epochs)
+            runs[name] = Run(name, run_dir, store, job, command, next_store=next_store, epochs=epochs)
 
         def inject():
             for run in runs.values():
@@ -202,9 +207,10 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
             _record_exits(run, time.time(), final=True)  # the last exits
     finally:
         for run in runs.values():
-            if run.store.process and run.store.process.poll() is None:
-                os.kill(run.store.process.pid, signal.SIGCONT)  # a stopped process ignores SIGTERM until continued
-            run.store.stop()
+            for store in {run.store, run.next_store} - {None}:
+                if store.process and store.process.poll() is None:
+                    os.kill(store.process.pid, signal.SIGCONT)  # a stopped process ignores SIGTERM until continued
+                store.stop()
     return runs
 
 
