@@ -65,8 +65,8 @@ class Run:
     run_dir: Path
     store: StoreServer
     job: TorchrunJob
-    next_store: StoreServer | None = None  # the store after a restart: its process loaded from the start
     command: list[str]
+    next_store: StoreServer | None = None  # the store after a restart: its process loaded from the start
     epochs: int = EPOCHS
     killed_at: float | None = None  # time.time() the store went away (SIGKILL or SIGSTOP)
     restarting: bool = False  # the new store let in (its process started right after the kill, loaded, waiting)
