@@ -113,7 +113,12 @@ TORCH_INDEX_URLS = {"cpu": "https://download.pytorch.org/whl/cpu", "cuda": "http
 # getting-started/getting-started-with-karpenter/scripts/step08-apply-helm-chart.sh. Karpenter 1.14.x
 # supports Kubernetes 1.26 to 1.36 (hack/docs/compatibilitymatrix_gen/compatibility.yaml), which
 # covers SUPPORTED_KUBERNETES_VERSIONS.
+# The CRDs come from their own chart at the same version (charts/karpenter-crd/Chart.yaml @ 1d927085:
+# version 1.14.1; published beside the controller chart by hack/release/common.sh), because Helm
+# installs a chart's crds/ directory once and never upgrades it (website/content/en/v1.14/upgrading/
+# upgrade-guide.md, "CRD Upgrades": "we recommend using the independent `karpenter-crd` chart").
 KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
+KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
 KARPENTER_VERSION = "1.14.1"
 KARPENTER_CONTROLLER_DIGEST = "sha256:723130949e4cab989461ff07d1be4cd781d63515432494641b33c235f300ae23"
 KARPENTER_MAX_KUBERNETES = "1.36"

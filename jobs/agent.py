@@ -3,8 +3,8 @@
     python -m jobs.agent TORCHRUN_ARGS...      e.g. --standalone --nproc_per_node=2 -m jobs.train ...
 
 It runs `torchrun TORCHRUN_ARGS...` as a child and waits for it, so it runs the same in a pod
-and on a laptop. The child is jobs.torchrun: torch.distributed.run with an etcd rendezvous that
-outlasts a restart of etcd, and exits 138 (retryable) when etcd stays away too long.
+and on a laptop. The child is jobs.torchrun: torch.distributed.run with a rendezvous that outlasts a
+restart of its store, and exits 138 (retryable) when the store stays away too long.
 
 Why it exists: Kubernetes stops a pod it evicts (a node drained for an upgrade or scale-in, a
 Spot interruption, kubelet pressure) with SIGTERM. torchrun answers SIGTERM by stopping its
@@ -24,12 +24,24 @@ gives 128 + N, as a shell reports it), 138 from jobs.torchrun included.
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
-EXIT_STOPPED_FROM_OUTSIDE = 128 + signal.SIGTERM  # 143: retryable for the controller
+from jobs import exit_codes, termination, torchrun_options
+
+EXIT_STOPPED_FROM_OUTSIDE = exit_codes.TERMINATED  # 143: retryable for the controller
+# A group re-formed this often this fast is not elastic churn (a preemption or a scale-up re-forms
+# it once): the rendezvous has more agents than it admits. Environment overrides for tests.
+MAX_REFORMATIONS = int(os.environ.get("JOBS_AGENT_MAX_REFORMATIONS", "10"))
+REFORMATION_WINDOW_SECONDS = float(os.environ.get("JOBS_AGENT_REFORMATION_WINDOW_SECONDS", "600"))
+_POLL_SECONDS = 0.2
 
 
 def torchrun_command(torchrun_args: Sequence[str]) -> list[str]:
@@ -40,7 +52,51 @@ def exit_code(returncode: int, stopped_from_outside: bool) -> int:
     """What this process exits with, given torchrun's return code (negative: killed by that signal)."""
     if stopped_from_outside:
         return EXIT_STOPPED_FROM_OUTSIDE
-    return 128 - returncode if returncode < 0 else returncode
+    return exit_codes.from_returncode(returncode)
+
+
+def _process_start(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
+
+
+def _children(pid: int) -> set[tuple[int, str]]:
+    """(pid, start time) of each live child: a PID alone could be reused."""
+    found = set()
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            pids = [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        found |= {(child, start) for child in pids if (start := _process_start(child))}
+    return found
+
+
+class GroupWatch:
+    """Counts the generations of torchrun's worker processes (each re-formation of the group
+    starts a new set) and says when they come too often."""
+
+    def __init__(self, limit: int = MAX_REFORMATIONS, window: float = REFORMATION_WINDOW_SECONDS):
+        self.limit, self.window = limit, window
+        self._current: set[tuple[int, str]] = set()
+        self._generations: list[float] = []  # when each generation started
+
+    def observe(self, workers: set[tuple[int, str]], now: float) -> None:
+        if workers and not workers & self._current:  # none of the previous workers lives on
+            self._generations.append(now)
+        if workers:
+            self._current = workers
+        self._generations = [at for at in self._generations if now - at <= self.window]
+
+    def too_many(self) -> bool:
+        return len(self._generations) > self.limit  # the first generation is no re-formation
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,6 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("jobs.agent: error: no torchrun arguments (usage: python -m jobs.agent TORCHRUN_ARGS...; "
               "`python -m jobs.agent --help` shows torchrun's)", file=sys.stderr)
         return 2
+    try:
+        torchrun_options.check(args)
+    except torchrun_options.BadOption as error:
+        line = f"jobs.agent: error: {error} (see torchrun --help)"
+        print(line, file=sys.stderr, flush=True)
+        termination.report_permanent(exit_codes.USAGE, line)
+        return exit_codes.USAGE
     torchrun: subprocess.Popen | None = None
     stopped = False
 
@@ -66,10 +129,60 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Ctrl-C on a laptop reaches torchrun directly (same process group); here it only must not
     # raise KeyboardInterrupt while we wait. A Python handler, unlike SIG_IGN, is not inherited.
     signal.signal(signal.SIGINT, lambda signum, frame: None)
-    torchrun = subprocess.Popen(torchrun_command(args))
-    if stopped:  # SIGTERM came while the child was being started
-        torchrun.send_signal(signal.SIGTERM)
-    return exit_code(torchrun.wait(), stopped)
+    notice_dir = Path(tempfile.mkdtemp(prefix="jobs-agent-"))
+    notice = notice_dir / "permanent-failure"
+    try:
+        torchrun = subprocess.Popen(torchrun_command(args),
+                                    env={**os.environ, termination.PERMANENT_FAILURE_FILE_ENV: str(notice)})  # fmt: skip
+        if stopped:  # SIGTERM came while the child was being started
+            torchrun.send_signal(signal.SIGTERM)
+        returncode, permanent = _wait(torchrun, notice)
+    finally:
+        shutil.rmtree(notice_dir, ignore_errors=True)
+    if permanent is not None:
+        return permanent
+    code = exit_code(returncode, stopped)
+    if code not in (exit_codes.OK, exit_codes.TERMINATED, exit_codes.STORE_UNAVAILABLE):
+        print(f"jobs.agent: torchrun ended with exit {code} (its workers failed more often than --max_restarts "
+              f"allows, or its rendezvous failed: the lines above say which); exiting {code}, which the controller "
+              "retries within the job's backoff limit", file=sys.stderr, flush=True)  # fmt: skip
+    return code
+
+
+def _wait(torchrun: subprocess.Popen, notice: Path) -> tuple[int, int | None]:
+    """Wait for torchrun; stop it early when a worker failed permanently or the group keeps
+    re-forming. Returns torchrun's return code and the exit code that overrides it, if any."""
+    watch = GroupWatch()
+    while True:
+        try:
+            returncode = torchrun.wait(timeout=_POLL_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        reported = termination.read_agent_notice(notice)
+        if reported is not None:
+            code, line = reported
+            print(f"jobs.agent: a worker failed and a retry cannot help (exit {code}): {line}; stopping torchrun "
+                  f"instead of restarting its workers, exiting {code}", file=sys.stderr, flush=True)  # fmt: skip
+            _stop(torchrun)
+            return torchrun.returncode, code
+        watch.observe(_children(torchrun.pid), time.monotonic())
+        if watch.too_many():
+            line = (f"jobs.agent: the worker group re-formed more than {watch.limit} times in "
+                    f"{watch.window:g} s: more agents joined this rendezvous than its --nnodes admits (or one "
+                    f"keeps joining and leaving); stopping, exiting {exit_codes.CANNOT_CONTINUE}")  # fmt: skip
+            print(line, file=sys.stderr, flush=True)
+            termination.write_termination_message(line)
+            _stop(torchrun)
+            return torchrun.returncode, exit_codes.CANNOT_CONTINUE
+    reported = termination.read_agent_notice(notice)  # torchrun gave up before we looked
+    return returncode, reported[0] if reported else None
+
+
+def _stop(torchrun: subprocess.Popen) -> None:
+    """SIGTERM: torchrun stops its workers (SIGTERM, then SIGKILL after its shutdown timeout)."""
+    torchrun.send_signal(signal.SIGTERM)
+    torchrun.wait()
 
 
 if __name__ == "__main__":

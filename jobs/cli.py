@@ -8,17 +8,22 @@ raise normally: their traceback is what a developer needs.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import math
 import os
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-EXIT_OK = 0
-EXIT_FAILURE = 1  # bad data, unreachable source, unusable run directory
-EXIT_USAGE = 2  # bad command line (argparse's convention)
-EXIT_BELOW_GATE = 3  # evaluate: accuracy below --min-accuracy
+from jobs import exit_codes, termination
+
+EXIT_OK = exit_codes.OK
+EXIT_FAILURE = exit_codes.FAILURE  # may pass on a retry: an unreachable source, a crash
+EXIT_USAGE = exit_codes.USAGE  # bad command line (argparse's convention)
+EXIT_CANNOT_CONTINUE = exit_codes.CANNOT_CONTINUE  # permanent: see jobs.exit_codes
+EXIT_BELOW_GATE = exit_codes.CANNOT_CONTINUE  # evaluate: accuracy below --min-accuracy
 
 
 class JobError(Exception):
@@ -29,6 +34,33 @@ class JobError(Exception):
 
 class UsageError(JobError):
     exit_code = EXIT_USAGE
+
+
+class RunCannotContinue(JobError):
+    """A retry cannot help (a corrupt checkpoint, data that fails its check, a full or read-only
+    volume, a non-finite loss): exit 3, which the controller does not retry."""
+
+    exit_code = EXIT_CANNOT_CONTINUE
+
+
+# A full, read-only or forbidden volume: the same write fails the same way on a retry.
+VOLUME_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
+
+
+class VolumeError(RunCannotContinue):
+    """A write refused by the volume (full, read-only, no permission): exit 3."""
+
+
+def volume_error(error: OSError, path) -> JobError:
+    """One line for a write to `path` that failed: VolumeError (exit 3) for a full or read-only
+    volume, else a JobError (exit 1, may pass on a retry: an NFS hiccup)."""
+    cause = error.strerror or str(error)
+    hint = {errno.ENOSPC: " (the volume is full: free space or grow it, then rerun)",
+            errno.EDQUOT: " (the volume's quota is used up: free space, then rerun)",
+            errno.EROFS: " (the volume is mounted read-only: mount it read-write)",
+            errno.EFBIG: " (the file size limit of this process was reached)"}.get(error.errno, "")  # fmt: skip
+    kind = VolumeError if error.errno in VOLUME_ERRNOS else JobError
+    return kind(f"cannot write {path}: {cause}{hint}")
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -57,6 +89,40 @@ def non_negative_float(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
     return value
+
+
+def bounded_int(low: int, high: int):
+    """A whole number in low..high, for argparse's `type`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high}, got {text}")
+        return value
+
+    parse.__name__ = f"whole number {low}..{high}"
+    return parse
+
+
+def bounded_float(low: float, high: float, low_inclusive: bool = True):
+    """A finite number in [low, high] (or (low, high]), for argparse's `type`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        above_low = value >= low if low_inclusive else value > low
+        if not (above_low and value <= high):  # NaN fails both
+            bound = f"{'>=' if low_inclusive else '>'} {low:g} and <= {high:g}"
+            raise argparse.ArgumentTypeError(f"must be a number {bound}, got {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 # argparse prints the function name in "invalid <name> value"; give it a readable one.
@@ -105,6 +171,8 @@ def run(
         one_line = " ".join(str(error).split())  # messages quoted from libraries may span lines
         print(f"{prog}: error: {one_line}", file=sys.stderr, flush=True)
         code = error.exit_code
+        if code in exit_codes.PERMANENT:
+            termination.report_permanent(code, f"{prog}: {one_line}")
     except SystemExit as exit_request:  # --help, or SIGTERM turned into SystemExit
         if not skip_interpreter_teardown:
             raise

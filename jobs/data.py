@@ -11,6 +11,7 @@ numpy only, no torch: `jobs.prepare` imports this and must stay quick to start.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import pickle
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jobs.cli import JobError
+from jobs.cli import RunCannotContinue
 
 FOLDER_NAME = "cifar-10-batches-py"
 TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -34,8 +35,9 @@ CLASS_NAMES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "
 NUM_CLASSES = len(CLASS_NAMES)
 
 
-class DataError(JobError):
-    """The data folder is missing, incomplete or not in CIFAR-10's format."""
+class DataError(RunCannotContinue):
+    """The data folder is missing, incomplete, not in CIFAR-10's format, or not what jobs.prepare
+    recorded: a retry reads the same files (exit 3)."""
 
 
 @dataclass(frozen=True)
@@ -66,17 +68,35 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+def _check_against_record(path: Path, raw: bytes, recorded: dict) -> None:
+    expected = recorded.get("files", {}).get(path.name)
+    if expected is None:
+        raise DataError(f"{path} is not in the record jobs.prepare wrote for its folder: rerun jobs.prepare")
+    if len(raw) != expected["bytes"]:
+        why = f"{len(raw)} bytes, {expected['bytes']} when prepared"
+    elif hashlib.sha256(raw).hexdigest() != expected["sha256"]:
+        why = "its content changed since it was prepared (SHA-256 differs)"
+    else:
+        return
+    raise DataError(f"{path} does not match the data jobs.prepare recorded: {why}; rerun jobs.prepare, "
+                    "which rebuilds what does not match")  # fmt: skip
+
+
 def _text(value) -> str:
     return value.decode("latin1") if isinstance(value, bytes) else value
 
 
-def _read_pickle(path: Path) -> dict[str, object]:
+def _read_pickle(path: Path, recorded: dict | None = None) -> dict[str, object]:
+    """`recorded`: jobs.prepare's record of the folder (jobs.data_record); the file must match
+    its SHA-256 there, checked on the bytes read here (no second read)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path} is missing; a CIFAR-10 folder needs {', '.join(REQUIRED_FILES)}") from None
     except OSError as error:
         raise DataError(f"cannot read {path}: {error.strerror}") from None
+    if recorded is not None:
+        _check_against_record(path, raw, recorded)
     try:
         content = _NumpyOnlyUnpickler(io.BytesIO(raw), encoding="latin1").load()
     except Exception as error:  # a damaged pickle can raise almost anything
@@ -86,9 +106,9 @@ def _read_pickle(path: Path) -> dict[str, object]:
     return {_text(key): value for key, value in content.items()}
 
 
-def read_batch_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
+def read_batch_file(path: Path, recorded: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One data/test batch as (uint8 images N x 3 x 32 x 32, int64 labels)."""
-    content = _read_pickle(path)
+    content = _read_pickle(path, recorded)
     data, labels = content.get("data"), content.get("labels")
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != PIXELS_PER_IMAGE:
         raise DataError(f"{path}: 'data' must be a uint8 array of N x {PIXELS_PER_IMAGE} pixels")
@@ -100,9 +120,9 @@ def read_batch_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data.reshape(-1, *IMAGE_SHAPE), label_array
 
 
-def read_class_names(folder: Path) -> tuple[str, ...]:
+def read_class_names(folder: Path, recorded: dict | None = None) -> tuple[str, ...]:
     meta_path = Path(folder) / META_FILE
-    names = _read_pickle(meta_path).get("label_names")
+    names = _read_pickle(meta_path, recorded).get("label_names")
     if not isinstance(names, list) or len(names) != NUM_CLASSES:
         raise DataError(f"{meta_path}: 'label_names' must list {NUM_CLASSES} class names")
     return tuple(_text(name) for name in names)
@@ -117,17 +137,18 @@ def _check_folder_exists(folder: Path) -> None:
         raise DataError(f"{folder} is the folder above the data: pass {folder / FOLDER_NAME}")
 
 
-def load_split(folder: Path | str, split: str) -> CifarSplit:
-    """The 'train' split (data_batch_1..5) or the 'test' split (test_batch), fully in memory."""
+def load_split(folder: Path | str, split: str, recorded: dict | None = None) -> CifarSplit:
+    """The 'train' split (data_batch_1..5) or the 'test' split (test_batch), fully in memory;
+    every file checked against `recorded` (jobs.prepare's record, jobs.data_record) when given."""
     folder = Path(folder)
     _check_folder_exists(folder)
     files = {"train": TRAIN_FILES, "test": (TEST_FILE,)}[split]
-    parts = [read_batch_file(folder / name) for name in files]
+    parts = [read_batch_file(folder / name, recorded) for name in files]
     images = np.concatenate([images for images, _ in parts]) if len(parts) > 1 else parts[0][0]
     labels = np.concatenate([labels for _, labels in parts])
     if len(images) == 0:
         raise DataError(f"{folder}: the {split} split holds no images")
-    return CifarSplit(images, labels, read_class_names(folder), is_synthetic(folder))
+    return CifarSplit(images, labels, read_class_names(folder, recorded), is_synthetic(folder))
 
 
 def check_folder(folder: Path) -> int:

@@ -3,11 +3,17 @@
 Each step takes this worker's share of the next W x B images of the epoch's order
 (jobs.sampling), augments and normalises them as one batch, and takes an optimizer step; the
 caller's `after_step` runs between steps (checkpoints by time, stopping on SIGTERM).
+
+A non-finite loss ends the run (NonFiniteLoss, exit 3) before anything is saved from it. The check
+reads the running loss sum once per --log-every steps on every worker, not every step: a NaN or
+infinite loss in any step since the epoch began makes that sum non-finite, so nothing is missed,
+and a GPU is not stalled each step. The caller checks the sums again before every checkpoint.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,14 +22,36 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from jobs import sampling
+from jobs import cli, sampling
 from jobs.distributed import WorkerPlace, sum_over_workers
-from jobs.progress import Progress
+from jobs.progress import Progress, time_left
 from jobs.recipes import RunSettings, learning_rate
 from jobs.sample_trace import SampleTrace
 from jobs.transforms import Normalization, random_flip_and_crop
 
 log = logging.getLogger("jobs.train")
+
+
+class NonFiniteLoss(cli.RunCannotContinue):
+    """Training diverged: every later step and checkpoint would carry NaN weights."""
+
+
+def check_finite_loss(value: float | torch.Tensor, where: str) -> None:
+    """`value` a number or a one-element tensor (read here: on a GPU, that read waits for the device)."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise NonFiniteLoss(
+            f"the training loss is {value} at {where}: training diverged, so no checkpoint or model is written "
+            "from here on (the last checkpoint holds the last finite state); lower --lr or check the data"
+        )
+
+
+def check_finite_weights(model: nn.Module) -> None:
+    """Once, before model.pt: a run resumed with every epoch done trains no step that would show it."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise NonFiniteLoss(f"the weights hold non-finite values ({name} holds non-finite values): "
+                                "model.pt is not written; the run's checkpoint came from a diverged run")
 
 
 @dataclass
@@ -114,14 +142,18 @@ def train_one_epoch(
         position = step.stop
         images_in_interval += step.size
         step_number = min(-(-position // images_per_full_step), total_steps)
-        if place.is_leader and log_every and (step_number % log_every == 0 or position == num_images):
-            now = time.perf_counter()
-            log.info(
-                "epoch %d/%d step %d/%d loss %.4f lr %.5f %.0f images/s",
-                epoch + 1, settings.epochs, step_number, total_steps, loss.item(),
-                optimizer.param_groups[0]["lr"], images_in_interval / (now - interval_start),
-            )  # fmt: skip
-            interval_start, images_in_interval = now, 0
+        if log_every and (step_number % log_every == 0 or position == num_images):
+            check_finite_loss(loss_sum, f"epoch {epoch + 1} step {step_number}/{total_steps}")
+            if place.is_leader:
+                now = time.perf_counter()
+                rate = images_in_interval / (now - interval_start)
+                images_left = num_images - position + (settings.epochs - epoch - 1) * num_images
+                log.info(
+                    "epoch %d/%d step %d/%d loss %.4f lr %.5f %.0f images/s, %s",
+                    epoch + 1, settings.epochs, step_number, total_steps, loss.item(),
+                    optimizer.param_groups[0]["lr"], rate, time_left(images_left, rate),
+                )  # fmt: skip
+                interval_start, images_in_interval = now, 0
         if after_step is not None and position < num_images:
             after_step(epoch, position, lambda: torch.stack([loss_sum, correct.to(torch.float64),
                                                              torch.tensor(float(seen), dtype=torch.float64, device=device)]))  # fmt: skip

@@ -7,8 +7,11 @@
   read back and checked before the folder appears: everything is built in a hidden work folder
   inside DIR and renamed to `cifar-10-batches-py` as the last step, so a reader (or a training
   pod starting early) never sees a half-extracted folder under that name.
-- A folder this tool already prepared from the same source (recorded in its `.prepared.json`)
-  makes a rerun a no-op that takes milliseconds. Data prepared from another source is replaced.
+- A folder this tool already prepared from the same source (recorded in its `.prepared.json`,
+  with every file's SHA-256: jobs.data_record) makes a rerun a no-op once every file still matches
+  its digest (a fraction of a second for CIFAR-10's 180 MB). A file that does not match (flipped,
+  truncated, deleted) makes the rerun build the folder again, saying which. Data prepared from
+  another source is replaced.
 - `--synthetic N` writes N generated images per class in CIFAR-10's format, for machines with
   no internet. The folder carries a SYNTHETIC file, and every job logs that the data is fake.
 - Any failure (wrong checksum, truncated or corrupt archive, unreachable source) exits non-zero
@@ -25,7 +28,6 @@ import errno
 import gzip
 import hashlib
 import http.client
-import json
 import logging
 import os
 import re
@@ -39,11 +41,11 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from jobs import cli, data
+from jobs import cli, data, data_record
 
 OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
-MANIFEST_NAME = ".prepared.json"
+MANIFEST_NAME = data_record.MANIFEST_NAME
 MAX_SYNTHETIC_PER_CLASS = 5000  # CIFAR-10's own size; more only costs memory and disk
 _CHUNK_BYTES = 1 << 20
 _HTTP_TIMEOUT_SECONDS = 60
@@ -167,26 +169,29 @@ def extract(archive: Path, into: Path, source: str) -> Path:
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise SourceError(f"{source} is not a readable .tar.gz archive, corrupt or truncated ({error})") from None
     except OSError as error:
-        raise cli.JobError(f"cannot extract {source} into {into.parent}: {error.strerror}") from None
+        raise cli.volume_error(error, f"{into.parent} (extracting {source})") from None
     folder = into / data.FOLDER_NAME
     if not folder.is_dir():
         raise SourceError(f"{source} holds no {data.FOLDER_NAME}/ folder: it is not the CIFAR-10 python archive")
     return folder
 
 
-def _files_and_sizes(folder: Path) -> dict[str, int]:
-    return {path.name: path.stat().st_size for path in sorted(folder.iterdir()) if path.name != MANIFEST_NAME}
-
-
 def already_prepared(target: Path, request: dict) -> bool:
-    """True when `target` was prepared by this tool for the same request and is still complete."""
-    try:
-        manifest = json.loads((target / MANIFEST_NAME).read_text())
-        return manifest["request"] == request and all(
-            (target / name).stat().st_size == size for name, size in manifest["files"].items()
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+    """True when `target` was prepared by this tool for the same request and every file still
+    matches the SHA-256 recorded for it; says why when a folder of the same request does not."""
+    record = data_record.read(target)
+    if record is None or record.get("request") != request:
         return False
+    started = time.monotonic()
+    changed = data_record.differences(target, record["files"])
+    if changed:
+        log.warning("WARNING: %s does not match its record (%s): preparing it again", target, "; ".join(changed))
+        return False
+    megabytes = sum(entry["bytes"] for entry in record["files"].values()) / 1e6
+    seconds = time.monotonic() - started
+    log.info("%s: all %d files match their SHA-256 (%.0f MB checked in %.2f s)", target, len(record["files"]),
+             megabytes, seconds)  # fmt: skip
+    return True
 
 
 def _publish(staged: Path, target: Path, work_dir: Path) -> None:
@@ -299,13 +304,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.dest.mkdir(parents=True, exist_ok=True)
         work_dir = Path(tempfile.mkdtemp(prefix=".prepare-", dir=args.dest))
     except OSError as error:
-        raise cli.JobError(f"cannot write to --dest {args.dest}: {error.strerror}") from None
+        raise cli.volume_error(error, f"--dest {args.dest}") from None
     try:
         folder = _build(request, work_dir)
         images = data.check_folder(folder)  # reads every file back: catches what the checksum could not
-        manifest = {"request": request, "files": _files_and_sizes(folder), "images": images}
-        (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        data_record.write(folder, request, images)
         _publish(folder, target, work_dir)
+    except OSError as error:  # a volume that fills up or turns read-only while we write
+        raise cli.volume_error(error, error.filename or args.dest) from None
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         if not dest_existed and not target.exists():

@@ -6,16 +6,24 @@ and accuracy sums of that partial epoch so its history line covers all of it. Po
 epoch boundary, the only kind of checkpoint older versions wrote (they have no `position`).
 
 Rank 0 writes it at the end of every epoch, every `--checkpoint-every-seconds` of training, and
-when the workers stop on SIGTERM (jobs.stopping).
+when the workers stop on SIGTERM (jobs.stopping). The one before it stays as
+checkpoint.previous.pt: a checkpoint that fails its content check (jobs.checkpoint) is never
+trained from; the run resumes from the previous one, with one line saying which file and why.
+
+An epoch-end checkpoint also carries that epoch's history line, so a worker killed between the
+checkpoint's rename and its history line leaves nothing missing: the next start writes the line.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from jobs import checkpoint, cli
+
+log = logging.getLogger("jobs.train")
 
 
 @dataclass(frozen=True)
@@ -27,14 +35,44 @@ class Progress:
     seen: int = 0
 
 
-def read_checkpoint(run_dir: Path, settings, num_images: int) -> tuple[dict, Progress] | None:
+@dataclass(frozen=True)
+class SavedState:
+    state: dict
+    progress: Progress
+    path: Path  # the file it came from: checkpoint.pt, or checkpoint.previous.pt after a fallback
+    rejected: tuple[str, ...] = ()  # why each newer checkpoint was refused
+
+
+def _newest_valid(run_dir: Path) -> tuple[dict, Path, tuple[str, ...]] | None:
+    """The newest checkpoint that passes its check, or None when there is none at all; a run
+    directory whose every checkpoint fails its check is refused (exit 3): starting over silently
+    would throw the run's work away, and training from a damaged one would train on garbage."""
+    candidates = [run_dir / checkpoint.CHECKPOINT_NAME, run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME]
+    rejected = []
+    for path in candidates:
+        if not path.exists():
+            continue
+        try:
+            return checkpoint.load(path, "checkpoint"), path, tuple(rejected)
+        except checkpoint.CorruptFile as error:
+            log.warning("WARNING: %s; trying the checkpoint before it", error)
+            rejected.append(str(error))
+    if rejected:
+        raise checkpoint.CorruptFile(
+            f"no usable checkpoint in {run_dir}: {'; '.join(rejected)}. Move the checkpoint files away to "
+            "start the run over, or pass a new --run-dir"
+        )
+    return None
+
+
+def read_checkpoint(run_dir: Path, settings, num_images: int) -> SavedState | None:
     """The saved state and where it stands, or None without a checkpoint. `settings` is the
     run's RunSettings: a checkpoint of other settings, or of a data set of another size (its
     positions would point at other images), is refused with one line."""
-    path = run_dir / checkpoint.CHECKPOINT_NAME
-    if not path.exists():
+    found = _newest_valid(run_dir)
+    if found is None:
         return None
-    saved = checkpoint.load(path, "checkpoint")
+    saved, path, rejected = found
     saved_settings = saved.get("settings", {})
     differences = [
         f"{name} {saved_settings.get(name)!r} there, {value!r} now"
@@ -44,19 +82,45 @@ def read_checkpoint(run_dir: Path, settings, num_images: int) -> tuple[dict, Pro
     if saved.get("num_images", num_images) != num_images:
         differences.append(f"{saved['num_images']} training images there, {num_images} now")
     if differences:
-        raise cli.JobError(
+        raise cli.UsageError(
             f"{path} belongs to a run with other settings ({'; '.join(differences)}): "
             "rerun with the same settings to resume it, or pass a new --run-dir"
         )
     sums = saved.get("epoch_sums", {})
     progress = Progress(saved["epochs_done"], saved.get("position", 0), sums.get("loss_sum", 0.0),
                         sums.get("correct", 0), sums.get("seen", 0))  # fmt: skip
-    return saved, progress
+    return SavedState(saved, progress, path, rejected)
 
 
-def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, num_images: int, progress: Progress) -> None:
+def set_rejected_aside(run_dir: Path, saved: SavedState | None) -> None:
+    """After a fallback, the refused checkpoint.pt becomes checkpoint.rejected.pt (kept to look at):
+    the next save must not make it the fallback. Rank 0 only, once every worker has read."""
+    if saved is not None and saved.rejected and saved.path.name != checkpoint.CHECKPOINT_NAME:
+        bad = run_dir / checkpoint.CHECKPOINT_NAME
+        if bad.exists():
+            bad.replace(run_dir / checkpoint.REJECTED_CHECKPOINT_NAME)
+
+
+def recover_epoch_line(run_dir: Path, saved: SavedState | None) -> bool:
+    """Write the history line of the epoch the checkpoint ended if the history lacks it (the
+    worker died between the two writes). Rank 0 only. True when a line was written."""
+    if saved is None or saved.progress.position or "epoch_record" not in saved.state:
+        return False
+    record = saved.state["epoch_record"]
+    if any(line.get("event") == "epoch" and line.get("epoch") == record.get("epoch")
+           for line in checkpoint.read_history(run_dir)):  # fmt: skip
+        return False
+    checkpoint.append_history(run_dir, {**record, "recovered": True})
+    return True
+
+
+def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, num_images: int, progress: Progress,
+                    epoch_record: dict | None = None) -> None:
+    """`epoch_record`: the history line of the epoch this checkpoint ends (see recover_epoch_line)."""
+    extra = {"epoch_record": epoch_record} if epoch_record is not None else {}
     checkpoint.save_atomically(
         {
+            **extra,
             "settings": asdict(settings),
             "epochs_done": progress.epochs_done,
             "position": progress.position,
@@ -67,7 +131,22 @@ def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, nu
             "normalization": normalization.to_dict(),
         },
         run_dir / checkpoint.CHECKPOINT_NAME,
+        keep_previous=True,
     )
+
+
+def time_left(images_left: int, images_per_second: float) -> str:
+    """How long the rest of the training takes at the rate just measured, for a progress line:
+    "about 4 min 05 s left". The evaluation after it is not counted."""
+    if images_per_second <= 0:
+        return "time left unknown"
+    hours, rest = divmod(round(images_left / images_per_second), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"about {hours} h {minutes:02d} min left"
+    if minutes:
+        return f"about {minutes} min {seconds:02d} s left"
+    return f"about {seconds} s left"
 
 
 class CheckpointClock:

@@ -18,6 +18,12 @@ Every worker, in this order:
 
 Without torchrun (`python -m jobs.train ...`) it trains alone, the same way.
 
+What a retry cannot fix ends the run with one line and exit 3 (jobs.exit_codes), also written to
+the history (where it is writable) and the container's termination message (jobs.termination): a
+checkpoint that fails its check with no good one before it, data that does not match jobs.prepare's
+record, a full or read-only run directory, a non-finite loss (caught before any checkpoint or
+model.pt is written from it).
+
 Two recipes. `improved` (default) fixes the workshop's defects: per-channel normalisation,
 random flip + crop augmentation, Nesterov SGD with warm-up and cosine learning-rate decay.
 `workshop` is the original plain recipe: pixels / 255, no augmentation, SGD lr 0.001
@@ -39,11 +45,20 @@ from pathlib import Path
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from jobs import checkpoint, cli, data
+from jobs import checkpoint, cli, data, data_record
 from jobs.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers
-from jobs.loop import TrainingData, train_one_epoch
+from jobs.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch
 from jobs.model import ARCHITECTURE, WorkshopCNN
-from jobs.progress import CheckpointClock, Progress, read_checkpoint, save_checkpoint
+from jobs.progress import (
+    CheckpointClock,
+    Progress,
+    SavedState,
+    read_checkpoint,
+    recover_epoch_line,
+    save_checkpoint,
+    set_rejected_aside,
+    time_left,
+)
 from jobs.recipes import RECIPES, RunSettings, build_optimizer
 from jobs.runtime import choose_device, configure_cpu_threads
 from jobs.sample_trace import SampleTrace
@@ -59,6 +74,16 @@ log = logging.getLogger("jobs.train")
 # one such loss per 5 minutes, is a quarter of Spot's 2-minute notice, and costs one save per 30 s
 # (about 0.1 s for this model: docs/elastic-capacity.md "What a preemption costs").
 CHECKPOINT_EVERY_SECONDS = 30.0
+
+# Upper bounds of the options: far above any sensible run, low enough that a typo (an extra few
+# zeros) is refused in one line instead of running for years or failing deep inside torch.
+MAX_EPOCHS = 10_000
+MAX_BATCH_SIZE = 65_536  # per worker; CIFAR-10 has 50,000 training images
+MAX_LR = 10.0
+MAX_PG_TIMEOUT = 3600.0
+MAX_CHECKPOINT_EVERY_SECONDS = 86_400.0
+MAX_LOG_EVERY = 1_000_000
+MAX_SEED = 2**63 - 1
 
 
 # --- run directory: resume and finish ---------------------------------------------------------
@@ -89,22 +114,23 @@ def build_parser() -> cli.ArgumentParser:
     )
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
     parser.add_argument("--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go (required)")
-    parser.add_argument("--epochs", type=cli.positive_int, default=10, help="passes over the training split (default: %(default)s)")
-    parser.add_argument("--batch-size", type=cli.positive_int, default=128, help="images per step per worker (default: %(default)s)")
-    parser.add_argument("--lr", type=cli.positive_float, default=None, help="peak learning rate (default: by recipe)")
+    parser.add_argument("--epochs", type=cli.bounded_int(1, MAX_EPOCHS), default=10, help=f"passes over the training split, 1..{MAX_EPOCHS} (default: %(default)s)")
+    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=128, help=f"images per step per worker, 1..{MAX_BATCH_SIZE} (default: %(default)s)")
+    parser.add_argument("--lr", type=cli.bounded_float(0, MAX_LR, low_inclusive=False), default=None, help=f"peak learning rate, above 0 up to {MAX_LR:g} (default: by recipe)")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="improved",
                         help="improved (normalisation, augmentation, warm-up + cosine) or the workshop's plain one (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="shuffling, augmentation and initial weights (default: %(default)s)")
-    parser.add_argument("--log-every", type=cli.positive_int, default=50, help="steps between progress lines (default: %(default)s)")
+    parser.add_argument("--seed", type=cli.bounded_int(0, MAX_SEED), default=0, help="shuffling, augmentation and initial weights, 0..2^63-1 (default: %(default)s)")
+    parser.add_argument("--log-every", type=cli.bounded_int(1, MAX_LOG_EVERY), default=50, help="steps between progress lines (default: %(default)s)")
     parser.add_argument(
         "--pg-timeout",
-        type=cli.positive_float,
+        type=cli.bounded_float(0, MAX_PG_TIMEOUT, low_inclusive=False),
         default=30.0,
-        help="seconds a worker waits for a peer in a collective before failing, so its agent restarts the group "
-             "(default: %(default)s)",
+        help="seconds a worker waits for a peer in a collective before failing, so its agent restarts the group; "
+             f"up to {MAX_PG_TIMEOUT:g} (default: %(default)s)",
     )
     parser.add_argument(
-        "--checkpoint-every-seconds", type=cli.non_negative_float, default=CHECKPOINT_EVERY_SECONDS,
+        "--checkpoint-every-seconds", type=cli.bounded_float(0, MAX_CHECKPOINT_EVERY_SECONDS),
+        default=CHECKPOINT_EVERY_SECONDS,
         help="also checkpoint mid-epoch after this many seconds of training since the last checkpoint; 0: only at "
              "epoch ends. A worker lost without warning costs at most this much work (default: %(default)s)")
     parser.add_argument(
@@ -148,12 +174,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = Options(args.pg_timeout, args.log_every, args.checkpoint_every_seconds, args.save_on_sigterm,
                       args.trace_samples)  # fmt: skip
     if (run_dir / checkpoint.MODEL_NAME).exists():
-        log.info("%s exists: this run is finished, nothing to train (use a new --run-dir to train again)",
+        log.info("%s exists: this run is finished, nothing to train (a new run directory trains again)",
                  run_dir / checkpoint.MODEL_NAME)  # fmt: skip
         return cli.EXIT_OK
 
     # Everything that can fail on bad input is checked before anything is written.
-    split = data.load_split(args.data, "train")
+    recorded = data_record.read(args.data) if args.data.is_dir() else None
+    if recorded is None and args.data.is_dir():
+        log.warning("WARNING: %s has no record of jobs.prepare (%s): its files cannot be checked for damage",
+                    args.data, data_record.MANIFEST_NAME)  # fmt: skip
+    split = data.load_split(args.data, "train", recorded)
     if split.synthetic:
         log.warning("WARNING: %s holds SYNTHETIC images, not CIFAR-10 (see its %s file)", args.data, data.SYNTHETIC_MARKER)
     if len(split.labels) < place.world_size:
@@ -162,23 +192,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise cli.JobError(f"cannot create run directory {run_dir}: {error.strerror}") from None
+        raise cli.volume_error(error, f"run directory {run_dir}") from None
 
-    train_run(run_dir, args.data, split, saved, settings, place, options)
+    try:
+        train_run(run_dir, args.data, split, saved, settings, place, options)
+    except cli.RunCannotContinue as error:
+        if place.is_leader:
+            _record_failure(run_dir, error)
+        raise
     return cli.EXIT_OK
+
+
+def _record_failure(run_dir: Path, error: cli.RunCannotContinue) -> None:
+    """The line that ends the run, in its history too, where the volume still takes it."""
+    try:
+        checkpoint.append_history(run_dir, {"event": "failed", "exit_code": error.exit_code, "reason": str(error)})
+    except (OSError, cli.JobError):
+        pass  # the volume is full or read-only: the log and the termination message carry the line
 
 
 def train_run(
     run_dir: Path,
     data_dir: Path,
     split: data.CifarSplit,
-    saved: tuple[dict, Progress] | None,
+    saved: SavedState | None,
     settings: RunSettings,
     place: WorkerPlace,
     options: Options,
 ) -> None:
     """Train from the checkpoint `saved` (or from scratch) to the end, writing RUN_DIR's files."""
-    state, start = saved if saved else ({}, Progress(0))
+    state, start = (saved.state, saved.progress) if saved else ({}, Progress(0))
     device = choose_device(place.local_rank)
     threads = configure_cpu_threads() if device.type == "cpu" else None
     torch.manual_seed(settings.seed)  # the same initial weights on every worker
@@ -208,12 +251,16 @@ def train_run(
     group = agreed[4]
     if place.is_leader:
         checkpoint.remove_stale_temporary_files(run_dir)
+        set_rejected_aside(run_dir, saved)
+        if recover_epoch_line(run_dir, saved):
+            log.info("history.jsonl lacked epoch %d's line (a worker died between writing the checkpoint and it): "
+                     "written from the checkpoint", start.epochs_done)  # fmt: skip
         checkpoint.append_history(run_dir, {
             "event": "start", "epochs_done": start.epochs_done, "position": start.position, "epochs": settings.epochs,
             "world_size": place.world_size, "restart_count": place.restart_count, "group": group,
         })  # fmt: skip
     if saved:
-        log.info("resuming from %s: %d of %d epochs done%s", run_dir / checkpoint.CHECKPOINT_NAME, start.epochs_done,
+        log.info("resuming from %s: %d of %d epochs done%s", saved.path, start.epochs_done,
                  settings.epochs, f", then {start.position} of {len(split.labels)} images of epoch "
                  f"{start.epochs_done + 1}" if start.position else "")  # fmt: skip
     else:
@@ -229,8 +276,11 @@ def train_run(
     if saved:
         optimizer.load_state_dict(state["optimizer"])
 
-    def save(progress: Progress) -> None:
-        save_checkpoint(run_dir, plain_model, optimizer, settings, normalization, len(split.labels), progress)
+    def save(progress: Progress, epoch_record: dict | None = None) -> None:
+        # A mid-epoch checkpoint's sums cover every step since the epoch began, on all workers.
+        check_finite_loss(progress.loss_sum, f"epoch {progress.epochs_done + 1}, {progress.position} images into it")
+        save_checkpoint(run_dir, plain_model, optimizer, settings, normalization, len(split.labels), progress,
+                        epoch_record)  # fmt: skip
 
     # Neither checkpoints by time nor stopping on SIGTERM: no vote, the loop of old.
     stop_signal = StopSignal() if options.save_on_sigterm else None
@@ -243,23 +293,28 @@ def train_run(
             result = train_one_epoch(model, optimizer, train_data, epoch, settings, place, options.log_every,
                                      start if epoch == start.epochs_done else None,
                                      boundary.after_step if boundary else None, trace)  # fmt: skip
+            # Every worker: the loss is summed over all of them, so all stop here alike.
+            check_finite_loss(result.loss, f"the end of epoch {epoch + 1}")
             if place.is_leader:
-                save(Progress(epoch + 1))
-                checkpoint.append_history(run_dir, {
+                record = {
                     "event": "epoch", "epoch": epoch + 1, "loss": round(result.loss, 5),
                     "train_accuracy": round(result.accuracy, 5), "images_per_second": round(result.images_per_second, 1),
                     "seconds": round(result.seconds, 3), "world_size": place.world_size,
-                })  # fmt: skip
+                }  # fmt: skip
+                save(Progress(epoch + 1), epoch_record=record)
+                checkpoint.append_history(run_dir, record)
+                left = settings.epochs - epoch - 1
                 log.info(
-                    "epoch %d/%d done: loss %.4f, train accuracy %.2f%%, %.0f images/s, %.1f s; checkpoint saved",
+                    "epoch %d/%d done: loss %.4f, train accuracy %.2f%%, %.0f images/s, %.1f s; checkpoint saved%s",
                     epoch + 1, settings.epochs, result.loss, 100 * result.accuracy, result.images_per_second,
-                    result.seconds,
+                    result.seconds, f"; {time_left(left * len(split.labels), result.images_per_second)}" if left else "",
                 )  # fmt: skip
             if boundary and epoch + 1 < settings.epochs:
                 boundary.after_epoch(epoch + 1)
         if boundary:
             boundary.finish()
         if place.is_leader:
+            check_finite_weights(plain_model)
             _save_model(run_dir, plain_model, settings, normalization, split, data_dir)
             checkpoint.append_history(run_dir, {"event": "finished", "epochs": settings.epochs})
             log.info("training finished: model written to %s", run_dir / checkpoint.MODEL_NAME)

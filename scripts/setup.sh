@@ -28,4 +28,7 @@ bash scripts/install-torch.sh .venv/bin/python ${torch_flags[@]+"${torch_flags[@
 # create its directory, so `pulumi stack init` or `pulumi up` would fail on a fresh clone
 # (go-cloud blob/fileblob openBucket stats it and fails unless create_dir is set).
 mkdir -p .pulumi-state
+# mermaid's JavaScript for the docs site, fetched once into .cache/mermaid/ (scripts/mermaid.py); without
+# it only the docs site's build fails, so a network without the npm registry still gets a .venv.
+.venv/bin/python scripts/mermaid.py || echo "setup: the docs site will not build until \`python scripts/mermaid.py\` succeeds" >&2
 echo "setup: .venv ready ($(.venv/bin/python --version))"

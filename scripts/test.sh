@@ -7,5 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-scanners.sh
 # Two worker processes, whole files to each (module fixtures such as the concurrent torchrun jobs
-# run once): the torchrun tests spend much of their time waiting on the rendezvous, which the other files fill.
-.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
+# run once) and the whole cluster tier to one (its control plane starts once): tests/conftest.py
+# gives every test its group. The torchrun tests spend much of their time waiting on the rendezvous, which the other
+# files fill.
+.venv/bin/python -m pytest -q -n 2 --dist loadgroup "$@"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from synth_support import Synth, load_synth, run_synth
@@ -41,3 +43,18 @@ VARIANT = (
 @pytest.fixture(scope="session")
 def variant(synth_stack) -> Synth:
     return synth_stack("dev", *VARIANT)
+
+
+CLUSTER_TIER = Path(__file__).parent / "cluster"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Groups for `pytest -n 2 --dist loadgroup` (scripts/test.sh): each file is one group, as
+    `--dist loadfile` made it (module fixtures such as the concurrent torchrun jobs run once), and the
+    whole cluster tier is one group, so its one control plane starts in one worker only. tryfirst:
+    xdist's worker reads the marks in its own pytest_collection_modifyitems (xdist/remote.py)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            group = "cluster" if CLUSTER_TIER in item.path.parents else str(item.path)
+            item.add_marker(pytest.mark.xdist_group(group))

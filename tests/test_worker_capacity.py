@@ -115,7 +115,7 @@ def test_the_interruption_path_is_queue_rules_targets_and_permissions(spot):
     statements = {s["Sid"]: s for s in json.loads(controller_policy["inputs"]["policy"])["Statement"]}
     assert statements["ReadInterruptions"]["Resource"] == queue_arn
     assert set(statements["ReadInterruptions"]["Action"]) == {"sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-    (release,) = spot.of_type("kubernetes:helm.sh/v3:Release")
+    release = controller_release(spot)
     settings = release["inputs"]["values"]["settings"]
     assert settings["clusterName"] == "elastic-training-spot" and queue_arn.endswith(":" + settings["interruptionQueue"])
     (controller_role,) = [r for r in spot.of_type("aws:iam/role:Role") if r["name"] == "capacity-controller-role"]
@@ -125,8 +125,13 @@ def test_the_interruption_path_is_queue_rules_targets_and_permissions(spot):
     assert list(trust["Condition"]["StringLike"].values()) == ["system:serviceaccount:kube-system:karpenter"]
 
 
+def controller_release(synth) -> dict:
+    (release,) = [r for r in synth.of_type("kubernetes:helm.sh/v3:Release") if r["inputs"]["name"] == "karpenter"]
+    return release
+
+
 def test_karpenter_runs_on_the_on_demand_system_group_at_the_pinned_chart(spot):
-    (release,) = spot.of_type("kubernetes:helm.sh/v3:Release")
+    release = controller_release(spot)
     inputs = release["inputs"]
     assert (inputs["chart"], inputs["version"]) == ("oci://public.ecr.aws/karpenter/karpenter", "1.14.1")
     system_nodes = with_kubelet_labels(node_groups(spot)["cluster-system-nodes"])
@@ -137,6 +142,29 @@ def test_karpenter_runs_on_the_on_demand_system_group_at_the_pinned_chart(spot):
     for needed in ("cluster-system-nodes", "capacity-controller-policy", "capacity-node-access",
                    "capacity-spot-interruption-to-queue"):
         assert needed in depends, needed
+
+
+def test_karpenters_crds_come_from_their_own_release_ahead_of_the_controller(spot):
+    """Helm installs a chart's crds/ directory on the first install only and never upgrades it, so the
+    CRDs come from the separate `karpenter-crd` chart at the controller's version, installed as the
+    upgrade guide does (aws/karpenter-provider-aws @ 1d927085, website/content/en/v1.14/upgrading/
+    upgrade-guide.md, "CRD Upgrades": `helm upgrade --install karpenter-crd
+    oci://public.ecr.aws/karpenter/karpenter-crd --version x.y.z --namespace "${KARPENTER_NAMESPACE}"`;
+    the chart's version is the controller's, charts/karpenter-crd/Chart.yaml: 1.14.1). A bump of the
+    version then upgrades the NodePool and EC2NodeClass schemas before the new controller reads them."""
+    releases = {r["inputs"]["name"]: r for r in spot.of_type("kubernetes:helm.sh/v3:Release")}
+    assert set(releases) == {"karpenter-crd", "karpenter"}
+    crds, controller = releases["karpenter-crd"], releases["karpenter"]
+    assert (crds["inputs"]["chart"], crds["inputs"]["version"], crds["inputs"]["namespace"]) == (
+        "oci://public.ecr.aws/karpenter/karpenter-crd", controller["inputs"]["version"], "kube-system")
+    # The controller's chart keeps its own copy in crds/, which Helm would install once and then
+    # never touch: skipped, so exactly one release owns the CRDs.
+    assert controller["inputs"]["skipCrds"] is True and not crds["inputs"].get("skipCrds")
+    assert crds["urn"] in controller["dependsOn"]
+    # The pool and its class are created after the controller, and so after their CRDs.
+    for manifest_resource in ("capacity-node-class", "capacity-node-pool"):
+        (resource,) = [r for r in spot.resources if r["name"] == manifest_resource]
+        assert resource["dependsOn"], manifest_resource
 
 
 def test_the_worker_nodes_join_the_cluster_through_their_own_access_entry(spot):

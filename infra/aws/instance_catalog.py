@@ -96,7 +96,9 @@ def carried() -> tuple[str, ...]:
 
 
 def shape(instance_type: str) -> Shape | None:
-    """vCPUs, memory and GPUs of one node of the type; None when the table does not carry it."""
+    """vCPUs, memory and GPUs of one node of the type as the price catalog states them; None when the
+    table does not carry (price) it. What sizes nodes is infra/aws/instance_shapes.py, which knows
+    every type; tests/aws/test_instance_shapes.py checks that the two agree."""
     return _shapes().get(instance_type)
 
 

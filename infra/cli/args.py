@@ -20,21 +20,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def add_stack_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml (required)")
+    parser.add_argument("stack", help="stack name (dev), or its file stacks/Pulumi.<stack>.yaml (required)")
 
 
 def add_config_overrides(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: "
                              "none, the stack file's values)")
-
-
-def stack_names(root: Path = PROJECT_ROOT) -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (root / "stacks").glob("Pulumi.*.yaml"))
-
-
-def missing_stack_message(stack: str, root: Path = PROJECT_ROOT) -> str | None:
-    """None when stacks/Pulumi.<stack>.yaml exists, else the one line that says which stacks do."""
-    if (root / "stacks" / f"Pulumi.{stack}.yaml").is_file():
-        return None
-    return f"no stack file stacks/Pulumi.{stack}.yaml; stacks: {' '.join(stack_names(root)) or 'none'}"

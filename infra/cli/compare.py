@@ -16,15 +16,15 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 from infra.cli import cost
-from infra.cli.args import OneLineParser, UsageError, missing_stack_message
+from infra.cli.args import OneLineParser, UsageError
 from infra.config import ConfigError, load_settings
-from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file
+from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file, stack_name
 
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="elastic-training compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("a", help="the first stack: stacks/Pulumi.<a>.yaml (required)")
-    parser.add_argument("b", help="the second stack: stacks/Pulumi.<b>.yaml (required)")
+    parser.add_argument("a", help="the first stack: its name, or its file stacks/Pulumi.<a>.yaml (required)")
+    parser.add_argument("b", help="the second stack: its name, or its file stacks/Pulumi.<b>.yaml (required)")
     for side in ("a", "b"):
         parser.add_argument(f"--{side}", dest=f"config_{side}", action="append", default=[], metavar="KEY=VALUE",
                             help=f"override a config value of stack {side} (repeatable; default: none)")
@@ -83,15 +83,14 @@ def main(argv: list[str] | None = None, today: date | None = None) -> int:
     today = today or datetime.now(timezone.utc).date()
     try:
         args = build_parser().parse_args(argv)
-        estimates = []
-        for stack, overrides in ((args.a, args.config_a), (args.b, args.config_b)):
-            missing = missing_stack_message(stack)
-            if missing:
-                raise UsageError(missing)
+        estimates, names = [], []
+        for argument, overrides in ((args.a, args.config_a), (args.b, args.config_b)):
+            stack = stack_name(argument)
+            names.append(stack)
             estimates.append(cost.estimate(load_settings(apply_overrides(read_stack_file(stack), overrides), stack, today), today))
     except (UsageError, ConfigError, StackConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     result = compare(estimates[0], estimates[1], args.run_minutes)
-    print(json.dumps(result) if args.json else "\n".join(lines((args.a, args.b), result)))
+    print(json.dumps(result) if args.json else "\n".join(lines((names[0], names[1]), result)))
     return 0

@@ -216,6 +216,10 @@ def item_line(item: dict[str, Any]) -> tuple[str, str, str]:
 def lines(cost_object: dict[str, Any]) -> list[str]:
     """What synth, preflight and `elastic-training cost` print: the totals, each item with its source."""
     out = [f"cost: {summary(cost_object)} ({cost_object['note']})"]
+    # What the totals leave out, where no one reads past the first lines: the worker nodes of a type
+    # the price table does not carry are the largest item there is.
+    out += [f"  NOT IN THE TOTALS: {item['what']}: {item['source'].removeprefix('NOT READ: ')}"
+            for item in cost_object["items"] if item["unitUsd"] is None and item["quantity"] is not None]
     for item in cost_object["items"]:
         what, unit, hourly = item_line(item)
         out.append(f"  {what}: {unit} -> {hourly}")

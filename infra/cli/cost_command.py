@@ -15,7 +15,7 @@ from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
 from infra.config import ConfigError, load_settings
 from infra.config.capacity import SPOT
-from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file
+from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file, stack_name
 
 
 def build_parser() -> OneLineParser:
@@ -49,7 +49,8 @@ def lines(estimate: dict) -> list[str]:
 def main(argv: list[str] | None = None, today: date | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        settings = load_settings(apply_overrides(read_stack_file(args.stack), args.config), args.stack, today)
+        stack = stack_name(args.stack)
+        settings = load_settings(apply_overrides(read_stack_file(stack), args.config), stack, today)
     except (UsageError, ConfigError, StackConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Callable
 
 from infra.cli import synth
-from infra.cli.args import PROJECT_ROOT, OneLineParser, UsageError, add_stack_argument, missing_stack_message
+from infra.cli.args import PROJECT_ROOT, OneLineParser, UsageError, add_stack_argument
 from infra.cli.preflight.command import main as preflight_main
+from infra.config.stack_file import StackConfigError, stack_name
 
 # Pulumi.yaml's backend (file://./.pulumi-state), used unless PULUMI_BACKEND_URL names another.
 STATE_DIR = ".pulumi-state"
@@ -44,13 +45,9 @@ def build_parser(command: str) -> OneLineParser:
 def _start(command: str, argv: list[str] | None, root: Path) -> tuple[str | None, int]:
     """(stack, 0) when the command may go on, else (None, exit status) after printing one line."""
     try:
-        stack = build_parser(command).parse_args(argv).stack
-    except UsageError as error:
+        stack = stack_name(build_parser(command).parse_args(argv).stack, root / "stacks")
+    except (UsageError, StackConfigError) as error:
         print(f"{command}: {error}", file=sys.stderr)
-        return None, 2
-    problem = missing_stack_message(stack, root)
-    if problem:
-        print(f"{command}: {problem}", file=sys.stderr)
         return None, 2
     if shutil.which("pulumi") is None:
         print(f"{command}: the Pulumi CLI is not on PATH (install it: docs/getting-started.md, 'Prerequisites')", file=sys.stderr)

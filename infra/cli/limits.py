@@ -21,7 +21,7 @@ import sys
 
 from infra.components.workloads import AWAIT_MARGIN_MINUTES
 from infra.config import EKS, ConfigError, Settings, load_settings
-from infra.config.stack_file import StackConfigError, read_stack_file
+from infra.config.stack_file import StackConfigError, read_stack_file, stack_name
 
 EKS_CLUSTER_CREATE_MINUTES = 30
 EKS_NODE_GROUP_CREATE_MINUTES = 60
@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-minutes", type=int, required=True)
     args = parser.parse_args(argv)
     try:
-        settings = load_settings(read_stack_file(args.stack), args.stack)
+        stack = stack_name(args.stack)
+        settings = load_settings(read_stack_file(stack), stack)
     except (ConfigError, StackConfigError) as error:
         print(f"limits: {error}", file=sys.stderr)
         return 2

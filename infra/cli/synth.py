@@ -32,7 +32,7 @@ import yaml
 from infra.cli import cost
 from infra.config import PROJECT, ConfigError, Settings, load_settings
 from infra.cli.mocks import RecordingMocks, Registration
-from infra.config.stack_file import STACKS_DIR, StackConfigError, apply_overrides, read_stack_file
+from infra.config.stack_file import STACKS_DIR, StackConfigError, apply_overrides, read_stack_file, stack_name
 
 SECRET_INPUTS = {"kubeconfig", "password"}
 # Written into every output directory: only a directory holding it is ever replaced.
@@ -197,6 +197,7 @@ def write_synth(out: Path, registrations: list[Registration], outputs: dict[str,
 
 def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS_DIR) -> Settings:
     try:
+        stack = stack_name(stack, stacks_dir)  # a name, or a path to its stack file
         raw = apply_overrides(read_stack_file(stack, stacks_dir), overrides)
         settings = load_settings(raw, stack)
         cost_estimate = cost.estimate(settings, datetime.now(timezone.utc).date())
@@ -213,7 +214,7 @@ def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="elastic-training synth", description=__doc__.split("\n\n")[0])
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml (required)")
+    parser.add_argument("stack", help="stack name (dev), or its file stacks/Pulumi.<stack>.yaml (required)")
     parser.add_argument("--out", required=True, type=Path,
                         help="directory to write: new, empty, or a previous synth output, which is replaced (required, no default)")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for warning in settings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"synth: stack {args.stack} written to {args.out}")
+    print(f"synth: stack {settings.stack} written to {args.out}")
     # The figures cost.json holds, so what is printed and what is written never differ.
     print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text()))))
     return 0

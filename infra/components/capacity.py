@@ -11,9 +11,12 @@ Auto Mode: docs/design-notes.md, "Worker capacity". What each object is for: inf
   rules (Spot interruption warnings, rebalance recommendations, instance state changes, AWS Health
   scheduled changes), which the controller reads (infra/aws/karpenter_iam.py);
 - the controller's IAM role (IRSA: only kube-system/karpenter may assume it) and its policy;
-- the Helm release (chart and controller image pinned in infra/versions.py, values in
-  infra/specs/karpenter_chart.py), which installs the NodePool/EC2NodeClass CRDs;
-- the EC2NodeClass and the NodePool, after the release (their CRDs come with it).
+- the CRDs' own Helm release (`karpenter-crd`, the same version), ahead of the controller: Helm
+  never upgrades a chart's crds/ directory, so the controller's release skips its copy and a
+  version bump upgrades the NodePool/EC2NodeClass schemas here (infra/specs/karpenter_chart.py);
+- the controller's Helm release (chart and controller image pinned in infra/versions.py, values in
+  infra/specs/karpenter_chart.py);
+- the EC2NodeClass and the NodePool, after both releases.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class WorkerCapacityArgs:
 
 class WorkerCapacity(pulumi.ComponentResource):
     queue: aws.sqs.Queue
+    crd_release: k8s.helm.v3.Release
     release: k8s.helm.v3.Release
     node_class: KubernetesObject
     node_pool: KubernetesObject
@@ -94,16 +98,24 @@ class WorkerCapacity(pulumi.ComponentResource):
                                                opts=child)
 
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.crd_release = k8s.helm.v3.Release(
+            f"{name}-karpenter-crd",
+            name=karpenter_chart.CRD_RELEASE_NAME,
+            chart=versions.KARPENTER_CRD_CHART,
+            version=versions.KARPENTER_VERSION,
+            namespace=karpenter_chart.NAMESPACE,
+            opts=k8s_opts)
         self.release = k8s.helm.v3.Release(
             f"{name}-karpenter",
             name=karpenter_chart.RELEASE_NAME,
             chart=versions.KARPENTER_CHART,
             version=versions.KARPENTER_VERSION,
             namespace=karpenter_chart.NAMESPACE,
+            skip_crds=True,  # the CRDs are the karpenter-crd release's
             values=karpenter_chart.values(args.cluster_name, self.queue.name, controller_role.arn,
                                           settings.system_node_count),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(
-                depends_on=[args.system_nodes, controller_policy, access, *rules, *node_policies])))
+                depends_on=[self.crd_release, args.system_nodes, controller_policy, access, *rules, *node_policies])))
 
         self.node_class = KubernetesObject(
             f"{name}-node-class",

@@ -1,8 +1,9 @@
 """Worker capacity settings: which instance types the worker pool draws from, and the rules that make
 a Spot pool safe (docs/design-notes.md, "Worker capacity"; docs/elastic-capacity.md).
 
-- `nodeInstanceTypes` empty: the pool uses every type in the instance catalog (infra/aws/
-  instance_catalog.py) of exactly `nodeInstanceType`'s shape: vCPUs, memory, GPUs and GPU model.
+- `nodeInstanceTypes` empty: the pool uses every type the price catalog carries (infra/aws/
+  instance_catalog.py) of exactly `nodeInstanceType`'s shape (infra/aws/instance_shapes.py: vCPUs,
+  memory, GPUs and GPU model, architectures).
   Listed: each must be of that shape (the workers' requests, /dev/shm and --nproc_per_node are
   sized from `nodeInstanceType`, so a type of another shape would run them differently).
 - Spot needs at least two types: EC2 reclaims Spot capacity per type and zone, and a pool of one
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infra.aws import gpu_instances, instance_catalog
+from infra.aws import gpu_instances, instance_catalog, instance_shapes
 from infra.config.errors import ConfigError
 from infra.config.keys import PROJECT
 
@@ -45,21 +46,21 @@ SPOT_SIZING_MINUTES = 5
 
 
 def _same_shape(a: str, b: str) -> bool:
-    shape_a, shape_b = instance_catalog.shape(a), instance_catalog.shape(b)
+    shape_a, shape_b = instance_shapes.shape(a), instance_shapes.shape(b)
     return shape_a is not None and shape_a == shape_b
 
 
 def _shape_text(instance_type: str) -> str:
-    shape = instance_catalog.shape(instance_type)
+    shape = instance_shapes.shape(instance_type)
     if shape is None:
-        return "a shape the instance catalog does not know"
+        return "not an instance type EC2 offers for Linux"
     gpus = f", {shape.gpus} x {shape.gpu}" if shape.gpus else ""
-    return f"{shape.vcpus:g} vCPUs, {shape.memory_gib:g} GiB{gpus}"
+    return f"{shape.vcpus} vCPUs, {shape.memory_mib / 1024:g} GiB{gpus}"
 
 
 def worker_instance_types(node_instance_type: str, listed: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """The pool's types: the listed ones, or every catalog type of nodeInstanceType's shape
-    (nodeInstanceType alone when the catalog does not carry it). Graviton and unknown-GPU types
+    """The pool's types: the listed ones, or every type the price catalog carries of nodeInstanceType's
+    shape (nodeInstanceType alone when the catalog carries none other). Graviton and unknown-GPU types
     never qualify (the rule of nodeInstanceType itself)."""
     if listed:
         return tuple(sorted(set(listed)))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infra import versions
-from infra.aws import gpu_instances, nvidia_gpus
+from infra.aws import gpu_instances, instance_shapes, nvidia_gpus
 from infra.config import image_reference
 from infra.config.parsers import PARSERS, QUANTITY, parse_decimal, parse_optional_usd
 
@@ -84,29 +84,41 @@ def _workload_namespace(v: str) -> str | None:
 
 
 def _instance_type(v: str) -> str | None:
-    match = INSTANCE_TYPE.fullmatch(v)
-    if not match:
-        return "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"
-    # Graviton types carry a 'g' attribute after the generation (c6g, m7gd, c6gn), except the
-    # first generation, family 'a' (a1.large); the TorchElastic controller image is amd64-only.
-    if "g" in match["attributes"] or match["family"] == "a":
-        return "must be an x86-64 instance type: the TorchElastic controller image is amd64-only (Graviton 'g' types and a1 are not)"
+    """A type EC2 offers for Linux (infra/aws/instance_shapes.py, every one of them, offline), on x86-64."""
+    shape = instance_shapes.shape(v)
+    if shape is None:
+        if not INSTANCE_TYPE.fullmatch(v) and not instance_shapes.close_matches(v):
+            return "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"
+        return instance_shapes.unknown_type_problem(v)
+    # The architectures are EC2's (ProcessorInfo.SupportedArchitectures): Graviton types are arm64
+    # only, and the nodes run the x86-64 AMI and the amd64-only TorchElastic controller image.
+    if not shape.amd64:
+        return ("must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the "
+                "x86-64 EKS AMI and the amd64-only TorchElastic controller image")
     return None
 
 
+_NOT_WHOLE_NVIDIA = ("is a GPU type that is not an x86-64 type with whole NVIDIA GPUs in infra/aws/gpu_instances.py "
+                     "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge")
+
+
 def _worker_instance_type(v: str) -> str | None:
-    problem = _instance_type(v)
-    if problem:
-        return problem
+    # The GPU rules come first: they name the family, which says more than "not offered" for a
+    # retired type (p3.2xlarge) or one the shape table lacks (g4ad, missing from moto's data).
     # GPUs the nodes' driver or the image's torch cannot use (infra/aws/nvidia_gpus.py): G7, Volta.
     unusable = nvidia_gpus.why_it_cannot_train(v)
     if unusable:
         return unusable
-    # A G or P type must be one whose GPUs we know (infra/aws/gpu_instances.py): the AMI type, the
-    # device plugin, the workers' nvidia.com/gpu and --nproc_per_node all follow from that entry.
+    # A G or P type, or any type EC2 lists with GPUs, must be one whose GPUs we know
+    # (infra/aws/gpu_instances.py): the AMI type, the device plugin, the workers' nvidia.com/gpu and
+    # --nproc_per_node all follow from that entry.
     if gpu_instances.is_gpu_family(v) and gpu_instances.nvidia_instance(v) is None:
-        return ("is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs in infra/aws/gpu_instances.py "
-                "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge")
+        return _NOT_WHOLE_NVIDIA
+    problem = _instance_type(v)
+    if problem:
+        return problem
+    if instance_shapes.shape(v).gpus and gpu_instances.nvidia_instance(v) is None:
+        return _NOT_WHOLE_NVIDIA
     return None
 
 
@@ -122,7 +134,7 @@ def _system_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
-    if gpu_instances.is_gpu_family(v):
+    if gpu_instances.is_gpu_family(v) or instance_shapes.shape(v).gpus:
         return "must be a CPU instance type such as m5.large (the system nodes are there to keep GPUs free)"
     return None
 

@@ -7,6 +7,7 @@ itself and applies `-c key=value` overrides with `pulumi config set`'s meaning.
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 import re
 from pathlib import Path
@@ -18,6 +19,15 @@ import yaml
 from infra.config import KEYS_BY_NAME, PROJECT, ConfigError
 
 STACKS_DIR = Path(__file__).resolve().parents[2] / "stacks"
+# A stack name as Pulumi allows it (alphanumerics, hyphens, underscores, periods: `pulumi stack init --help`),
+# and the file Pulumi reads its config from, in Pulumi.yaml's stackConfigDir (stacks/).
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+STACK_FILE_NAME = re.compile(r"Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.yaml")
+STACK_ALLOWED = "a stack name such as dev, or its stack file stacks/Pulumi.<stack>.yaml"
+# The top-level keys of a stack file: the fields of ProjectStack (pulumi/pulumi
+# sdk/go/common/workspace/project.go). The CLI never reads any other key, so a misspelt `config:`
+# would leave the stack without its config: refused here, with the key it meant.
+STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 
 
 class StackConfigError(ValueError):
@@ -49,7 +59,23 @@ def as_config_string(value: Any) -> str:
 class CliYamlLoader(yaml.SafeLoader):
     """YAML as the Pulumi CLI reads a stack file (gopkg.in/yaml.v3, resolve.go at go-yaml/yaml
     0d383ff9): only true/false (True, TRUE, False, FALSE) are booleans; yes/no/on/off, which PyYAML's
-    YAML 1.1 makes booleans, stay strings, so the CLI refuses `retainData: yes` and so do we."""
+    YAML 1.1 makes booleans, stay strings, so the CLI refuses `retainData: yes` and so do we.
+
+    A key twice in one mapping is an error, as yaml.v3 makes it (decode.go `mapping`, go-yaml/yaml
+    00aeb2c6: `mapping key "x" already defined at line N`); PyYAML alone keeps the last one silently."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"mapping key {json.dumps(key)} already defined at line {seen[key].start_mark.line + 1}",
+                        key_node.start_mark)
+                if isinstance(key, str):
+                    seen[key] = key_node
+        return super().construct_mapping(node, deep)
 
 
 CliYamlLoader.yaml_implicit_resolvers = {
@@ -90,15 +116,55 @@ def yaml_problem(error: yaml.YAMLError) -> str:
     return f"{where}{problem}{opened}"
 
 
-def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
-    path = stacks_dir / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        raise StackConfigError(f"no stack file {path.name} in {stacks_dir}; stacks: {', '.join(available_stacks(stacks_dir))}")
+def stack_name(argument: str, stacks_dir: Path = STACKS_DIR) -> str:
+    """The stack a command line names: its name (`dev`), or its stack file (`stacks/Pulumi.dev.yaml`,
+    or `Pulumi.dev.yaml` alone), which must be in stacks/: Pulumi reads a stack's config from nowhere else."""
+    if argument.endswith((".yaml", ".yml")) or "/" in argument:
+        path = Path(argument)
+        match = STACK_FILE_NAME.fullmatch(path.name)
+        if match is None:
+            raise StackConfigError(f"'{argument}' is not a stack file; allowed: {STACK_ALLOWED}")
+        if path.parent != Path(".") and path.resolve().parent != stacks_dir.resolve():
+            raise StackConfigError(f"{argument} is not in stacks/: Pulumi reads a stack's config only from stacks/ "
+                                   f"(Pulumi.yaml's stackConfigDir); copy it to stacks/{path.name} and name the stack "
+                                   f"{match['stack']}")
+        argument = match["stack"]
+    if not STACK_NAME.fullmatch(argument):
+        raise StackConfigError(f"'{argument}' is not a stack name; allowed: {STACK_ALLOWED}")
+    if not (stacks_dir / f"Pulumi.{argument}.yaml").is_file():
+        stacks = available_stacks(stacks_dir)
+        close = difflib.get_close_matches(argument, stacks, n=1)
+        meant = f" (did you mean {close[0]}?)" if close else ""
+        raise StackConfigError(f"no stack file stacks/Pulumi.{argument}.yaml{meant}; stacks: {' '.join(stacks) or 'none'}")
+    return argument
+
+
+def _stack_document(path: Path) -> dict[str, Any]:
+    """The stack file's config mapping, or one line that says why there is none to read."""
     try:
-        document = yaml.load(path.read_text(), Loader=CliYamlLoader) or {}
+        document = yaml.load(path.read_text(), Loader=CliYamlLoader)
     except yaml.YAMLError as error:
         raise StackConfigError(f"{path.name} is not valid YAML: {yaml_problem(error)}") from None
-    config = document.get("config") or {}
+    if document is None:
+        raise StackConfigError(f"{path.name} is empty: a stack file needs a top-level `config:` mapping of keys to values "
+                               "(copy one of stacks/, docs/configuration.md)")
+    if not isinstance(document, dict):
+        raise StackConfigError(f"{path.name}: the file must be a mapping with a top-level `config:` key, not a "
+                               f"{type(document).__name__}")
+    for key in document:
+        if key not in STACK_FILE_KEYS:
+            close = difflib.get_close_matches(str(key), STACK_FILE_KEYS, n=1)
+            meant = f"did you mean {close[0]}?" if close else f"allowed: {', '.join(STACK_FILE_KEYS)}"
+            raise StackConfigError(f"{path.name}: unknown top-level key '{key}' ({meant}); the config keys go under `config:`")
+    if "config" not in document:
+        raise StackConfigError(f"{path.name} has no top-level `config:` mapping, so it sets no config at all "
+                               "(docs/configuration.md)")
+    return document
+
+
+def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
+    path = stacks_dir / f"Pulumi.{stack_name(stack, stacks_dir)}.yaml"
+    config = _stack_document(path)["config"] or {}
     if not isinstance(config, dict):
         raise StackConfigError(f"{path.name}: 'config' must be a mapping of keys to values")
     raw = {}

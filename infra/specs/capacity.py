@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.aws import gpu_instances, instance_catalog
+from infra.aws import gpu_instances, instance_shapes
 from infra.config import Settings, worker_instance_types
 from infra.specs import gpu, node_config
 from infra.specs.labels import common_labels
@@ -209,13 +209,14 @@ def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: list[Any], s
 
 
 def worker_shape(instance_type: str) -> WorkerShape:
-    """One node of the pool, from the instance catalog (infra/aws/instance_catalog.py); the GPU table
-    (infra/aws/gpu_instances.py) for the GPUs, which the device plugin advertises."""
-    shape = instance_catalog.shape(instance_type)
-    if shape is None:
-        raise ValueError(f"{instance_type} is not in the instance catalog: the worker pool's limits need its shape")
+    """One node of the pool, from the table of every EC2 type offered for Linux (infra/aws/
+    instance_shapes.py; config has already refused a type it lacks, with "did you mean"); the GPU
+    table (infra/aws/gpu_instances.py) for the GPUs, which the device plugin advertises."""
+    shape = instance_shapes.shape(instance_type)
+    if shape is None:  # unreachable from user input: infra/config/keys.py checks the type first
+        raise ValueError(f"{instance_type} is not an EC2 instance type: the worker pool's limits need its shape")
     nvidia = gpu_instances.nvidia_instance(instance_type)
-    return WorkerShape(vcpus=int(shape.vcpus), memory_mib=int(shape.memory_gib * 1024),
+    return WorkerShape(vcpus=shape.vcpus, memory_mib=shape.memory_mib,
                        gpus=nvidia.gpus if nvidia else 0, gpu_model=nvidia.gpu if nvidia else "")
 
 

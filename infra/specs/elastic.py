@@ -227,10 +227,15 @@ def rendezvous_endpoint() -> str:
 
 def _network_policy(name: str, component: str, namespace_name: str, pod_selector: dict[str, Any],
                     ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    # No rules is written as no `ingress` field (the same policy: policyTypes still lists Ingress): the
+    # API server drops an empty list, so `ingress: []` would read back different from what was sent
+    # (tests/cluster/test_every_object_applies.py).
+    spec: dict[str, Any] = {"podSelector": pod_selector, "policyTypes": ["Ingress"]}
+    if ingress:
+        spec["ingress"] = ingress
     return annotate({
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": _meta(name, component, namespace_name),
-        "spec": {"podSelector": pod_selector, "policyTypes": ["Ingress"], "ingress": ingress},
+        "metadata": _meta(name, component, namespace_name), "spec": spec,
     })
 
 

@@ -15,6 +15,13 @@ from infra.specs import gpu
 NAMESPACE = "kube-system"          # where the Karpenter docs install it (KARPENTER_NAMESPACE)
 SERVICE_ACCOUNT = "karpenter"      # named here, so the IRSA trust policy can name it
 RELEASE_NAME = "karpenter"
+# The CRDs' own release: the name, namespace and chart the upgrade guide installs them with
+# (aws/karpenter-provider-aws @ 1d927085 website/content/en/v1.14/upgrading/upgrade-guide.md, "CRD
+# Upgrades": `helm upgrade --install karpenter-crd oci://public.ecr.aws/karpenter/karpenter-crd
+# --version x.y.z --namespace "${KARPENTER_NAMESPACE}"`). Helm installs a chart's crds/ directory on
+# the first install only and never upgrades it, so the controller release skips its own copy
+# (`skipCrds`) and a version bump upgrades the schemas through this release, before the controller.
+CRD_RELEASE_NAME = "karpenter-crd"
 # The label EKS puts on every node of an on-demand managed node group (EKS user guide,
 # managed-node-groups.adoc: `eks.amazonaws.com/capacityType: ON_DEMAND`).
 MANAGED_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"

@@ -32,7 +32,9 @@ def priority_class() -> dict[str, Any]:
     preempt a workload pod to get a node back: the store goes last and comes back first."""
     return annotate({
         "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": _meta(PRIORITY_CLASS),
-        "value": PRIORITY_VALUE, "globalDefault": False, "preemptionPolicy": "PreemptLowerPriority",
+        # globalDefault is left out (false is its default, and the API server drops a false it is sent,
+        # so it would read back different from what was sent: tests/cluster/test_every_object_applies.py).
+        "value": PRIORITY_VALUE, "preemptionPolicy": "PreemptLowerPriority",
         "description": "The rendezvous store of the training runs: evicted last, scheduled first.",
     })
 

@@ -37,8 +37,11 @@ WORKER_COMMAND = ["python", "-m", "jobs.agent"]
 # infra/config/capacity.py; with Spot at most 90, inside the 2-minute notice).
 TORCHRUN_SHUTDOWN_SECONDS = 30
 WORKER_GRACE_SECONDS = TORCHRUN_SHUTDOWN_SECONDS + 15  # workerGraceSeconds' default and least value
-# Small jobs beside the training: the image's Python, the data on EFS.
-SIDE_JOB_CPU = "1"
+# Small jobs beside the training: the image's Python, the data on EFS. They run on the on-demand system
+# nodes beside Karpenter, CoreDNS and the other system pods (infra/config/node_fit.py checks the sum):
+# half a CPU is what two m5.large system nodes keep for them whichever way those pods spread
+# (docs/design-notes.md, "Where the side Jobs run").
+SIDE_JOB_CPU = "500m"
 SIDE_JOB_MEMORY = "4Gi"
 DATA_PREP_SERVICE_ACCOUNT = "data-prep"
 EXPORT_SERVICE_ACCOUNT = "export"

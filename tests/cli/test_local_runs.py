@@ -67,3 +67,16 @@ def test_a_bad_run_id_is_one_line(tmp_path, recorded, capsys):
     assert local.main(["--run-id", "../x"], root=tmp_path) == 2
     assert capsys.readouterr().err == "local: --run-id '../x' is invalid: letters, digits, '.', '_' and '-' only\n"
     assert recorded == []
+
+
+def test_what_local_shows_of_a_finished_run_names_no_option_local_lacks(tmp_path):
+    """jobs.train's line for a finished run, which `local --run-id` shows, once said "use a new
+    --run-dir to train again": an option of jobs.train that `local` does not have (issue 30, item 6)."""
+    import re
+
+    run = finished_run(tmp_path, "run-1")
+    result = subprocess.run([sys.executable, "-m", "jobs.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
+                             "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    line = next(line for line in (result.stdout + result.stderr).splitlines() if "nothing to train" in line)
+    local_options = {option for action in local.build_parser()._actions for option in action.option_strings}
+    assert set(re.findall(r"--[\w-]+", line)) <= local_options, line

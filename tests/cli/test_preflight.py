@@ -139,7 +139,7 @@ class Scenario:
 
 def statuses(**given: str) -> dict[str, str]:
     # The scenarios run on-demand stacks, whose workers buy no Spot capacity (tests/cli/test_preflight_spot.py).
-    base = {i: "pass" for i in IDS} | {"spot-market": "skip"}
+    base = {i: "pass" for i in IDS} | {"spot-market": "skip", "spot-role": "skip"}
     base.update({k.replace("_", "-"): v for k, v in given.items()})
     return base
 
@@ -310,7 +310,7 @@ def test_local_tools_missing_or_too_old(aws_env, tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize("argv, text", [
     (["dev", "-c", "nodeMaxCount=0"], "config elastic-training:nodeMaxCount=0 is invalid"),
-    (["nosuchstack"], "no stack file Pulumi.nosuchstack.yaml"),
+    (["nosuchstack"], "no stack file stacks/Pulumi.nosuchstack.yaml"),
     (["dev", "--colour"], "unrecognized arguments: --colour"),
     (["dev", "-c", "nodeMaxCount"], "must be KEY=VALUE"),
 ])
@@ -387,3 +387,16 @@ def test_a_stack_of_target_existing_asks_aws_nothing(tmp_path, capsys, monkeypat
     statuses_by_id = {c["id"]: c["status"] for c in report["checks"]}
     assert statuses_by_id.pop("local-tools") == "pass" and set(statuses_by_id.values()) == {"skip"}
     assert report["cost"]["hourlyUsd"] == 0.0 and "not eks" in report["cost"]["note"]
+
+
+@pytest.mark.parametrize("output, first_line", [
+    ([], "preflight elastic-training/local on an existing cluster (target existing: no AWS region)"),
+    (["--markdown"], "### preflight of `local` on an existing cluster (target existing: no AWS region)"),
+])
+def test_the_header_of_a_stack_without_a_region_says_where_it_runs(tmp_path, capsys, output, first_line):
+    """`preflight local` once printed "preflight elastic-training/local in " (issue 30, item 7)."""
+    (tmp_path / "pulumi").write_text("#!/bin/sh\necho v3.272.0\n")
+    (tmp_path / "pulumi").chmod(0o755)
+    which = lambda name: str(tmp_path / name) if (tmp_path / name).exists() else None  # noqa: E731
+    assert preflight.main(["local", *output], make_client=lambda *_: pytest.fail("no AWS call"), which=which) == 0
+    assert capsys.readouterr().out.splitlines()[0] == first_line

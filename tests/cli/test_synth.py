@@ -62,9 +62,10 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
     # every in-cluster object (28 in dev: platform, the rendezvous store's priority class and budget, policies,
-    # the run's PDB, workloads, the export's service account, the worker NodePool and EC2NodeClass) is a manifest; Karpenter's Helm release is not one (its values are in resources.json)
+    # the run's PDB, workloads, the export's service account, the worker NodePool and EC2NodeClass) is a manifest; Karpenter's two Helm releases (its CRDs, its
+    # controller) are not (their inputs are in resources.json)
     releases = [r for r in objects if r["type"] == "kubernetes:helm.sh/v3:Release"]
-    assert [r["name"] for r in releases] == ["capacity-karpenter"]
+    assert sorted(r["name"] for r in releases) == ["capacity-karpenter", "capacity-karpenter-crd"]
     assert len(objects) - len(releases) == len(dev.manifests) == 28
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
@@ -111,7 +112,7 @@ def test_overrides_have_pulumi_config_set_meaning(variant):
 def test_missing_stack_is_one_line(tmp_path):
     result = run_synth(tmp_path / "out", "nope")
     assert result.returncode == 2
-    assert result.stderr.startswith("error: no stack file Pulumi.nope.yaml") and "dev" in result.stderr
+    assert result.stderr.startswith("error: no stack file stacks/Pulumi.nope.yaml") and "dev" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
 

@@ -129,10 +129,13 @@ def test_data_prep_verifies_the_default_checksum_on_the_default_source_and_none_
 # --- single-value rules: what passes, what fails, the exact text --------------------------------
 
 @pytest.mark.parametrize("name, good, bad, rule", [
-    ("nodeInstanceType", ["c5.4xlarge", "m6id.large", "p4d.24xlarge", "g5.12xlarge"], ["c5", "C5.large", "c5.4xlarge\n"],
+    ("nodeInstanceType", ["c5.4xlarge", "m6id.large", "p4d.24xlarge", "g5.12xlarge", "c6i.4xlarge", "t3.micro",
+                          "p5.48xlarge", "p6-b200.48xlarge"], ["c5", "large", ""],
      "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"),
+    # Graviton types, by what EC2 says of them (ProcessorInfo.SupportedArchitectures: arm64 only).
     ("nodeInstanceType", [], ["c6g.large", "m7gd.xlarge", "c6gn.large", "a1.large"],
-     "must be an x86-64 instance type: the TorchElastic controller image is amd64-only (Graviton 'g' types and a1 are not)"),
+     "must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the x86-64 EKS AMI "
+     "and the amd64-only TorchElastic controller image"),
     ("workerCpu", ["15", "500m", "1.5", "0.1", "1m"], ["0", "0m", "0.0", "-1", "1.", "15x", ""],
      "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"),
     # jobs.prepare refuses more than MAX_SYNTHETIC_PER_CLASS images per class: so does the config, at 5001.
@@ -151,6 +154,19 @@ def test_single_value_rules(name, good, bad, rule):
         assert rule_of(name)(value) is None, value
     for value in bad:
         assert rule_of(name)(value) == rule, value
+
+
+@pytest.mark.parametrize("typed, meant", [("C5.large", "c5.large"), ("c5.4xlarge\n", "c5.4xlarge"),
+                                          ("c5.4xlarg", "c5.4xlarge"), ("c6.4xlarge", "c6i.4xlarge")])
+def test_a_near_miss_gets_did_you_mean(typed, meant):
+    line = rule_of("nodeInstanceType")(typed)
+    assert line.startswith(f"is not an EC2 instance type offered for Linux; did you mean {meant}"), line
+
+
+def test_a_well_formed_name_ec2_does_not_offer_says_so_and_where_the_types_come_from():
+    line = rule_of("nodeInstanceType")("zz9.huge")
+    assert line.startswith("is not an EC2 instance type offered for Linux (the types are those of "
+                           "infra/aws/data/ec2_shapes.csv (1386 types: EC2 DescribeInstanceTypes as moto 5.2.5 ships it")
 
 
 def test_cidrs_are_ipv4_networks_with_zero_host_bits_every_one_of_them():
@@ -363,25 +379,25 @@ def test_kubeconfig_and_context_refusals_are_exact(key, bad, line):
 GPU = dict(nodeInstanceType="g6.xlarge", workerCpu="3", workerMemory="12Gi")  # 4 vCPUs, 16384 MiB
 
 
-# g6.xlarge gives pods 3720m and 14048Mi (infra/config/node_fit.py; tests/config/test_node_fit.py).
-@pytest.mark.parametrize("keys", [dict(workerMemory="14048Mi"), dict(workerMemory="4096Mi"), dict(workerCpu="3720m"),
-                                  dict(workerCpu="3.5"), dict(workerMemory="14730395648")])
+# g6.xlarge gives pods 3690m and 13944Mi (infra/config/node_fit.py; tests/config/test_node_fit.py).
+@pytest.mark.parametrize("keys", [dict(workerMemory="13944Mi"), dict(workerMemory="4096Mi"), dict(workerCpu="3690m"),
+                                  dict(workerCpu="3.5"), dict(workerMemory="14621343744")])
 def test_a_gpu_worker_just_inside_every_bound_is_accepted(keys):
     assert load(**{**GPU, **keys}).node_instance_type == "g6.xlarge"
 
 
-MEMORY_LINE = ("must be at most 14048Mi for 1 worker per node: one g6.xlarge node gives pods 14048Mi of its 16384 MiB "
-               "(the kubelet, its eviction threshold and the VM keep 2222Mi, the node's DaemonSets request 114Mi)")
-CPU_LINE = ("must be at most 3720m for 1 worker per node: one g6.xlarge node gives pods 3720m of its 4 vCPUs "
-            "(the kubelet keeps 80m, the node's DaemonSets request 200m)")
+MEMORY_LINE = ("must be at most 13944Mi for 1 worker per node: one g6.xlarge node gives pods 13944Mi of its 16384 MiB "
+               "(the kubelet, its eviction threshold and the VM keep 2222Mi, the node's DaemonSets request 218Mi)")
+CPU_LINE = ("must be at most 3690m for 1 worker per node: one g6.xlarge node gives pods 3690m of its 4 vCPUs "
+            "(the kubelet keeps 80m, the node's DaemonSets request 230m)")
 
 
 @pytest.mark.parametrize("keys, key, value, rule", [
-    (dict(workerMemory="14049Mi"), "workerMemory", "'14049Mi'", MEMORY_LINE),
-    (dict(workerMemory="14730395649"), "workerMemory", "'14730395649'", MEMORY_LINE),
+    (dict(workerMemory="13945Mi"), "workerMemory", "'13945Mi'", MEMORY_LINE),
+    (dict(workerMemory="14621343745"), "workerMemory", "'14621343745'", MEMORY_LINE),
     (dict(workerMemory="4095Mi"), "workerMemory", "'4095Mi'",
      "must be at least 4096Mi on GPU nodes: half of it is /dev/shm, which NCCL needs 2048Mi of"),
-    (dict(workerCpu="3721m"), "workerCpu", "'3721m'", CPU_LINE),
+    (dict(workerCpu="3691m"), "workerCpu", "'3691m'", CPU_LINE),
     (dict(workerCpu="4"), "workerCpu", "'4'", CPU_LINE),
     (dict(workersPerNode="2", workers="2", maxWorkers="2", nodeMaxCount="2"), "workersPerNode", "2",
      "must be 1 on GPU nodes: each worker takes every GPU of its node"),
@@ -420,7 +436,7 @@ def test_a_prebuilt_image_on_gpus_must_declare_cuda(key, value, rule):
 @pytest.mark.parametrize("key, bad, line", [
     ("systemNodeInstanceType", "g6.xlarge", "must be a CPU instance type such as m5.large (the system nodes are there "
                                             "to keep GPUs free)"),
-    ("nodeInstanceType", "g4ad.xlarge", "is a G/P family type that is not an x86-64 type with whole NVIDIA GPUs in "
+    ("nodeInstanceType", "g4ad.xlarge", "is a GPU type that is not an x86-64 type with whole NVIDIA GPUs in "
                                         "infra/aws/gpu_instances.py (fractional-GPU and AMD-GPU types are not supported), "
                                         "e.g. g6.xlarge or g5.xlarge"),
 ])

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from jobs import checkpoint
-from jobs.cli import JobError
+from jobs.cli import JobError, VolumeError
 
 OLD = {"epochs_done": 1, "model": {"w": torch.zeros(3)}}
 NEW = {"epochs_done": 2, "model": {"w": torch.ones(3)}}
@@ -54,7 +54,7 @@ def fail_replace(_source, _target):
 @pytest.mark.parametrize("where, fault, error", [
     ("serialisation", ("torch", "save", crash_mid_serialisation), KeyboardInterrupt),
     ("fsync", ("os", "fsync", fail_fsync), OSError),
-    ("rename", ("os", "replace", fail_replace), OSError),
+    ("rename", ("os", "replace", fail_replace), VolumeError),  # ENOSPC: one line, exit 3
 ])
 def test_a_fault_at_any_step_keeps_the_previous_checkpoint_and_no_temporary(tmp_path, monkeypatch, where, fault, error):
     path = tmp_path / checkpoint.CHECKPOINT_NAME
@@ -193,9 +193,9 @@ def test_a_failure_to_create_the_temporary_is_reported_as_itself(tmp_path, monke
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(checkpoint, "open", no_space, raising=False)
-    with pytest.raises(OSError) as raised:
+    with pytest.raises(VolumeError) as raised:
         checkpoint.save_atomically(NEW, tmp_path / "c.pt")
-    assert raised.value.errno == 28
+    assert str(raised.value).startswith(f"cannot write {tmp_path / 'c.pt'}: No space left on device")
 
 
 def test_an_empty_history_file_gets_no_blank_first_line(tmp_path):

@@ -116,9 +116,10 @@ def test_a_failed_metrics_write_keeps_the_old_file_and_no_temporary(tmp_path, mo
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(evaluate.os, "replace", no_space)
-    with pytest.raises(cli.JobError) as error:
+    with pytest.raises(cli.VolumeError) as error:  # exit 3: a retry finds the same full volume
         evaluate.write_json_atomically({"accuracy": 0.9}, path)
-    assert str(error.value) == f"cannot write metrics to {path}: No space left on device"
+    assert str(error.value) == (f"cannot write metrics to {path}: No space left on device "
+                                "(the volume is full: free space or grow it, then rerun)")
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"accuracy": 0.5}
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
@@ -235,15 +236,17 @@ def test_synthetic_data_is_announced_and_the_model_goes_to_the_chosen_device(mod
 
 
 def test_the_summary_lines_are_exact(model_path, cifar, tmp_path, capsys):
-    """The workshop's summary line is kept word for word for anyone who parses it; so are ours."""
+    """The workshop's summary line starts as it did, word for word, for anyone who parses it; so are ours."""
     out = tmp_path / "m.json"
     assert run(model_path, cifar, out) == cli.EXIT_OK
     metrics = json.loads(out.read_text())
     captured = capsys.readouterr()
     lines = [line.split(" ", 1)[1] for line in (captured.out + captured.err).splitlines() if " " in line]
     total, correct, accuracy = metrics["total"], metrics["correct"], metrics["accuracy"]
-    assert f"Accuracy of the network on the {total} test images: {int(100 * accuracy)} %" in lines
-    assert f"accuracy {100 * accuracy:.2f}% ({correct} of {total} correct)" in lines
+    # The workshop's words first, then the exact figures, once: `local` printed the accuracy twice (issue 30).
+    assert (f"Accuracy of the network on the {total} test images: {int(100 * accuracy)} % "
+            f"({100 * accuracy:.2f}%, {correct} of {total} correct)") in lines
+    assert sum("accuracy" in line.lower() and "test images" in line or line.startswith("accuracy") for line in lines) == 1
     for name, result in metrics["per_class"].items():
         assert f"  {name:<10s} {100 * result['accuracy']:6.2f}% ({result['correct']} of {result['total']})" in lines
     assert f"metrics written to {out}" in lines

@@ -35,3 +35,31 @@ def test_alone_every_boundary_votes_and_the_outcome_is_the_vote_itself():
         assert vote.is_voting_boundary()
         assert vote.collect() == step_vote.Outcome() and vote.steps_until_effect() == 0
         assert vote.cast(stop, checkpoint, gap=7) == step_vote.Outcome(stop, checkpoint, 1)
+
+
+def test_time_left_reads_like_a_clock():
+    assert progress.time_left(500, 100.0) == "about 5 s left"
+    assert progress.time_left(24_500, 100.0) == "about 4 min 05 s left"
+    assert progress.time_left(372_000, 100.0) == "about 1 h 02 min left"
+    assert progress.time_left(0, 100.0) == "about 0 s left"
+    assert progress.time_left(10, 0.0) == "time left unknown"
+
+
+def test_every_progress_line_of_a_run_says_how_long_it_has_left(tiny_cifar, tmp_path, capsys):
+    """`elastic-training local` shows jobs.train's log: the lines had a rate but no time left (issue 30,
+    item 7). The estimate covers the rest of the run, so it shrinks to 0 at the last step."""
+    import re
+
+    from jobs import train
+
+    assert train.main(["--data", str(tiny_cifar), "--run-dir", str(tmp_path / "run"), "--epochs", "2",
+                       "--batch-size", "20", "--log-every", "1", "--checkpoint-every-seconds", "0"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    steps = [line for line in lines if re.search(r"epoch \d/2 step ", line)]
+    assert len(steps) == 10  # 100 images, batch 20, one worker: 5 steps per epoch
+    left = [re.search(r", (about (?:(\d+) min )?(\d+) s left)$", line) for line in steps]
+    assert all(left), steps
+    assert steps[-1].endswith("about 0 s left")
+    done = [line for line in lines if " done: " in line]
+    assert re.search(r"checkpoint saved; about \d+ s left$", done[0]) and done[1].endswith("checkpoint saved"), done

@@ -18,7 +18,8 @@ def train_args(data_dir, run_dir, *extra: str) -> list[str]:
 
 
 def test_finished_run_leaves_model_checkpoint_and_history(trained_run):
-    assert sorted(path.name for path in trained_run.iterdir()) == ["checkpoint.pt", "history.jsonl", "model.pt"]
+    assert sorted(path.name for path in trained_run.iterdir()) == ["checkpoint.previous.pt", "checkpoint.pt",
+                                                                   "history.jsonl", "model.pt"]  # fmt: skip
     history = checkpoint.read_history(trained_run)
     assert [record["event"] for record in history] == ["start", "epoch", "epoch", "epoch", "finished"]
     assert history[0]["epochs_done"] == 0 and history[0]["world_size"] == 1
@@ -109,10 +110,17 @@ def test_a_checkpoint_without_a_position_resumes_at_its_epoch(trained_run, tiny_
 @pytest.mark.parametrize(
     "extra, error, phrase",
     [
-        (["--epochs", "0"], cli.UsageError, "--epochs: must be a whole number >= 1"),
+        (["--epochs", "0"], cli.UsageError, "--epochs: must be a whole number from 1 to 10000, got 0"),
+        (["--epochs", "1000000000"], cli.UsageError, "--epochs: must be a whole number from 1 to 10000"),
+        (["--batch-size", str(10**12)], cli.UsageError, "--batch-size: must be a whole number from 1 to 65536"),
+        (["--lr", "inf"], cli.UsageError, "--lr: must be a number > 0 and <= 10"),
+        (["--lr", "nan"], cli.UsageError, "--lr: must be a number > 0 and <= 10"),
+        (["--pg-timeout", "1e9"], cli.UsageError, "--pg-timeout: must be a number > 0 and <= 3600"),
+        (["--seed", "-1"], cli.UsageError, "--seed: must be a whole number from 0 to"),
+        (["--log-every", "0"], cli.UsageError, "--log-every: must be a whole number from 1 to"),
         (["--recipe", "fancy"], cli.UsageError, "invalid choice: 'fancy'"),
         (["--lr", "-1"], cli.UsageError, "--lr: must be a number > 0"),
-        (["--batch-size", "lots"], cli.UsageError, "--batch-size: invalid positive whole number value"),
+        (["--batch-size", "lots"], cli.UsageError, "--batch-size: must be a whole number from 1 to 65536, got lots"),
         (["--checkpoint-every-seconds", "-1"], cli.UsageError, "--checkpoint-every-seconds: must be a number >= 0"),
     ],
 )
@@ -132,5 +140,5 @@ def test_bad_data_folder_fails_before_anything_is_written(tmp_path, tiny_cifar):
 
 def test_command_line_error_is_one_line(tmp_path):
     result = run_job("jobs.train", "--data", str(tmp_path / "missing"), "--run-dir", str(tmp_path / "run"))
-    assert_one_line_error(result, 1, "jobs.train: error:", "missing does not exist")
+    assert_one_line_error(result, 3, "jobs.train: error:", "missing does not exist")
     assert not (tmp_path / "run").exists()

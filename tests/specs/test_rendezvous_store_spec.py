@@ -48,7 +48,7 @@ def test_the_store_runs_above_the_workloads_with_a_class_of_its_own():
     klass = rendezvous_store.priority_class()
     assert pod["priorityClassName"] == klass["metadata"]["name"] == "elastic-training-rendezvous"
     # not system-cluster-critical (kube-system only); user classes stop at one billion
-    assert 0 < klass["value"] <= 1_000_000_000 and klass["globalDefault"] is False
+    assert 0 < klass["value"] <= 1_000_000_000 and klass.get("globalDefault", False) is False
     assert klass["preemptionPolicy"] == "PreemptLowerPriority"
 
 

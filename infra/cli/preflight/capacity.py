@@ -11,7 +11,7 @@ groups' findings joined, the worst status wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,8 +19,16 @@ from infra.aws.ec2_quotas import VcpuQuota, vcpu_quota
 from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
 from infra.config import INSTANCE_TYPE, Settings
 
-if TYPE_CHECKING:
-    from infra.cli.preflight.checks import Preflight
+
+class PreflightRun(Protocol):
+    """What these checks read of a preflight run (checks.Preflight is such a run): the stack, the zones it
+    takes, and an AWS client per service. Named here so that checks.py imports this module and not
+    the other way round."""
+
+    settings: Settings
+    zones: list[str]
+
+    def client(self, service: str) -> Any: ...
 
 WORST_FIRST = ("fail", "warn", "skip", "pass")
 
@@ -45,7 +53,7 @@ def worst(statuses: list[str]) -> str:
     return min(statuses, key=WORST_FIRST.index)
 
 
-def offered_zones(preflight: "Preflight", kind: str) -> list[str]:
+def offered_zones(preflight: PreflightRun, kind: str) -> list[str]:
     pages = preflight.client("ec2").get_paginator("describe_instance_type_offerings").paginate(
         LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
     try:
@@ -54,7 +62,7 @@ def offered_zones(preflight: "Preflight", kind: str) -> list[str]:
         raise CouldNotCheck(f"ec2 describe_instance_type_offerings: {reason(error)}") from None
 
 
-def offering(preflight: "Preflight") -> tuple[str, str, str]:
+def offering(preflight: PreflightRun) -> tuple[str, str, str]:
     """(status, message, fix) of the instance-type check over every node group."""
     zones, region = preflight.zones, preflight.settings.region
     groups = node_groups(preflight.settings)
@@ -87,7 +95,7 @@ def offering(preflight: "Preflight") -> tuple[str, str, str]:
     return "fail", "; ".join(lines), "; ".join(fixes)
 
 
-def quota_value(preflight: "Preflight", quota: VcpuQuota) -> tuple[int, str, str] | None:
+def quota_value(preflight: PreflightRun, quota: VcpuQuota) -> tuple[int, str, str] | None:
     """(value, code, name) of an EC2 quota: by its code, or by its documented name in the account's
     Service Quotas list; None when the list has no quota of that name."""
     client = preflight.client("service-quotas")
@@ -105,7 +113,7 @@ def quota_value(preflight: "Preflight", quota: VcpuQuota) -> tuple[int, str, str
         token = {"NextToken": page["NextToken"]}
 
 
-def vcpu_quotas(preflight: "Preflight") -> tuple[str, str, str]:
+def vcpu_quotas(preflight: PreflightRun) -> tuple[str, str, str]:
     """(status, message, fix) of the vcpu-quota check. Groups whose families share a quota (the
     Standard one holds c/m workers and m system nodes alike) are summed against it: EC2 counts every
     running instance of those families against the one limit."""
@@ -131,7 +139,7 @@ def vcpu_quotas(preflight: "Preflight") -> tuple[str, str, str]:
             "; ".join(fix for _, _, fix in results if fix))
 
 
-def group_size(preflight: "Preflight", group: NodeGroup) -> tuple[VcpuQuota, int] | tuple[str, str, str]:
+def group_size(preflight: PreflightRun, group: NodeGroup) -> tuple[VcpuQuota, int] | tuple[str, str, str]:
     """(its quota, vCPUs of one node) of a node group, or the (status, message, fix) that ends its check."""
     kind, label = group.instance_type, group.label
     family = INSTANCE_TYPE.fullmatch(kind)["family"]
@@ -144,7 +152,7 @@ def group_size(preflight: "Preflight", group: NodeGroup) -> tuple[VcpuQuota, int
     return quota, types[0]["VCpuInfo"]["DefaultVCpus"]
 
 
-def quota_check(preflight: "Preflight", quota: VcpuQuota, sized_groups: list[tuple[NodeGroup, int]]) -> tuple[str, str, str]:
+def quota_check(preflight: PreflightRun, quota: VcpuQuota, sized_groups: list[tuple[NodeGroup, int]]) -> tuple[str, str, str]:
     """(status, message, fix) of the groups that count against one quota, at their largest together."""
     region = preflight.settings.region
     needed = sum(group.max_count * vcpus for group, vcpus in sized_groups)

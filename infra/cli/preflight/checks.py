@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from infra import versions
 from infra.cli import cost
-from infra.cli.preflight import capacity, spot
+from infra.cli.preflight import capacity, spot, spot_role
 from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
 from infra.aws import ec2_quotas, live_prices, prices
 from infra.config import Settings
@@ -28,7 +28,7 @@ from infra.aws.zones import usable_zone_names
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
-             "kubernetes-version", "addon-versions", "spot-market", "local-tools")
+             "kubernetes-version", "addon-versions", "spot-market", "spot-role", "local-tools")
 
 # Service Quotas codes: the On-Demand vCPU quotas by instance family, where the code is known
 # (infra/aws/ec2_quotas.py; the others are looked up by name), and Elastic IPs (fact 18).
@@ -274,6 +274,9 @@ class Preflight:
                                              aws_call(self.client("ec2"), op, **kw), Check, (PASS, WARN, SKIP))
         return result
 
+    def spot_role(self) -> Check:  # infra/cli/preflight/spot_role.py
+        return spot_role.check(self.settings, lambda: self.client("iam", ALWAYS_ENABLED_REGION), Check, (PASS, FAIL, SKIP))
+
     # --- everything -------------------------------------------------------------------------------
 
     def run(self) -> tuple[list[Check], dict[str, Any], list[str]]:
@@ -294,7 +297,7 @@ class Preflight:
                 ("region", self.region), ("zones", self.zones_check), ("instance-type", self.instance_type),
                 ("vcpu-quota", self.vcpu_quota), ("elastic-ip-quota", self.elastic_ip_quota),
                 ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions),
-                ("spot-market", self.spot_market)]
+                ("spot-market", self.spot_market), ("spot-role", self.spot_role)]
             # What a failed check leaves nothing to check for.
             needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region",
                      "spot-market": "zones"}

@@ -27,9 +27,9 @@ from botocore.exceptions import NoRegionError
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
 from infra.cli.preflight.checks import FAIL, ClientMaker, Preflight, default_client
 from infra.cli.cost_command import lines as cost_lines
-from infra.cli.preflight.report import markdown, table
-from infra.config import PROJECT, ConfigError, load_settings
-from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file
+from infra.cli.preflight.report import header, markdown, table
+from infra.config import ConfigError, load_settings
+from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file, stack_name
 
 
 def build_parser() -> OneLineParser:
@@ -54,8 +54,9 @@ def main(argv: list[str] | None = None, make_client: ClientMaker = default_clien
          which: Callable[[str], str | None] = shutil.which) -> int:
     try:
         args = parse_args(argv)
-        raw = apply_overrides(read_stack_file(args.stack), args.config)
-        settings = load_settings(raw, args.stack, today)
+        stack = stack_name(args.stack)
+        raw = apply_overrides(read_stack_file(stack), args.config)
+        settings = load_settings(raw, stack, today)
     except (UsageError, ConfigError, StackConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None, make_client: ClientMaker = default_clien
     elif args.markdown:
         print(markdown(settings, checks, estimate, notes), end="")
     else:
-        print(f"preflight {PROJECT}/{settings.stack} in {settings.region}")
+        print(header(settings))
         for warning in settings.warnings:
             print(f"warning: {warning}")
         print("\n".join(table(checks)))

@@ -6,7 +6,17 @@ from typing import Any
 
 from infra.cli import cost
 from infra.cli.preflight.checks import Check
-from infra.config import Settings
+from infra.config import PROJECT, Settings
+
+
+def where(settings: Settings) -> str:
+    """Where the stack runs, for a header: its region, or, for target existing (no aws:region), what
+    stands in for one, never an empty region."""
+    return f"in {settings.region}" if settings.region else f"on an existing cluster (target {settings.target}: no AWS region)"
+
+
+def header(settings: Settings) -> str:
+    return f"preflight {PROJECT}/{settings.stack} {where(settings)}"
 
 
 def table(checks: list[Check]) -> list[str]:
@@ -23,7 +33,7 @@ def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], 
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = [f"### preflight of `{settings.stack}` in {settings.region}", "", "| check | status | message |", "|---|---|---|"]
+    lines = [f"### preflight of `{settings.stack}` {where(settings)}", "", "| check | status | message |", "|---|---|---|"]
     lines += [f"| `{c.id}` | {c.status.upper()} | {cell(c.as_json()['message'])} |" for c in checks]
     lines += ["", f"**Cost:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
               "| item | unit price | per hour | source |", "|---|---|---|---|"]

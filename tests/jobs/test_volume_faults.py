@@ -1,0 +1,97 @@
+"""A full or read-only volume, or a missing data folder, ends a job in one line naming the path and
+the cause, exit 3 (a retry writes to the same volume), in the log, the history where it is writable,
+and the termination message. Real volumes: a small tmpfs fills up, a tmpfs remounted read-only."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import assert_one_line_error, run_job
+from volumes import file_size_limit, remount_read_only, tmpfs
+
+from jobs import checkpoint, cli, train
+
+
+def train_args(data_dir, run_dir, *extra: str) -> list[str]:
+    return ["--data", str(data_dir), "--run-dir", str(run_dir), "--batch-size", "20", "--log-every", "5",
+            "--checkpoint-every-seconds", "0", *extra]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def checkpoint_bytes(tmp_path_factory, tiny_cifar) -> int:
+    run_dir = tmp_path_factory.mktemp("size") / "run"
+    assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "1")) == 0
+    return (run_dir / checkpoint.CHECKPOINT_NAME).stat().st_size
+
+
+def test_a_volume_that_fills_up_ends_the_run_in_one_line_with_exit_3(tmp_path, tiny_cifar, checkpoint_bytes):
+    """Room for two checkpoints and a bit: epoch 2 is saved (beside epoch 1, kept as the previous), the
+    save of epoch 3 finds the volume full. Before: a traceback ending in torch's 'unexpected pos', and
+    torchrun's restarts, each failing the same way."""
+    termination_log = tmp_path / "termination-log"
+    termination_log.write_text("")
+    with tmpfs(tmp_path / "volume", f"{int(checkpoint_bytes * 2.5) // 1024}k") as volume:
+        run_dir = volume / "run"
+        result = run_job("jobs.train", *train_args(tiny_cifar, run_dir, "--epochs", "3"),
+                         JOBS_TERMINATION_LOG=str(termination_log))  # fmt: skip
+        line = assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {run_dir / 'checkpoint.pt'}",
+                                     "No space left on device", "the volume is full")  # fmt: skip
+        assert "unexpected pos" not in result.stdout + result.stderr
+        assert checkpoint.load(run_dir / checkpoint.CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 2
+        assert sorted(path.name for path in run_dir.iterdir() if path.name.startswith(".")) == []  # no temporary
+        assert not (run_dir / checkpoint.MODEL_NAME).exists()
+        assert termination_log.read_text() == line.replace("jobs.train: error: ", "jobs.train: ")
+
+
+def test_a_file_size_limit_fails_the_same_way_without_privileges(tmp_path, tiny_cifar, checkpoint_bytes):
+    """Where no tmpfs can be mounted: RLIMIT_FSIZE makes the checkpoint's write fail (EFBIG)."""
+    import subprocess
+    import sys
+
+    from torchrun_harness import REPO_ROOT, agent_environment
+
+    run_dir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "jobs.train", *train_args(tiny_cifar, run_dir, "--epochs", "1")],
+                            cwd=REPO_ROOT, env=agent_environment(), capture_output=True, text=True, timeout=120,
+                            preexec_fn=file_size_limit(checkpoint_bytes // 2))  # fmt: skip
+    assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {run_dir / 'checkpoint.pt'}", "File too large")
+    assert not (run_dir / checkpoint.CHECKPOINT_NAME).exists()
+    assert [path.name for path in run_dir.iterdir() if path.name.startswith(".")] == []
+
+
+def test_a_read_only_run_directory_is_one_line_and_exit_3(tmp_path, tiny_cifar):
+    termination_log = tmp_path / "termination-log"
+    termination_log.write_text("")
+    with tmpfs(tmp_path / "volume", "4m") as volume:
+        (volume / "run").mkdir()
+        remount_read_only(volume)
+        result = run_job("jobs.train", *train_args(tiny_cifar, volume / "run", "--epochs", "1"),
+                         JOBS_TERMINATION_LOG=str(termination_log))  # fmt: skip
+        assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {volume / 'run'}",
+                              "Read-only file system", "mounted read-only")  # fmt: skip
+        assert "Read-only file system" in termination_log.read_text()
+
+
+def test_metrics_out_on_a_read_only_volume_is_one_line(tmp_path, tiny_cifar, trained_run):
+    """Before: a traceback from the clean-up of the temporary, which the read-only volume refused too."""
+    with tmpfs(tmp_path / "volume", "1m") as volume:
+        remount_read_only(volume)
+        result = run_job("jobs.evaluate", "--data", str(tiny_cifar), "--model", str(trained_run / "model.pt"),
+                         "--metrics-out", str(volume / "metrics.json"))  # fmt: skip
+        assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write metrics to {volume / 'metrics.json'}",
+                              "Read-only file system")  # fmt: skip
+
+
+def test_a_missing_data_folder_is_one_line_and_exit_3(tmp_path):
+    result = run_job("jobs.train", *train_args(tmp_path / "missing", tmp_path / "run"))
+    assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"data folder {tmp_path / 'missing'} does not exist")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_directory_that_cannot_be_created_is_one_line(tmp_path, tiny_cifar):
+    with tmpfs(tmp_path / "volume", "1m") as volume:
+        remount_read_only(volume)
+        result = run_job("jobs.train", *train_args(tiny_cifar, volume / "new" / "run"))
+        assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "cannot write run directory", "Read-only file system")
+    shutil.rmtree(tmp_path / "volume", ignore_errors=True)
