@@ -1,20 +1,20 @@
-"""What a preemption costs: goodput of jobs.train under preemption, before and after checkpoints by time.
+"""What a preemption costs: goodput of jobs.training.train under preemption, before and after checkpoints by time.
 
     .venv/bin/python benchmarks/preemption.py [--scale 0.1] [--images-per-class 200] [--epochs 5]
 
 The local harness of tests/jobs: the real rendezvous store, 3 torchrun agents started as the worker
-pods start them (jobs.agent, --nnodes=2:3, our rendezvous with its default timeouts), training on
+pods start them (jobs.elastic.agent, --nnodes=2:3, our rendezvous with its default timeouts), training on
 generated CIFAR-format data with a trace of every step (--trace-samples). Every `300 s x scale` of
 a group's training (the issue's one preemption per 5 minutes, scaled down) the agent of rank 1 is
 preempted and, once it has exited, a new agent with the same command starts (the recreated pod,
 with a node ready at once). Three runs, one after the other:
 
   SIGTERM, before   epoch checkpoints only (--checkpoint-every-seconds 0 --no-save-on-sigterm):
-                    what jobs.train did before; the agent gets SIGTERM as on a Spot notice
+                    what jobs.training.train did before; the agent gets SIGTERM as on a Spot notice
   SIGTERM, after    checkpoints every 30 s x scale, saving on SIGTERM
   SIGKILL, after    the same, but the agent and its worker are killed: a node lost without notice
 
-From each run's trace and history.jsonl (jobs.sample_trace): steps computed, the steps the final
+From each run's trace and history.jsonl (jobs.training.sample_trace): steps computed, the steps the final
 model contains (useful), goodput = useful / computed; per preemption the work lost (seconds of
 steps computed and thrown away) and the re-formation (seconds from the old group's last step to
 the new group's first). Time is scaled; the re-formation costs (a lost node's heartbeat expiring,
@@ -43,12 +43,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jobs import checkpoint, data  # noqa: E402
-from jobs.model import WorkshopCNN  # noqa: E402
-from jobs.progress import Progress, save_checkpoint  # noqa: E402
-from jobs.recipes import RunSettings, build_optimizer  # noqa: E402
-from jobs.sample_trace import TracedStep, committed_and_lost, read_traces, traced_steps  # noqa: E402
-from jobs.transforms import Normalization  # noqa: E402
+from jobs.training import checkpoint
+from jobs.data import cifar as data  # noqa: E402
+from jobs.training.model import WorkshopCNN  # noqa: E402
+from jobs.training.progress import Progress, save_checkpoint  # noqa: E402
+from jobs.training.recipes import RunSettings, build_optimizer  # noqa: E402
+from jobs.training.sample_trace import TracedStep, committed_and_lost, read_traces, traced_steps  # noqa: E402
+from jobs.data.transforms import Normalization  # noqa: E402
 import checkpoint_overhead  # noqa: E402  (beside this file)
 import reformation  # noqa: E402  (beside this file)
 from tests.jobs.torchrun_harness import (  # noqa: E402
@@ -58,7 +59,7 @@ from tests.jobs.torchrun_harness import (  # noqa: E402
 
 WORLD = 3
 PREEMPT_EVERY_SECONDS = 300.0  # the issue's rate: one preemption per 5 minutes of training
-CHECKPOINT_EVERY_SECONDS = 30.0  # jobs.train's default
+CHECKPOINT_EVERY_SECONDS = 30.0  # jobs.training.train's default
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _preempt(run: Run, every: float, epochs: int) -> None:
         return
     for index, agent in enumerate(job.agents):
         if agent.poll() is None and any(worker_rank(pid) == 1 for pid in descendants_of(agent.pid)):
-            if run.stop_signal == signal.SIGKILL:  # the node is gone: worker, torchrun and jobs.agent
+            if run.stop_signal == signal.SIGKILL:  # the node is gone: worker, torchrun and jobs.elastic.agent
                 for pid in reversed(descendants_of(agent.pid)):
                     os.kill(pid, signal.SIGKILL)
             agent.send_signal(run.stop_signal)
@@ -116,7 +117,7 @@ def execute(run: Run, store: StoreServer, data_dir: Path, args) -> None:
                   "--batch-size", str(args.batch_size), "--log-every", "1000", "--pg-timeout", "20",
                   "--trace-samples", str(run.trace_dir), *run.policy]  # fmt: skip
     flags = cluster_style_torchrun_flags(store.endpoint, run.name.replace(" ", "-"), max_restarts=20, nnodes=f"2:{WORLD}")
-    command = [sys.executable, "-m", "jobs.agent", *flags, "-m", "jobs.train", *train_args]
+    command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
     run.job = TorchrunJob(run.name.replace(" ", "-"), [command] * WORLD, run.directory / "logs", agent_environment())
     every = PREEMPT_EVERY_SECONDS * args.scale
     started = time.monotonic()

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/reformation.py [--repeats 1]
 
-Real torchrun agents on the local harness of tests/jobs (jobs.agent, the flags the ElasticJob
+Real torchrun agents on the local harness of tests/jobs (jobs.elastic.agent, the flags the ElasticJob
 gives them, the real rendezvous store), training on generated data with a trace of every step
 (--trace-samples). Three cases, each measured from the event to the first step the new group takes:
 
@@ -13,7 +13,7 @@ gives them, the real rendezvous store), training on generated data with a trace 
   store restart  2 agents (--nnodes=1:3); the store is SIGKILLed, started again EMPTY 5 s later, and a
                  third agent starts as it comes back: the group must take it in on the emptied store
 
-torch's rendezvous timeouts are jobs.rendezvous.DEFAULTS (the worker pods' own). Times include the
+torch's rendezvous timeouts are jobs.elastic.rendezvous.DEFAULTS (the worker pods' own). Times include the
 workers' start (Python, torch, the process group, the checkpoint), which on this machine's shared
 cores is most of it. benchmarks/preemption.py runs this after its goodput runs.
 
@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jobs import data  # noqa: E402
-from jobs.sample_trace import read_traces, traced_steps  # noqa: E402
+from jobs.data import cifar as data  # noqa: E402
+from jobs.training.sample_trace import read_traces, traced_steps  # noqa: E402
 from tests.jobs.torchrun_harness import (  # noqa: E402
     StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, gated_agent_command,
     run_torchrun_jobs, worker_rank,
@@ -111,10 +111,10 @@ def run_case(name: str, base: Path, data_dir: Path) -> float | None:
     case.store = StoreServer(case.directory / "store").start()
     try:
         flags = cluster_style_torchrun_flags(case.store.endpoint, name.replace(" ", "-"), max_restarts=10, nnodes=nnodes)
-        train = ["-m", "jobs.train", "--data", str(data_dir), "--run-dir", str(case.directory / "run"), "--epochs", "50",
+        train = ["-m", "jobs.training.train", "--data", str(data_dir), "--run-dir", str(case.directory / "run"), "--epochs", "50",
                  "--batch-size", "8", "--log-every", "1000", "--pg-timeout", "20", "--trace-samples",
                  str(case.directory / "trace")]  # fmt: skip
-        command = [sys.executable, "-m", "jobs.agent", *flags, *train]
+        command = [sys.executable, "-m", "jobs.elastic.agent", *flags, *train]
         case.job = TorchrunJob(name.replace(" ", "-"), [command] * agents, case.directory / "logs", agent_environment())
         if world_after > agents:  # a third agent, loaded and let in at the event (as a pod whose image is pulled)
             case.gate = case.directory / "gate"

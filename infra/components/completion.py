@@ -108,7 +108,7 @@ def _permanent_failure(pod: dict[str, Any]) -> tuple[str, bool] | None:
     # No terminated worker state (the kubelet rejected the pod, e.g. OutOfcpu, or evicted it before
     # its worker started): the controller takes the placeholder exit code 0xbeef, which is not
     # retryable, so the pod stays Failed. A pod the kubelet evicts while its worker runs (reason
-    # Evicted, the pod is kept) has the worker's exit code: 143 from jobs.agent on SIGTERM, 137 on
+    # Evicted, the pod is kept) has the worker's exit code: 143 from jobs.elastic.agent on SIGTERM, 137 on
     # SIGKILL, both retried above.
     detail = ": ".join(part for part in (status.get("reason"), status.get("message")) if part) or "no reason given"
     return f"worker {name} failed before its container ran ({detail}); the controller does not restart it", False

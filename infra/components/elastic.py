@@ -20,7 +20,7 @@ from infra.specs.workloads import pull_policy
 class ElasticArgs:
     settings: Settings
     provider: pulumi.ProviderResource
-    # The training image: the rendezvous store runs its jobs.store_server.
+    # The training image: the rendezvous store runs its jobs.elastic.store_server.
     image: pulumi.Input[str]
     # The Deployments (controller, store) wait for nodes: without any, their pods stay Pending and
     # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.

@@ -1,8 +1,8 @@
 """The training wait's view of the rendezvous store (the Deployment `rendezvous-store`, a TCPStore
-served by jobs/store_server.py): a run whose store went away and came back goes on; a store that
+served by jobs/elastic/store_server.py): a run whose store went away and came back goes on; a store that
 stays away fails the run, with one line that names it.
 
-What the workers do meanwhile (jobs/rendezvous.py, jobs/torchrun.py): they keep training while
+What the workers do meanwhile (jobs/elastic/rendezvous.py, jobs/elastic/torchrun.py): they keep training while
 the store is away, and put their state back when it returns empty; after `store_outage_timeout`
 (600 s by default) each one exits 138 with a line
 naming the store, which the TorchElastic controller retries (kubeflow/common @ 0b3a4c3
@@ -24,7 +24,7 @@ from typing import Any, Callable
 from infra.specs.elastic import STORE_NAME, STORE_SELECTOR, rendezvous_endpoint
 
 DEPLOYMENT = STORE_NAME
-# Longer than the workers ride out an outage (jobs.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
+# Longer than the workers ride out an outage (jobs.elastic.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
 # store back within that never ends a run. The store has no volume: a pod whose node died is
 # replaced on any system node in any zone after its 30 s toleration, plus the image's pull there.
 STORE_DOWN_SECONDS = 15 * 60

@@ -189,7 +189,7 @@ def _image_uri(v: str) -> str | None:
     return None if named else f"{allowed} with its registry named (e.g. public.ecr.aws/org/repo:tag)"
 
 
-# jobs.prepare's --synthetic limit (jobs/prepare.py MAX_SYNTHETIC_PER_CLASS; infra does not import
+# jobs.data.prepare's --synthetic limit (jobs/data/prepare.py MAX_SYNTHETIC_PER_CLASS; infra does not import
 # jobs, tests/jobs/test_prepare_source.py compares the two): a larger count would pass here and
 # fail only in the data-prep Job, after the cluster was built.
 MAX_SYNTHETIC_PER_CLASS = 5000
@@ -336,7 +336,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "pool's node grace period); with capacityType spot at most 90, inside the 2-minute notice.",
               _between(45, 3600)),
     ConfigKey("checkpointEverySeconds", "checkpoint_every_seconds", "integer", 30,
-              "Seconds between time checkpoints within an epoch (jobs.train --checkpoint-every-seconds): the most "
+              "Seconds between time checkpoints within an epoch (jobs.training.train --checkpoint-every-seconds): the most "
               "work a preemption can cost.", _between(10, 86400)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),

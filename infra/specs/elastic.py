@@ -1,5 +1,5 @@
 """The TorchElastic controller (CRD, RBAC, Deployment) and the rendezvous store torchrun's agents
-rendezvous on (a TCPStore served by our own image: jobs/store_server.py)."""
+rendezvous on (a TCPStore served by our own image: jobs/elastic/store_server.py)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ CONTROLLER_NAMESPACE = "elastic-job"
 CONTROLLER_NAME = "elastic-job-k8s-controller"
 # Distroless "nonroot" user of the controller image.
 NONROOT_UID = 65532
-# The rendezvous store: the training image's jobs.store_server (its user is the image's, 10001:
+# The rendezvous store: the training image's jobs.elastic.store_server (its user is the image's, 10001:
 # images/Dockerfile), behind a Service of this name on torch's c10d port (29400, which
-# jobs/rendezvous_plugin.py DEFAULT_PORT repeats; tests/specs/test_rendezvous_store_spec.py compares).
+# jobs/elastic/rendezvous.py DEFAULT_PORT repeats; tests/specs/test_rendezvous_store_spec.py compares).
 STORE_NAME = "rendezvous-store"
-# The torchrun rendezvous backend the workers name (jobs/rendezvous_plugin.py BACKEND; a test compares).
+# The torchrun rendezvous backend the workers name (jobs/elastic/rendezvous.py BACKEND; a test compares).
 RENDEZVOUS_BACKEND = "reconnecting-c10d"
 STORE_PORT = 29400
 STORE_UID = 10001
@@ -159,7 +159,7 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str) -> list[dic
     """The rendezvous store: one pod of the training image serving a TCPStore in memory (no volume,
     so any system node in any zone can run it), at a priority above the workloads, behind a
     disruption budget (rendezvous_store.py). A restart empties it and the agents put their state
-    back (jobs/rendezvous.py); docs/design-notes.md, "Rendezvous store", says why this store."""
+    back (jobs/elastic/rendezvous.py); docs/design-notes.md, "Rendezvous store", says why this store."""
     component = "rendezvous"
     selector = STORE_SELECTOR
     service = {
@@ -186,7 +186,7 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str) -> list[dic
                     # It stops at once on SIGTERM; a stuck one is not waited for long.
                     "terminationGracePeriodSeconds": 10,
                     # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
-                    # plugin gives: the workers wait for it (store_outage_timeout, jobs/rendezvous.py).
+                    # plugin gives: the workers wait for it (store_outage_timeout, jobs/elastic/rendezvous.py).
                     "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
                                      "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
                     "securityContext": pod_security_context(STORE_UID, STORE_UID),
@@ -194,7 +194,7 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str) -> list[dic
                         "name": "store",
                         "image": image,
                         "imagePullPolicy": pull_policy,
-                        "command": ["python", "-m", "jobs.store_server"],
+                        "command": ["python", "-m", "jobs.elastic.store_server"],
                         "args": ["--host=0.0.0.0", f"--port={STORE_PORT}"],
                         "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
                         "ports": [{"name": "store", "containerPort": STORE_PORT, "protocol": "TCP"}],

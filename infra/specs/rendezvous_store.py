@@ -1,6 +1,6 @@
 """What keeps the rendezvous store alive through what a node goes through (issue 22): a priority
 above the workloads', a disruption budget. It has no volume (issue 31): a restarted store is empty
-and the agents put their state back (jobs/rendezvous.py), so it may run on any system node in any
+and the agents put their state back (jobs/elastic/rendezvous.py), so it may run on any system node in any
 zone. The store's Deployment itself is elastic.py `store_objects`; why this store:
 docs/design-notes.md, "Rendezvous store"; what a run does while it restarts: docs/runs.md.
 """

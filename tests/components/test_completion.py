@@ -135,7 +135,7 @@ def test_a_failed_pod_with_only_a_waiting_worker_is_permanent():
 # gets a deletionTimestamp and, for a moment, phase Failed with the worker's exit code, then it is
 # gone and the controller creates the missing replica (kubeflow/common pod.go ReconcilePods). The
 # kubelet's own node-pressure eviction keeps the pod, phase Failed with reason Evicted, and the
-# worker's exit code decides (jobs.agent answers SIGTERM with 143; a SIGKILL gives 137).
+# worker's exit code decides (jobs.elastic.agent answers SIGTERM with 143; a SIGKILL gives 137).
 
 def evicted(index: int, exit_code: int | None, terminated_reason: str = "Error") -> dict:
     evicted_pod = pod(index, "Failed", exit_code, reason="Evicted",

@@ -10,7 +10,7 @@ message, when no node has room for it (every system node full or gone), carries 
 plugin's reason "Insufficient memory" in the scheduler's "0/N nodes are available: ..." form; the controller's ExitedWithCode event on the ElasticJob
 is the one kubeflow/common @ 0b3a4c3 pkg/controller.v1/common/pod.go ReconcilePods records
 ("Pod: <ns>.<pod> exited with code 138", type Normal) when a worker gives up on the store
-(jobs/torchrun.py).
+(jobs/elastic/torchrun.py).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_the_store_check_counts_only_the_controller_s_138_events():
 
 
 def test_the_wait_gives_the_store_longer_than_the_workers_do():
-    """A store the workers outlast (jobs/rendezvous.py) never fails the run: the wait's bound is the longer."""
-    from jobs import rendezvous
+    """A store the workers outlast (jobs/elastic/rendezvous.py) never fails the run: the wait's bound is the longer."""
+    from jobs.elastic import rendezvous
 
     assert rendezvous.STORE_OUTAGE_TIMEOUT < rendezvous_health.STORE_DOWN_SECONDS

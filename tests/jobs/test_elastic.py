@@ -1,8 +1,8 @@
-"""Two torchrun agents as two nodes, our rendezvous on the real store (python -m jobs.store_server),
+"""Two torchrun agents as two nodes, our rendezvous on the real store (python -m jobs.elastic.store_server),
 the flag shape the ElasticJob gives them on the cluster (plain torchrun finds our backend through
 its entry point): a normal run; two runs in which one training worker (rank 1,
 then rank 0) is SIGKILLed mid-run and the job must finish from its last checkpoint; and two runs
-in which one whole agent is evicted, i.e. jobs.agent (the pod's command) gets SIGTERM:
+in which one whole agent is evicted, i.e. jobs.elastic.agent (the pod's command) gets SIGTERM:
 - "evict-alone": the evicted agent exits 143 (retryable for the controller), the survivor
   re-forms the group at world size 1 and finishes;
 - "evict-rejoin": as soon as the evicted agent has exited, a new one with the same command starts
@@ -10,7 +10,7 @@ in which one whole agent is evicted, i.e. jobs.agent (the pod's command) gets SI
 
 The five jobs run at the same time against one store (each with its own rendezvous id, as jobs
 on the cluster share the store's Service): a fault run waits for the dead node's heartbeat to
-expire and a survivor for the last call for more nodes (jobs.rendezvous.DEFAULTS); on 2 cores the
+expire and a survivor for the last call for more nodes (jobs.elastic.rendezvous.DEFAULTS); on 2 cores the
 jobs' start-ups and training overlap those waits. Nodes lost without notice and nodes joining:
 test_node_loss.py. The fault and eviction runs train on 40 images (2
 steps per worker and epoch): the kill comes right after epoch 1's checkpoint, so it always lands
@@ -31,7 +31,8 @@ from conftest import make_synthetic_cifar
 from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command,
                               worker_rank)
 
-from jobs import checkpoint, evaluate
+from jobs.training import checkpoint
+from jobs.results import evaluate
 
 DEADLINE_SECONDS = 170  # for all five jobs together; a hang fails the tests, never the suite
 FAULT_RUNS = {"fault-a": 1, "fault-b": 0}  # run -> rank of the worker to kill
@@ -68,7 +69,7 @@ def _kill_worker_after_first_checkpoint(run: Run) -> None:
 
 
 def _evict_after_first_checkpoint(run: Run) -> None:
-    """SIGTERM agent 0 (what the kubelet does to the pod's main process, jobs.agent) once epoch 1's
+    """SIGTERM agent 0 (what the kubelet does to the pod's main process, jobs.elastic.agent) once epoch 1's
     checkpoint is written; once it has exited, start its replacement if the run has one."""
     evicted = run.job.agents[0]
     if run.evicted_at is None:
@@ -83,8 +84,8 @@ def _evict_after_first_checkpoint(run: Run) -> None:
 
 
 def _agent_command(torchrun_flags: list[str], module_args: list[str]) -> list[str]:
-    """The worker pod's command line: jobs.agent in front of torchrun's arguments."""
-    return [sys.executable, "-m", "jobs.agent", *torchrun_flags, "-m", "jobs.train", *module_args]
+    """The worker pod's command line: jobs.elastic.agent in front of torchrun's arguments."""
+    return [sys.executable, "-m", "jobs.elastic.agent", *torchrun_flags, "-m", "jobs.training.train", *module_args]
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ def elastic_runs(store_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
         train_args = ["--data", str(data_dir), "--run-dir", str(run_dir), "--epochs", str(epochs),
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
         flags = cluster_style_torchrun_flags(store_server.endpoint, name)
-        command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.train", train_args)
+        command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.training.train", train_args)
         job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
         runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name), rejoin=EVICTION_RUNS.get(name))
 

@@ -1,5 +1,5 @@
-"""Nodes that come and go without notice: real torchrun agents (jobs.agent, the flags the ElasticJob
-gives them) on one real rendezvous store (python -m jobs.store_server), three jobs at once:
+"""Nodes that come and go without notice: real torchrun agents (jobs.elastic.agent, the flags the ElasticJob
+gives them) on one real rendezvous store (python -m jobs.elastic.store_server), three jobs at once:
 - "join": a node joins a running group of 2 (--nnodes=1:3): the group takes it in at once, at
   maxWorkers, and goes on at world size 3 from the checkpoint;
 - "rank0-lost": the node of rank 0 is lost without notice (its agent and worker SIGKILLed, nothing
@@ -32,7 +32,9 @@ from conftest import make_synthetic_cifar
 from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
                               worker_rank)
 
-from jobs import checkpoint, evaluate, rendezvous
+from jobs.training import checkpoint
+from jobs.results import evaluate
+from jobs.elastic import rendezvous
 
 DEADLINE_SECONDS = 200
 EPOCHS = 6
@@ -92,7 +94,7 @@ def loss_runs(store_server, tmp_path_factory) -> dict[str, Run]:
         train_args = ["--data", str(data), "--run-dir", str(base / name), "--epochs", str(EPOCHS),
                       "--batch-size", "10", "--log-every", "50", "--pg-timeout", "20"]  # fmt: skip
         flags = cluster_style_torchrun_flags(store_server.endpoint, name, nnodes=nnodes)
-        command = [sys.executable, "-m", "jobs.agent", *flags, "-m", "jobs.train", *train_args]
+        command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
         job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
         runs[name] = Run(name, base / name, job, command)
 

@@ -17,7 +17,8 @@ from torch.distributed.run import get_args_parser
 from torchrun_harness import run_torchrun_agents
 
 from controller_model import command_line, worker_pod
-from jobs import agent, rendezvous
+from jobs.elastic import agent
+from jobs.elastic import rendezvous
 from infra.config import load_settings
 from infra.specs import workloads as specs
 from infra.specs.elastic import rendezvous_endpoint
@@ -28,8 +29,8 @@ IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 6
 
 def local_command(command: list[str], store_endpoint: str, mount: str) -> list[str]:
     """The pod's command line as this machine runs it."""
-    assert command[:3] == ["python", "-m", "jobs.agent"]  # the image's python; here, this venv's
-    local = [sys.executable, "-m", "jobs.agent"]
+    assert command[:3] == ["python", "-m", "jobs.elastic.agent"]  # the image's python; here, this venv's
+    local = [sys.executable, "-m", "jobs.elastic.agent"]
     for arg in command[3:]:
         arg = arg.replace("$(POD_IP)", "127.0.0.1").replace(rendezvous_endpoint(), store_endpoint)
         local.append(arg.replace(specs.MOUNT_PATH, mount))
@@ -45,12 +46,12 @@ def test_rendered_elasticjob_command_trains_with_two_agents(store_server, tiny_c
     elasticjob = specs.elastic_job(settings, IMAGE, f"--rdzv_id={rdzv_id}")
     command = command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
 
-    # What torchrun makes of it: jobs.agent hands every argument on to jobs.torchrun, which parses
+    # What torchrun makes of it: jobs.elastic.agent hands every argument on to jobs.elastic.torchrun, which parses
     # them with torchrun's own parser; the controller's --rdzv_backend=etcd and --rdzv_id=<job name>
     # come first, ours later, and argparse keeps the last; --nnodes is the controller's min:max.
-    assert command[:3] == ["python", "-m", "jobs.agent"]
+    assert command[:3] == ["python", "-m", "jobs.elastic.agent"]
     torchrun_argv = agent.torchrun_command(command[3:])
-    assert torchrun_argv[1:3] == ["-m", "jobs.torchrun"]
+    assert torchrun_argv[1:3] == ["-m", "jobs.elastic.torchrun"]
     parsed = get_args_parser().parse_args(torchrun_argv[3:])
     assert parsed.rdzv_id == rdzv_id != elasticjob["metadata"]["name"]
     assert parsed.nnodes == f"{settings.min_workers}:{settings.max_workers}"
@@ -71,5 +72,5 @@ def test_rendered_elasticjob_command_trains_with_two_agents(store_server, tiny_c
     # both agents joined one rendezvous: a world of 2 (the jobs' log lines carry "rank R/W")
     logs = "\n".join(r.log for r in results)
     assert "rank 0/2" in logs and "rank 1/2" in logs
-    # with the controller's --rdzv_backend=etcd in front, jobs.rendezvous's handler ran (torchrun logs its config)
+    # with the controller's --rdzv_backend=etcd in front, jobs.elastic.rendezvous's handler ran (torchrun logs its config)
     assert f"rdzv_backend             : {rendezvous.BACKEND}" in logs

@@ -1,4 +1,4 @@
-"""jobs.rendezvous against the real rendezvous store (python -m jobs.store_server), killed and started
+"""jobs.elastic.rendezvous against the real rendezvous store (python -m jobs.elastic.store_server), killed and started
 again on the same address (empty, as a new store pod is), or stopped and continued (SIGSTOP: a
 stalled store that keeps its data). torch's own c10d backend beside ours, so a torch whose
 rendezvous changes shows here first. The handlers run in this process; one node per round where
@@ -22,7 +22,8 @@ from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import create_
 from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as torch_create_handler
 from torchrun_harness import StoreServer
 
-from jobs import rendezvous, store_client
+from jobs.elastic import rendezvous
+from jobs.elastic import store_client
 
 
 def parameters(endpoint: str, run_id: str, min_nodes: int = 1, max_nodes: int = 1, **config) -> RendezvousParameters:
@@ -65,7 +66,7 @@ def stored_state(store: StoreServer, run_id: str):
 
 
 def test_torch_s_c10d_backend_never_reconnects_and_reads_an_emptied_store_as_a_stale_state(store, run_id):
-    """Upstream, as the issue measured it (upstream-facts-3.md fact 9): what jobs.rendezvous is for."""
+    """Upstream, as the issue measured it (upstream-facts-3.md fact 9): what jobs.elastic.rendezvous is for."""
     params = parameters(store.endpoint, run_id, read_timeout=5, is_host=False)  # 127.0.0.1 would make it host one
     backend, client = torch_c10d_backend(params)
     handler = torch_create_handler(client, backend, params)

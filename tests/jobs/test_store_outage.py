@@ -1,6 +1,6 @@
-"""The rendezvous store goes away in the middle of a run: real torchrun agents (jobs.agent, the worker
+"""The rendezvous store goes away in the middle of a run: real torchrun agents (jobs.elastic.agent, the worker
 pod's command, with the flags the ElasticJob gives them), each run with its own real store
-(python -m jobs.store_server, as the store's pod runs it):
+(python -m jobs.elastic.store_server, as the store's pod runs it):
 - "stock": torch's own c10d backend (plain torch.distributed.run, --rdzv_backend=c10d) on the same
   store, restarted once epoch 1 is done: both agents exit 1 (torch 2.13.0's TCPStore client never
   reconnects: upstream-facts-3.md fact 9), which the controller never retries;
@@ -44,8 +44,10 @@ from torchrun_harness import (StoreServer, TorchrunJob, agent_environment, clust
                               run_torchrun_jobs)
 
 from infra.components import rendezvous_health
-from jobs import checkpoint, evaluate, rendezvous
-from jobs.torchrun import EXIT_STORE_UNAVAILABLE
+from jobs.training import checkpoint
+from jobs.results import evaluate
+from jobs.elastic import rendezvous
+from jobs.elastic.torchrun import EXIT_STORE_UNAVAILABLE
 
 DEADLINE_SECONDS = 360
 EPOCHS = 8
@@ -189,9 +191,9 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
                           "--batch-size", "10", "--log-every", "50", "--pg-timeout", "20"]  # fmt: skip
             if name == "stock":  # torch's own backend on our store, which its client does not host
                 flags = [*flags, "--rdzv_backend=c10d", "--rdzv_conf=is_host=false"]
-                command = [sys.executable, "-m", "torch.distributed.run", *flags, "-m", "jobs.train", *train_args]
+                command = [sys.executable, "-m", "torch.distributed.run", *flags, "-m", "jobs.training.train", *train_args]
             else:
-                command = [sys.executable, "-m", "jobs.agent", *flags, "-m", "jobs.train", *train_args]
+                command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
             commands = [command] if name == "forming" else [command, command]
             if name == "empty":  # the newcomer: a pod whose image is pulled, Python and torch loaded before it starts
                 commands.append(gated_agent_command(base / "empty-newcomer-gate", command[3:]))
@@ -296,7 +298,7 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     assert first_exit - run.killed_at >= BOUND_SECONDS, (run.killed_at, run.exits)
     # one line, naming the store, for the wait to read (log, and the termination message in a pod):
     # it gave up on the first try past the bound (a try takes a few seconds: connect, then a pause)
-    line = [text for text in results[0].log.splitlines() if text.startswith("jobs.torchrun:")]
+    line = [text for text in results[0].log.splitlines() if text.startswith("jobs.elastic.torchrun:")]
     assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable for " in line[0], results[0].log[-3000:]
     waited = int(line[0].split(" was unreachable for ")[1].split(" s,")[0])
     assert BOUND_SECONDS < waited <= BOUND_SECONDS + 10 and f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0], line[0]

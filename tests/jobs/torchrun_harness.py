@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs.rendezvous_plugin import BACKEND
-from jobs.store_server import READY as STORE_READY
+from jobs.elastic.rendezvous import BACKEND
+from jobs.elastic.store_server import READY as STORE_READY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,22 +110,23 @@ def descendants_of(pid: int) -> list[int]:
 # --- the rendezvous store ---------------------------------------------------------------------
 
 
-# jobs.store_server, its modules loaded, started once the file named first exists.
+# jobs.elastic.store_server, its modules loaded, started once the file named first exists.
 GATED_STORE = """
 import pathlib, sys, time
-from jobs import cli, store_server
+from jobs import cli
+from jobs.elastic import store_server
 gate = pathlib.Path(sys.argv.pop(1))
 while not gate.exists():
     time.sleep(0.02)
-cli.run(store_server.main, "jobs.store_server", clean_up_on_sigterm=False)
+cli.run(store_server.main, "jobs.elastic.store_server", clean_up_on_sigterm=False)
 """
 
 
 # A new agent whose Python and torch are loaded already (a pod whose image is on its node): it runs
-# jobs.torchrun with the arguments after the file named first, once that file exists.
+# jobs.elastic.torchrun with the arguments after the file named first, once that file exists.
 GATED_AGENT = """
 import pathlib, sys, time
-from jobs import torchrun
+from jobs.elastic import torchrun
 gate = pathlib.Path(sys.argv[1])
 while not gate.exists():
     time.sleep(0.02)
@@ -142,7 +143,7 @@ class PortTaken(RuntimeError):
 
 
 class StoreServer:
-    """The rendezvous store as its pod runs it (`python -m jobs.store_server`), on 127.0.0.1.
+    """The rendezvous store as its pod runs it (`python -m jobs.elastic.store_server`), on 127.0.0.1.
 
     Its port is chosen once (free when probed) and kept across restarts, as the store's Service
     keeps its address when the pod is replaced; a restarted store is empty, as a new pod is."""
@@ -176,7 +177,7 @@ class StoreServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.log_path = self.workdir / f"store-{self.starts}.log"
-        program = ["-c", GATED_STORE, str(gate)] if gate else ["-m", "jobs.store_server"]
+        program = ["-c", GATED_STORE, str(gate)] if gate else ["-m", "jobs.elastic.store_server"]
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
                 [sys.executable, *program, "--host", "127.0.0.1", "--port", str(self.port)],

@@ -41,7 +41,7 @@ def test_the_elastic_job_wires_each_worker_count_to_its_own_field():
     assert worker["name"] == workloads.WORKER_CONTAINER and worker["image"] == IMAGE
     assert worker["command"] == workloads.WORKER_COMMAND
     assert worker["args"] == ["--rdzv_backend=reconnecting-c10d", "--nproc_per_node=1", "--max_restarts=6", "--local_addr=$(POD_IP)", "--rdzv_id=x",
-                              "-m", "jobs.train", "--data", workloads.DATA_DIR, "--run-dir", "/efs-shared/runs/r-8",
+                              "-m", "jobs.training.train", "--data", workloads.DATA_DIR, "--run-dir", "/efs-shared/runs/r-8",
                               "--epochs", "7", "--batch-size", "64", "--checkpoint-every-seconds", "13"]
     assert worker["resources"]["requests"] == worker["resources"]["limits"] == {"cpu": "3", "memory": "5Gi"}
     assert pod["nodeSelector"] == {"elastic-training/role": "worker"}
@@ -78,7 +78,7 @@ def test_data_prep_passes_the_source_and_its_checksum_and_nothing_else(source, m
     job = workloads.data_prep_job(s, IMAGE)
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["args"] == workloads.data_prep_args(s) and container["command"] == ["python", "-m", "jobs.prepare"]
+    assert container["args"] == workloads.data_prep_args(s) and container["command"] == ["python", "-m", "jobs.data.prepare"]
     on_s3 = source.startswith("s3://")
     assert workloads.reads_from_s3(s) is on_s3
     # Only an s3:// source gets an AWS identity and the bucket's region.
@@ -370,7 +370,7 @@ def test_the_export_job_sends_this_runs_files_to_the_destination_as_the_export_a
     assert job["metadata"]["namespace"] == "ml" and job["spec"]["backoffLimit"] == 2
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"] == ["python", "-m", "jobs.export"]
+    assert container["command"] == ["python", "-m", "jobs.results.export"]
     assert container["args"] == ["--run-dir", "/efs-shared/runs/r-8", "--dest", "s3://artifacts/runs/r-8"]
     assert container["image"] == IMAGE and {"name": "AWS_REGION", "value": "eu-west-1"} in container["env"]
     account = workloads.export_service_account(s, "arn:aws:iam::123456789012:role/export")

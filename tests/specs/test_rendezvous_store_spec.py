@@ -1,4 +1,4 @@
-"""The rendezvous store (issue 31): the training image's jobs.store_server in one pod with no volume, so
+"""The rendezvous store (issue 31): the training image's jobs.elastic.store_server in one pod with no volume, so
 any system node in any zone can run it; its own priority, a disruption budget, Recreate (never two
 stores behind the Service), fast probes. Strict validity of the objects: test_manifests_valid.py;
 the reviewed whole: tests/golden/platform-objects.yaml."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 from infra.config import load_settings
 from infra.config.stack_file import read_stack_file
 from infra.specs import elastic, rendezvous_store, workloads
-from jobs import rendezvous_plugin, store_server
+from jobs.elastic import rendezvous
+from jobs.elastic import store_server
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
 
@@ -21,13 +22,13 @@ def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_no
     objects = _store()
     pod = objects["Deployment"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == IMAGE and container["command"] == ["python", "-m", "jobs.store_server"]
+    assert container["image"] == IMAGE and container["command"] == ["python", "-m", "jobs.elastic.store_server"]
     assert container["args"] == ["--host=0.0.0.0", f"--port={elastic.STORE_PORT}"]
     store_server.build_parser().parse_args(container["args"])  # the module's own parser takes them
     # nothing that ties it to a node or a zone: no claim, no node selector, no affinity
     assert [v for v in pod["volumes"] if "emptyDir" not in v] == []
     assert "nodeSelector" not in pod and "affinity" not in pod
-    assert objects["Service"]["spec"]["ports"][0]["port"] == elastic.STORE_PORT == rendezvous_plugin.DEFAULT_PORT
+    assert objects["Service"]["spec"]["ports"][0]["port"] == elastic.STORE_PORT == rendezvous.DEFAULT_PORT
     assert elastic.rendezvous_endpoint() == f"{elastic.STORE_NAME}:{elastic.STORE_PORT}"
     # two stores behind one Service would let the agents form two groups
     assert objects["Deployment"]["spec"]["strategy"] == {"type": "Recreate"} and objects["Deployment"]["spec"]["replicas"] == 1
@@ -40,7 +41,7 @@ def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_no
 def test_the_workers_name_our_backend_after_the_controller_s_etcd():
     args = workloads.training_args(load_settings(read_stack_file("dev"), "dev"), "--rdzv_id=x")
     assert args[0] == f"--rdzv_backend={elastic.RENDEZVOUS_BACKEND}"
-    assert elastic.RENDEZVOUS_BACKEND == rendezvous_plugin.BACKEND
+    assert elastic.RENDEZVOUS_BACKEND == rendezvous.BACKEND
 
 
 def test_the_store_runs_above_the_workloads_with_a_class_of_its_own():

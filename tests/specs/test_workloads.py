@@ -84,9 +84,9 @@ def test_elasticjob_contract(dev):
     # template is overridden, with a SettedPodTemplateRestartPolicy warning event on every pod.
     assert "restartPolicy" not in pod
     (container,) = pod["containers"]
-    assert container["name"] == "elasticjob-worker" and container["command"] == ["python", "-m", "jobs.agent"]
+    assert container["name"] == "elasticjob-worker" and container["command"] == ["python", "-m", "jobs.elastic.agent"]
     args = container["args"]
-    assert args[args.index("-m") + 1] == "jobs.train"
+    assert args[args.index("-m") + 1] == "jobs.training.train"
     assert args[args.index("--epochs") + 1] == "10" and args[args.index("--batch-size") + 1] == "128"
     assert args[args.index("--run-dir") + 1] == "/efs-shared/runs/run-1"
     # The worker pool's nodes (Karpenter launches them for these pods), never a system node.
@@ -111,7 +111,7 @@ def worker_command_line(elasticjob: dict) -> list[str]:
 
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
     command = worker_command_line(dev.manifest("ElasticJob"))
-    assert command[:8] == ["python", "-m", "jobs.agent", "--rdzv_backend=etcd", "--rdzv_endpoint=rendezvous-store:29400",
+    assert command[:8] == ["python", "-m", "jobs.elastic.agent", "--rdzv_backend=etcd", "--rdzv_endpoint=rendezvous-store:29400",
                            "--rdzv_id=train-run-1", "--nnodes=1:2", "--rdzv_backend=reconnecting-c10d"]
     # The template's backend comes after the controller's etcd, so it is the one torchrun uses.
     assert [a for a in command if a.startswith("--rdzv_backend=")][-1] == "--rdzv_backend=reconnecting-c10d"
@@ -124,7 +124,7 @@ def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
 def test_data_prep_and_test_jobs(dev, synth_stack):
     prep = dev.manifest("Job", "prep-run-1")
     container = prep["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["python", "-m", "jobs.prepare"]
+    assert container["command"] == ["python", "-m", "jobs.data.prepare"]
     assert container["args"] == ["--dest", "/efs-shared/data", "--source",
                                  "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
                                  "--md5", "c58f30108f718f92721af3b95e74349a"]
@@ -132,7 +132,7 @@ def test_data_prep_and_test_jobs(dev, synth_stack):
     assert smoke_prep["spec"]["template"]["spec"]["containers"][0]["args"] == ["--dest", "/efs-shared/data", "--synthetic", "500"]
     test = dev.manifest("Job", "eval-run-1")
     container = test["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["python", "-m", "jobs.evaluate"]
+    assert container["command"] == ["python", "-m", "jobs.results.evaluate"]
     assert container["args"] == ["--data", "/efs-shared/data/cifar-10-batches-py", "--model", "/efs-shared/runs/run-1/model.pt",
                                  "--metrics-out", "/efs-shared/runs/run-1/metrics.json", "--min-accuracy", "0.7",
                                  "--run-cost", "{}"]   # the wait's runCost (infra/components/run_cost.py), none under mocks
@@ -286,12 +286,12 @@ def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
 
 
 def test_eviction_settings_of_the_workers(synth_stack):
-    """SIGTERM is answered by jobs.agent (exit 143, retried by the controller); the grace period
+    """SIGTERM is answered by jobs.elastic.agent (exit 143, retried by the controller); the grace period
     covers torchrun's own shutdown wait and stays under a Spot notice's two minutes;
     --max_restarts comes from config."""
     synth = synth_stack("dev", "maxRestarts=7")
     pod = synth.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"] == ["python", "-m", "jobs.agent"]
+    assert container["command"] == ["python", "-m", "jobs.elastic.agent"]
     assert specs.TORCHRUN_SHUTDOWN_SECONDS < pod["terminationGracePeriodSeconds"] == specs.WORKER_GRACE_SECONDS < 120
     assert [a for a in container["args"] if a.startswith("--max_restarts")] == ["--max_restarts=7"]

@@ -1,10 +1,10 @@
 """torchrun, with a rendezvous that outlasts an outage of its store.
 
-    python -m jobs.torchrun TORCHRUN_ARGS...     (jobs.agent runs this as its child)
+    python -m jobs.elastic.torchrun TORCHRUN_ARGS...     (jobs.elastic.agent runs this as its child)
 
 The same as `python -m torch.distributed.run TORCHRUN_ARGS...` (torchrun's own argument parser,
 `parse_args`, and its `run`, wrapped in `record` as torchrun's `main` is), except:
-- jobs.rendezvous's backend (BACKEND) is known to it whether or not the project is installed (its
+- jobs.elastic.rendezvous's backend (BACKEND) is known to it whether or not the project is installed (its
   `torchrun.handlers` entry point needs the package's metadata). The ElasticJob's template carries
   `--rdzv_backend=BACKEND` after the `--rdzv_backend=etcd` the archived TorchElastic controller puts
   in front of our arguments (pytorch/elastic kubernetes/controllers/pod.go); argparse keeps the last.
@@ -21,51 +21,33 @@ The same as `python -m torch.distributed.run TORCHRUN_ARGS...` (torchrun's own a
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from torch.distributed import run as torch_run
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from jobs import rendezvous
+from jobs import exit_codes, termination
+from jobs.elastic import rendezvous, rendezvous_plugin
 
-EXIT_STORE_UNAVAILABLE = 128 + signal.SIGUSR1  # 138: retryable for the controller
-# The kubelet mounts the file the container's terminationMessagePath names, this one by default
-# (Kubernetes API: Container.terminationMessagePath), and reads at most 4096 bytes of it.
-TERMINATION_LOG = Path("/dev/termination-log")
-
-
-def write_termination_message(message: str, path: Path = TERMINATION_LOG) -> bool:
-    """Leave `message` where the kubelet reads it; nothing outside a container (no such file)."""
-    if not path.is_file():
-        return False
-    try:
-        path.write_text(message[:4096])
-    except OSError:
-        return False
-    return True
-
-
+EXIT_STORE_UNAVAILABLE = exit_codes.STORE_UNAVAILABLE  # 138: retryable for the controller
 RETIRED_BACKENDS = ("etcd", "etcd-v2")
-EXIT_USAGE = 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = torch_run.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.rdzv_backend in RETIRED_BACKENDS and not args.standalone:
-        print(f"jobs.torchrun: error: --rdzv_backend={args.rdzv_backend}: torch's etcd rendezvous is retired here "
+        print(f"jobs.elastic.torchrun: error: --rdzv_backend={args.rdzv_backend}: torch's etcd rendezvous is retired here "
               f"(it needs the etcd v2 API); use --rdzv_backend={rendezvous.BACKEND} with the rendezvous store "
-              "(python -m jobs.store_server) as --rdzv_endpoint", file=sys.stderr, flush=True)
-        return EXIT_USAGE
-    rendezvous.register()
+              "(python -m jobs.elastic.store_server) as --rdzv_endpoint", file=sys.stderr, flush=True)
+        return exit_codes.USAGE
+    rendezvous_plugin.register()
     try:
         record(torch_run.run)(args)
     except rendezvous.StoreUnavailable as error:
         line = f"{error}; exiting {EXIT_STORE_UNAVAILABLE} so that the controller recreates this worker"
-        print(f"jobs.torchrun: {line}", file=sys.stderr, flush=True)
-        write_termination_message(line)
+        print(f"jobs.elastic.torchrun: {line}", file=sys.stderr, flush=True)
+        termination.write_termination_message(line)
         return EXIT_STORE_UNAVAILABLE
     return 0
 

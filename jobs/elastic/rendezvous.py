@@ -1,4 +1,4 @@
-"""torch's dynamic rendezvous on our rendezvous store (jobs.store_server), made to outlast the store.
+"""torch's dynamic rendezvous on our rendezvous store (jobs.elastic.store_server), made to outlast the store.
 
     torchrun --rdzv_backend=reconnecting-c10d --rdzv_endpoint=HOST:PORT ...
 
@@ -6,9 +6,9 @@ The algorithm is torch 2.13.0's maintained one, DynamicRendezvousHandler
 (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py): each node keeps the round's state
 (participants, wait list, heartbeats) in one key of the store and changes it by compare-and-set.
 What is ours (registered as BACKEND through torchrun's `torchrun.handlers` entry point, in
-pyproject.toml and jobs/rendezvous_plugin.py, and by jobs.torchrun in its own process):
+pyproject.toml and jobs/elastic/rendezvous_plugin.py, and by jobs.elastic.torchrun in its own process):
 
-- the store's client, jobs.store_client.ReconnectingStore: it connects again after the store
+- the store's client, jobs.elastic.store_client.ReconnectingStore: it connects again after the store
   restarted, and raises StoreUnavailable (exit 138) only past `store_outage_timeout`;
 - ReseedingBackend, in place of torch's C10dRendezvousBackend, which reads a missing key as a
   stale state (`TCPStore.compare_set` on a missing key returns the expected value and writes
@@ -41,7 +41,6 @@ from torch.distributed.elastic.rendezvous.api import (
     RendezvousInfo,
     RendezvousParameters,
     RendezvousStateError,
-    rendezvous_handler_registry,
 )
 from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
     DynamicRendezvousHandler,
@@ -51,9 +50,10 @@ from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
 )
 from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
-from jobs.rendezvous_plugin import BACKEND, DEFAULT_PORT, create
-from jobs.store_client import Outage, ReconnectingStore, StoreUnavailable, say
+from jobs.elastic.store_client import Outage, ReconnectingStore, StoreUnavailable, say
 
+BACKEND = "reconnecting-c10d"
+DEFAULT_PORT = 29400  # torch's c10d backend's port (c10d_rendezvous_backend.py DEFAULT_PORT): the store's
 OUTAGE_KEY = "store_outage_timeout"
 # Seconds. Longer than a store pod takes to come back on another system node when its own died
 # (docs/design-notes.md, "Rendezvous store"), shorter than the training wait's bound on a store
@@ -227,10 +227,4 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     return handler
 
 
-def register() -> None:
-    """Make BACKEND known to torchrun in this process, installed or not (idempotent: the registry
-    accepts the same creator twice, rendezvous/api.py RendezvousHandlerRegistry.register)."""
-    rendezvous_handler_registry.register(BACKEND, create)
-
-
-__all__ = ["BACKEND", "StoreUnavailable", "create_handler", "register"]
+__all__ = ["BACKEND", "DEFAULT_PORT", "StoreUnavailable", "create_handler"]

@@ -1,9 +1,9 @@
 """The rendezvous store: a torch.distributed.TCPStore server, the process of the store's pod.
 
-    python -m jobs.store_server --host 0.0.0.0 --port 29400
+    python -m jobs.elastic.store_server --host 0.0.0.0 --port 29400
 
-It holds the training runs' rendezvous (jobs/rendezvous.py) in memory: a restart empties it, and
-the agents put their state back (jobs/rendezvous.py ReseedingBackend), so the store needs no
+It holds the training runs' rendezvous (jobs/elastic/rendezvous.py) in memory: a restart empties it, and
+the agents put their state back (jobs/elastic/rendezvous.py ReseedingBackend), so the store needs no
 volume and its pod may run on any node in any zone. It runs until SIGTERM or SIGINT (exit 0).
 
 The listening socket is bound here, to `--host`, and handed to the TCPStore (`master_listen_fd`):
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import torch.distributed as dist
 
 from jobs import cli
-from jobs.rendezvous_plugin import DEFAULT_PORT
+from jobs.elastic.rendezvous import DEFAULT_PORT
 
-READY = "jobs.store_server: serving the rendezvous store on"  # the line a harness waits for
+READY = "jobs.elastic.store_server: serving the rendezvous store on"  # the line a harness waits for
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -50,7 +50,7 @@ def serve(host: str, port: int, stop: threading.Event) -> None:
 
 
 def build_parser() -> cli.ArgumentParser:
-    parser = cli.ArgumentParser(prog="python -m jobs.store_server", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m jobs.elastic.store_server", description=__doc__.splitlines()[0])
     parser.add_argument("--host", required=True, help="the address to listen on (0.0.0.0 in a pod)")
     parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help=f"the port (default {DEFAULT_PORT}; 0: any free one)")
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve(args.host, args.port, stop)
     except OSError as error:
         raise cli.JobError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
-    print(f"{time.strftime('%H:%M:%S')} jobs.store_server: stopped", flush=True)
+    print(f"{time.strftime('%H:%M:%S')} jobs.elastic.store_server: stopped", flush=True)
     return cli.EXIT_OK
 
 
@@ -81,4 +81,4 @@ port_number.__name__ = "port (0-65535)"
 
 
 if __name__ == "__main__":
-    cli.run(main, "jobs.store_server", clean_up_on_sigterm=False)
+    cli.run(main, "jobs.elastic.store_server", clean_up_on_sigterm=False)

@@ -1,4 +1,4 @@
-"""A client of the rendezvous store (a TCPStore served by jobs.store_server) that outlasts the
+"""A client of the rendezvous store (a TCPStore served by jobs.elastic.store_server) that outlasts the
 store's restarts, for as long as a bound allows.
 
 What torch 2.13.0 does on its own (measured with real processes; upstream-facts-3.md fact 9): a
@@ -15,10 +15,10 @@ keep training: they never needed this store (their process group's store is rank
 that is not there within the timeout (DistStoreError from get or wait) is an answer, raised to
 the caller. Past `bound_seconds` without an
 answer it raises StoreUnavailable, with one line naming the store, and every later call raises it
-at once: jobs.torchrun turns it into the retryable exit 138.
+at once: jobs.elastic.torchrun turns it into the retryable exit 138.
 
 `recovered()` tells the rendezvous backend, once, that the store answers again after an outage or
-a stall: no heartbeat could be written meanwhile (jobs/rendezvous.py).
+a stall: no heartbeat could be written meanwhile (jobs/elastic/rendezvous.py).
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ class StoreUnavailable(RendezvousConnectionError):
 
     A RendezvousConnectionError, so that torch's keep-alive thread (dynamic_rendezvous.py
     `_keep_alive`, which catches RendezvousError) logs it instead of dying on it; the agent's
-    main thread lets it out of torchrun, where jobs.torchrun exits 138."""
+    main thread lets it out of torchrun, where jobs.elastic.torchrun exits 138."""
 
 
 def say(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} jobs.rendezvous: {message}", file=sys.stderr, flush=True)
+    print(f"{time.strftime('%H:%M:%S')} jobs.elastic.rendezvous: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass
