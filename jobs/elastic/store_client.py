@@ -74,7 +74,7 @@ class Outage:
             say(f"the rendezvous store {self.endpoint} is unreachable ({_first_line(error)}); the workers "
                 f"keep training; giving up after {self.bound_seconds:.0f} s")
         if now - self.since > self.bound_seconds:
-            self.gave_up = (f"the rendezvous store {self.endpoint} was unreachable for {now - self.since:.0f} s, "
+            self.gave_up = (f"the rendezvous store {self.endpoint} was unreachable for {now - self.since:.1f} s, "
                             f"longer than store_outage_timeout={self.bound_seconds:.0f} s ({_first_line(error)})")
             raise StoreUnavailable(self.gave_up)
 

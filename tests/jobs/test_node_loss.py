@@ -29,15 +29,15 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
-                              worker_rank)
+from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, gated_agent_command,
+                              run_torchrun_jobs, worker_rank)
 
 from jobs.training import checkpoint
 from jobs.results import evaluate
 from jobs.elastic import rendezvous
 
-DEADLINE_SECONDS = 200
-EPOCHS = 6
+DEADLINE_SECONDS = 240
+EPOCHS = 12
 TORCH_DEFAULT_LAST_CALL = 30  # torch/distributed/elastic/rendezvous/dynamic_rendezvous.py _DEFAULT_TIMEOUTS
 # torch's agent log lines (agent/server/api.py `_rendezvous`), with glog's time prefix "I1126 17:32:50.650000"
 REFORMING = "Rendezvous'ing worker group"
@@ -50,6 +50,7 @@ class Run:
     run_dir: Path
     job: TorchrunJob
     command: list[str]
+    gate: Path | None = None  # the joining agent's: started with the others, loaded, let in at the event
     event_at: float | None = None  # time.time() of the join, the loss or the kill
     victim: int | None = None  # agent index
     replacement: int | None = None
@@ -77,12 +78,13 @@ def _step(run: Run) -> None:
         if not any(r["event"] == "epoch" for r in run.history()):
             return
         if run.name == "join":
-            run.replacement = run.job.add_agent(run.command)
-            run.event_at = time.time()
+            run.gate.touch()
+            run.replacement, run.event_at = 2, time.time()
         else:
             _kill_node_of(run, 0 if run.name == "rank0-lost" else 1)
     elif run.name == "agent-killed" and run.replacement is None and run.job.agents[run.victim].poll() is not None:
-        run.replacement = run.job.add_agent(run.command)  # the controller recreates the pod
+        run.gate.touch()  # the controller recreates the pod
+        run.replacement = 2
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +97,13 @@ def loss_runs(store_server, tmp_path_factory) -> dict[str, Run]:
                       "--batch-size", "10", "--log-every", "50", "--pg-timeout", "20"]  # fmt: skip
         flags = cluster_style_torchrun_flags(store_server.endpoint, name, nnodes=nnodes)
         command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
-        job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
-        runs[name] = Run(name, base / name, job, command)
+        commands = [command, command]
+        gate = None
+        if name != "rank0-lost":  # the new pod: Python and torch loaded before it is let in (its image is pulled)
+            gate = base / f"{name}-gate"
+            commands.append(gated_agent_command(gate, command[3:]))
+        job = TorchrunJob(name, commands, base / "logs", agent_environment(LOGLEVEL="INFO"))
+        runs[name] = Run(name, base / name, job, command, gate=gate)
 
     def inject():
         for run in runs.values():

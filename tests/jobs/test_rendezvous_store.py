@@ -155,7 +155,7 @@ def test_past_the_bound_it_gives_up_naming_the_store_and_leaves_the_rendezvous_o
         store.restart()
     message = str(raised.value)
     assert "\n" not in message
-    assert f"the rendezvous store {store.endpoint} was unreachable for 10 s" in message
+    assert f"the rendezvous store {store.endpoint} was unreachable for 10.0 s" in message
     assert "longer than store_outage_timeout=5 s" in message
     assert handler.shutdown() is False  # torch would close it here (launcher/api.py launch_agent)
     with pytest.raises(store_client.StoreUnavailable):

@@ -300,7 +300,7 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     # it gave up on the first try past the bound (a try takes a few seconds: connect, then a pause)
     line = [text for text in results[0].log.splitlines() if text.startswith("jobs.elastic.torchrun:")]
     assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable for " in line[0], results[0].log[-3000:]
-    waited = int(line[0].split(" was unreachable for ")[1].split(" s,")[0])
+    waited = float(line[0].split(" was unreachable for ")[1].split(" s,")[0])
     assert BOUND_SECONDS < waited <= BOUND_SECONDS + 10 and f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0], line[0]
 
     history = _assert_finished_once_with_one_model(run, tmp_path)
