@@ -34,7 +34,7 @@ MENTION = re.compile(
     r"<!-- generated: (?:command-(?P<generated_command>[\w-]+)|job-(?P<generated_job>\w+)) -->|"
     # where a command starts: a line, a code span or link text, after a shell separator (not `--name elastic-training`)
     r"(?:^|(?<=[`(])|(?<=&& )|(?<=\| )|(?<=; )|(?<=usage: ))(?:\.venv/bin/)?elastic-training(?![\w/:.-])(?: (?P<command>[a-z][\w-]*))?"
-    r"|\bjobs\.(?P<job>[a-z_]+)\b"
+    r"|\bjobs\.(?P<job>[a-z_]+(?:\.[a-z_]+)*)\b"
     r"|\bscripts/(?P<script>[\w.-]+\.(?:sh|py))\b"
     r"|\b(?P<torchrun>torchrun)\b(?!\.py)"
     r"|\b(?P<other>pulumi|aws|kubectl|mkdocs|pytest|docker|kind|helm|gh|git|pip|checkov|kubernetes-validate|hadolint"
@@ -77,7 +77,7 @@ def owner_of(match: re.Match) -> str:
     if match["generated_command"]:
         return f"command:{match['generated_command']}"
     if match["generated_job"]:
-        return f"job:jobs.{match['generated_job']}"
+        return f"job:jobs.{docs_script().JOBS[match['generated_job']]}"
     if match.group().endswith("elastic-training") or match["command"]:
         return f"command:{match['command'] or ''}"
     if match["job"]:
