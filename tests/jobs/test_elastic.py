@@ -5,8 +5,9 @@ then rank 0) is SIGKILLed mid-run and the job must finish from its last checkpoi
 in which one whole agent is evicted, i.e. jobs.elastic.agent (the pod's command) gets SIGTERM:
 - "evict-alone": the evicted agent exits 143 (retryable for the controller), the survivor
   re-forms the group at world size 1 and finishes;
-- "evict-rejoin": as soon as the evicted agent has exited, a new one with the same command starts
-  (the controller recreating the pod), and the group is back at world size 2.
+- "evict-rejoin": as soon as the evicted agent has exited, a new one with the same arguments comes
+  (the controller recreating the pod; its Python and torch loaded since the job began, as a pod
+  whose image is on its node), and the group is back at world size 2.
 
 The five jobs run at the same time against one store (each with its own rendezvous id, as jobs
 on the cluster share the store's Service): a fault run waits for the dead node's heartbeat to
@@ -28,7 +29,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command,
+from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, gated_agent_command, run_torchrun_jobs,
+                              torchrun_command,
                               worker_rank)
 
 from jobs.training import checkpoint
@@ -37,7 +39,9 @@ from jobs.results import evaluate
 DEADLINE_SECONDS = 170  # for all five jobs together; a hang fails the tests, never the suite
 FAULT_RUNS = {"fault-a": 1, "fault-b": 0}  # run -> rank of the worker to kill
 EVICTION_RUNS = {"evict-alone": False, "evict-rejoin": True}  # run -> whether the evicted agent comes back
-EVICTION_EPOCHS = 4
+# Long enough that the survivor, re-formed alone after the 5 s last call, still trains when the
+# recreated agent comes (jobs.rendezvous DEFAULTS)
+EVICTION_EPOCHS = 8
 
 
 @dataclass
@@ -79,8 +83,9 @@ def _evict_after_first_checkpoint(run: Run) -> None:
     elif run.evicted_exit is None and evicted.poll() is not None:
         run.evicted_exit = evicted.returncode
         run.evicted_after = round(time.time() - run.evicted_at, 1)
-        if run.rejoin:
-            run.replacement = run.job.add_agent(run.job.commands[0])
+        if run.rejoin:  # the new pod: loaded since the job began, let in now (its image is pulled)
+            (run.run_dir.parent / f"{run.name}-gate").touch()
+            run.replacement = 2
 
 
 def _agent_command(torchrun_flags: list[str], module_args: list[str]) -> list[str]:
@@ -100,7 +105,10 @@ def elastic_runs(store_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
         flags = cluster_style_torchrun_flags(store_server.endpoint, name)
         command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.training.train", train_args)
-        job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
+        commands = [command, command]
+        if EVICTION_RUNS.get(name):
+            commands.append(gated_agent_command(base / f"{name}-gate", command[3:]))
+        job = TorchrunJob(name, commands, base / "logs", agent_environment(LOGLEVEL="INFO"))
         runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name), rejoin=EVICTION_RUNS.get(name))
 
     def inject_faults():
