@@ -37,6 +37,7 @@ from base64 import b64decode, b64encode
 from datetime import datetime, timedelta, timezone
 
 from torch.distributed.elastic.rendezvous.api import (
+    RendezvousGracefulExitError,
     RendezvousHandler,
     RendezvousInfo,
     RendezvousParameters,
@@ -79,6 +80,15 @@ SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # compare_set(key, MISSING, MISSING) reads a key without blocking: on a missing key it returns
 # MISSING and writes nothing; an existing key is returned as it is. Never a base64 state.
 MISSING = "<no rendezvous state>"
+
+
+class SpareNotAdmitted(Exception):
+    """The rendezvous closed (the run is over) while this node waited as a spare: the group was full.
+
+    torch 2.13.0 turns this case (a node in the redundancy list when the rendezvous closes:
+    dynamic_rendezvous.py `_RendezvousJoinOp` raises RendezvousGracefulExitError) into a crash of its
+    launcher (launcher/api.py `launch_agent` calls `is_failed()` on the None that agent.run returned),
+    exit 1, which a controller would retry for ever; jobs.elastic.torchrun exits 3 with this line."""
 
 
 class ReseedingBackend(RendezvousBackend):
@@ -178,7 +188,12 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
         return False  # fact 10; torch reads the variable, which create_handler sets, for the rest
 
     def next_rendezvous(self) -> RendezvousInfo:
-        info = super().next_rendezvous()
+        try:
+            info = super().next_rendezvous()
+        except RendezvousGracefulExitError:
+            raise SpareNotAdmitted(
+                f"the rendezvous {self._settings.run_id} closed while this node waited as a spare: its group was "
+                f"full at {self._settings.max_nodes} nodes (--nnodes MIN:MAX admits no more agents than MAX)") from None
         self._round, self._reforming = self._state_holder.state.round, False
         return info
 
@@ -227,4 +242,4 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     return handler
 
 
-__all__ = ["BACKEND", "DEFAULT_PORT", "StoreUnavailable", "create_handler"]
+__all__ = ["BACKEND", "DEFAULT_PORT", "SpareNotAdmitted", "StoreUnavailable", "create_handler"]

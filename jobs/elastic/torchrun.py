@@ -49,6 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jobs.elastic.torchrun: {line}", file=sys.stderr, flush=True)
         termination.write_termination_message(line)
         return EXIT_STORE_UNAVAILABLE
+    except rendezvous.SpareNotAdmitted as error:
+        line = f"jobs.elastic.torchrun: {error}; exiting {exit_codes.CANNOT_CONTINUE}"
+        print(line, file=sys.stderr, flush=True)
+        termination.report_permanent(exit_codes.CANNOT_CONTINUE, line)
+        return exit_codes.CANNOT_CONTINUE
     return 0
 
 

@@ -41,7 +41,7 @@ from jobs.training.sample_trace import committed_and_lost, read_traces, traced_s
 
 DEADLINE_SECONDS = 150
 EPOCHS = 3
-BATCH = 5  # 120 images: 8 steps an epoch at 3 workers, 12 at 2, 24 alone
+BATCH = 5  # 200 images: about 14 steps an epoch at 3 workers, 20 at 2, 40 alone
 
 
 # The replacement "pod": torchrun's modules loaded (the slow part of a start on this busy machine,
@@ -137,7 +137,7 @@ def _drive_alone(run: Alone) -> None:
 @pytest.fixture(scope="module")
 def runs(store_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("preemption")
-    data_dir = make_synthetic_cifar(base / "data", train_per_class=12, test_per_class=2)
+    data_dir = make_synthetic_cifar(base / "data", train_per_class=20, test_per_class=2)
 
     # The reference runs beside the others, as a process of its own with the same one thread as
     # the "kill"/"term" processes: the same arithmetic, so their models can be compared bit for bit.
@@ -157,7 +157,7 @@ def runs(store_server, tmp_path_factory):
     alone = {}
     for name, stop_signal in [("kill", signal.SIGKILL), ("term", signal.SIGTERM)]:
         run_dir, trace_dir = base / name, base / f"{name}-trace"
-        # A checkpoint by time every 0.5 s: at least one in most epochs of 24 steps.
+        # A checkpoint by time every 0.5 s: at least one in most epochs of 40 steps.
         command = [sys.executable, "-m", "jobs.training.train", *_train_args(data_dir, run_dir, trace_dir, "--checkpoint-every-seconds", "0.5")]
         job = TorchrunJob(name, [command], base / "logs", agent_environment())
         alone[name] = Alone(name, stop_signal, run_dir, trace_dir, command, job)
