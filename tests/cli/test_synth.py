@@ -53,7 +53,7 @@ def test_components_in_the_graph_and_every_child_parented(dev):
             assert resource["name"].startswith(f"{component_name}-"), resource["name"]
     graph = (dev.directory / "graph.mmd").read_text()
     assert graph.startswith("flowchart LR")
-    assert graph.count("subgraph ") == 10 and "-->" in graph
+    assert graph.count("subgraph ") == 9 and "-->" in graph
 
 
 def test_kubernetes_objects_use_the_cluster_provider(dev):
