@@ -91,7 +91,7 @@ def test_sigterm_during_a_checkpoint_write_leaves_the_previous_checkpoint_loadab
     writer.write_text(
         "import sys, torch\n"
         "from pathlib import Path\n"
-        "from jobs import checkpoint\n"
+        "from jobs.training import checkpoint\n"
         "path = Path(sys.argv[1])\n"
         "for epoch in range(1, 10_000):\n"
         "    checkpoint.save_atomically({'epoch': epoch, 'weights': torch.full((4_000_000,), float(epoch))}, path)\n"
