@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/checkpoint_overhead.py [--workers 3] [--epochs 24] [--images-per-class 100]
 
 Starts `torchrun --standalone --nproc_per_node=WORKERS` on this file; every worker builds what
-jobs.train builds (gloo group, DistributedDataParallel workshop CNN, SGD) and trains epoch after
-epoch with jobs.loop.train_one_epoch, each epoch under one of the policies below in turn (A B C C
+jobs.training.train builds (gloo group, DistributedDataParallel workshop CNN, SGD) and trains epoch after
+epoch with jobs.training.loop.train_one_epoch, each epoch under one of the policies below in turn (A B C C
 B A ...), so drifting machine load hits all of them alike:
 
-  epoch checkpoints only   no work between steps: jobs.train with --checkpoint-every-seconds 0
+  epoch checkpoints only   no work between steps: jobs.training.train with --checkpoint-every-seconds 0
                            --no-save-on-sigterm, i.e. the loop as it was before
   every 30 s (default)     the per-step vote (an async all-reduce on the CPU control group) and a
                            checkpoint by rank 0 whenever 30 s have passed
@@ -42,15 +42,15 @@ def worker(args) -> None:
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from jobs import data
-    from jobs.distributed import WorkerPlace, join_process_group
-    from jobs.loop import TrainingData, train_one_epoch
-    from jobs.model import WorkshopCNN
-    from jobs.progress import CheckpointClock
-    from jobs.recipes import RECIPES, RunSettings, build_optimizer
-    from jobs.step_boundary import StepBoundary
-    from jobs.stopping import StopSignal
-    from jobs.transforms import Normalization
+    from jobs.data import cifar as data
+    from jobs.training.distributed import WorkerPlace, join_process_group
+    from jobs.training.loop import TrainingData, train_one_epoch
+    from jobs.training.model import WorkshopCNN
+    from jobs.training.progress import CheckpointClock
+    from jobs.training.recipes import RECIPES, RunSettings, build_optimizer
+    from jobs.elastic.step_boundary import StepBoundary
+    from jobs.elastic.stopping import StopSignal
+    from jobs.data.transforms import Normalization
 
     place = WorkerPlace.from_environment()
     device = torch.device("cpu")
@@ -67,7 +67,7 @@ def worker(args) -> None:
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
-    from jobs.progress import save_checkpoint
+    from jobs.training.progress import save_checkpoint
 
     def save(progress):
         save_checkpoint(run_dir, plain, optimizer, settings, normalization, len(split.labels), progress)
@@ -92,7 +92,7 @@ def worker(args) -> None:
 
 def measure(workers: int, epochs: int, images_per_class: int, batch_size: int) -> list[dict]:
     """Run the workers; one {"policy", "epoch", "steps_per_second"} per epoch."""
-    from jobs import data
+    from jobs.data import cifar as data
     from tests.jobs.torchrun_harness import agent_environment
 
     with tempfile.TemporaryDirectory() as scratch:

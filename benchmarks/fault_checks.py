@@ -2,12 +2,12 @@
 
     .venv/bin/python benchmarks/fault_checks.py [--images-per-class 5000] [--epochs 3] [--skip-data]
 
-1. Training steps/s with the finiteness check of the loss (jobs.loop: one read of the running loss
+1. Training steps/s with the finiteness check of the loss (jobs.training.loop: one read of the running loss
    sum per --log-every steps, 50 by default) against the loop with the check replaced by nothing
    (before), and with a check every step (the worst case), epochs interleaved.
-2. One checkpoint save and load with the content SHA-256 (jobs.checkpoint) against without.
-3. The data check on a CIFAR-10-sized folder (5000 images per class: 184 MB): jobs.prepare's recheck
-   of every file's SHA-256 (MB/s), and jobs.train's load of the training split with its
+2. One checkpoint save and load with the content SHA-256 (jobs.training.checkpoint) against without.
+3. The data check on a CIFAR-10-sized folder (5000 images per class: 184 MB): jobs.data.prepare's recheck
+   of every file's SHA-256 (MB/s), and jobs.training.train's load of the training split with its
    in-read check against without.
 """
 
@@ -25,13 +25,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs import checkpoint, data, data_record, loop  # noqa: E402
-from jobs.distributed import WorkerPlace  # noqa: E402
-from jobs.loop import TrainingData, train_one_epoch  # noqa: E402
-from jobs.model import WorkshopCNN  # noqa: E402
-from jobs.recipes import RECIPES, RunSettings, build_optimizer  # noqa: E402
-from jobs.runtime import choose_device, configure_cpu_threads  # noqa: E402
-from jobs.transforms import Normalization  # noqa: E402
+from jobs.training import checkpoint
+from jobs.data import cifar as data
+from jobs.data import data_record
+from jobs.training import loop  # noqa: E402
+from jobs.training.distributed import WorkerPlace  # noqa: E402
+from jobs.training.loop import TrainingData, train_one_epoch  # noqa: E402
+from jobs.training.model import WorkshopCNN  # noqa: E402
+from jobs.training.recipes import RECIPES, RunSettings, build_optimizer  # noqa: E402
+from jobs.training.runtime import choose_device, configure_cpu_threads  # noqa: E402
+from jobs.data.transforms import Normalization  # noqa: E402
 
 CHECK = loop.check_finite_loss
 

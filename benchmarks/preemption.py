@@ -1,27 +1,29 @@
-"""What a preemption costs: goodput of jobs.train under preemption, before and after checkpoints by time.
+"""What a preemption costs: goodput of jobs.training.train under preemption, before and after checkpoints by time.
 
     .venv/bin/python benchmarks/preemption.py [--scale 0.1] [--images-per-class 200] [--epochs 5]
 
-The local harness of tests/jobs: a real etcd, 3 torchrun agents started as the worker pods start
-them (jobs.agent, --nnodes=2:3, etcd rendezvous with torch's default timeouts), training on
+The local harness of tests/jobs: the real rendezvous store, 3 torchrun agents started as the worker
+pods start them (jobs.elastic.agent, --nnodes=2:3, our rendezvous with its default timeouts), training on
 generated CIFAR-format data with a trace of every step (--trace-samples). Every `300 s x scale` of
 a group's training (the issue's one preemption per 5 minutes, scaled down) the agent of rank 1 is
 preempted and, once it has exited, a new agent with the same command starts (the recreated pod,
 with a node ready at once). Three runs, one after the other:
 
   SIGTERM, before   epoch checkpoints only (--checkpoint-every-seconds 0 --no-save-on-sigterm):
-                    what jobs.train did before; the agent gets SIGTERM as on a Spot notice
+                    what jobs.training.train did before; the agent gets SIGTERM as on a Spot notice
   SIGTERM, after    checkpoints every 30 s x scale, saving on SIGTERM
   SIGKILL, after    the same, but the agent and its worker are killed: a node lost without notice
 
-From each run's trace and history.jsonl (jobs.sample_trace): steps computed, the steps the final
+From each run's trace and history.jsonl (jobs.training.sample_trace): steps computed, the steps the final
 model contains (useful), goodput = useful / computed; per preemption the work lost (seconds of
 steps computed and thrown away) and the re-formation (seconds from the old group's last step to
-the new group's first). Time is scaled; torch's and etcd's re-formation costs (a 10 s keep-alive,
-process start-up) are not, so they weigh 1 / scale times more here than on a cluster.
+the new group's first). Time is scaled; the re-formation costs (a lost node's heartbeat expiring,
+the last call, process start-up) are not, so they weigh 1 / scale times more here than on a cluster.
 
 Before those, the loop's throughput with and without checkpoints by time, in the same workers
-(benchmarks/checkpoint_overhead.py).
+(benchmarks/checkpoint_overhead.py). After them, the unannounced loss of a node with nothing to
+replace it, a join and a restart of the store, each timed to the new group's first step
+(benchmarks/reformation.py; `--no-reformation` skips them).
 """
 
 from __future__ import annotations
@@ -41,21 +43,23 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jobs import checkpoint, data  # noqa: E402
-from jobs.model import WorkshopCNN  # noqa: E402
-from jobs.progress import Progress, save_checkpoint  # noqa: E402
-from jobs.recipes import RunSettings, build_optimizer  # noqa: E402
-from jobs.sample_trace import TracedStep, committed_and_lost, read_traces, traced_steps  # noqa: E402
-from jobs.transforms import Normalization  # noqa: E402
+from jobs.training import checkpoint
+from jobs.data import cifar as data  # noqa: E402
+from jobs.training.model import WorkshopCNN  # noqa: E402
+from jobs.training.progress import Progress, save_checkpoint  # noqa: E402
+from jobs.training.recipes import RunSettings, build_optimizer  # noqa: E402
+from jobs.training.sample_trace import TracedStep, committed_and_lost, read_traces, traced_steps  # noqa: E402
+from jobs.data.transforms import Normalization  # noqa: E402
 import checkpoint_overhead  # noqa: E402  (beside this file)
+import reformation  # noqa: E402  (beside this file)
 from tests.jobs.torchrun_harness import (  # noqa: E402
-    EtcdServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
+    StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
     worker_rank,
 )  # fmt: skip
 
 WORLD = 3
 PREEMPT_EVERY_SECONDS = 300.0  # the issue's rate: one preemption per 5 minutes of training
-CHECKPOINT_EVERY_SECONDS = 30.0  # jobs.train's default
+CHECKPOINT_EVERY_SECONDS = 30.0  # jobs.training.train's default
 
 
 @dataclass
@@ -98,7 +102,7 @@ def _preempt(run: Run, every: float, epochs: int) -> None:
         return
     for index, agent in enumerate(job.agents):
         if agent.poll() is None and any(worker_rank(pid) == 1 for pid in descendants_of(agent.pid)):
-            if run.stop_signal == signal.SIGKILL:  # the node is gone: worker, torchrun and jobs.agent
+            if run.stop_signal == signal.SIGKILL:  # the node is gone: worker, torchrun and jobs.elastic.agent
                 for pid in reversed(descendants_of(agent.pid)):
                     os.kill(pid, signal.SIGKILL)
             agent.send_signal(run.stop_signal)
@@ -108,12 +112,12 @@ def _preempt(run: Run, every: float, epochs: int) -> None:
             return
 
 
-def execute(run: Run, etcd: EtcdServer, data_dir: Path, args) -> None:
+def execute(run: Run, store: StoreServer, data_dir: Path, args) -> None:
     train_args = ["--data", str(data_dir), "--run-dir", str(run.run_dir), "--epochs", str(args.epochs),
                   "--batch-size", str(args.batch_size), "--log-every", "1000", "--pg-timeout", "20",
                   "--trace-samples", str(run.trace_dir), *run.policy]  # fmt: skip
-    flags = cluster_style_torchrun_flags(etcd.endpoint, run.name.replace(" ", "-"), max_restarts=20, nnodes=f"2:{WORLD}")
-    command = [sys.executable, "-m", "jobs.agent", *flags, "-m", "jobs.train", *train_args]
+    flags = cluster_style_torchrun_flags(store.endpoint, run.name.replace(" ", "-"), max_restarts=20, nnodes=f"2:{WORLD}")
+    command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
     run.job = TorchrunJob(run.name.replace(" ", "-"), [command] * WORLD, run.directory / "logs", agent_environment())
     every = PREEMPT_EVERY_SECONDS * args.scale
     started = time.monotonic()
@@ -191,6 +195,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--throughput-epochs", type=int, default=24, help="timed epochs of the throughput measurement")
     parser.add_argument("--deadline", type=float, default=900, help="seconds per run before it is killed")
+    parser.add_argument("--no-reformation", action="store_true", help="skip benchmarks/reformation.py's cases")
+    parser.add_argument("--reformation-repeats", type=int, default=2, help="runs of each re-formation case")
     args = parser.parse_args()
     interval = CHECKPOINT_EVERY_SECONDS * args.scale
     before = ["--checkpoint-every-seconds", "0", "--no-save-on-sigterm"]
@@ -211,14 +217,17 @@ def main() -> None:
         ]
         print(f"preemption every {PREEMPT_EVERY_SECONDS * args.scale:g} s of training, checkpoint interval "
               f"{interval:g} s (scale {args.scale:g}), {args.epochs} epochs", flush=True)  # fmt: skip
-        etcd = EtcdServer(base / "etcd").start()
+        store = StoreServer(base / "store").start()
         try:
             for run in runs:
-                execute(run, etcd, data_dir, args)
+                execute(run, store, data_dir, args)
             results = {run.name: analyse(run) for run in runs}
         finally:
-            etcd.stop()
+            store.stop()
     report(runs, results, rates, interval, saving)
+    if not args.no_reformation:
+        print("\nre-formation (benchmarks/reformation.py):", flush=True)
+        reformation.report(reformation.measure(args.reformation_repeats))
 
 
 def report(runs: list[Run], results: dict[str, Result], rates: list[dict], interval: float, saving: float) -> None:

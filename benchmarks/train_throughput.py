@@ -1,9 +1,9 @@
-"""Training images/s of jobs.train's loop next to a plain reimplementation of the workshop's
+"""Training images/s of jobs.training.train's loop next to a plain reimplementation of the workshop's
 loop, on the same generated data, model and machine, in one run.
 
     .venv/bin/python benchmarks/train_throughput.py [--images-per-class 128] [--epochs 2] [--workers N]
 
-- jobs.train: the data set is one in-memory uint8 tensor; each step indexes a batch and
+- jobs.training.train: the data set is one in-memory uint8 tensor; each step indexes a batch and
   augments / normalises it with a few tensor operations (train_one_epoch, measured as is).
 - workshop: float32 TensorDataset of pixels / 255, DataLoader(shuffle, num_workers, pin_memory
   on GPU), SGD, `loss.item()` every step, as in the workshop's cifar10-model-train.py.
@@ -30,17 +30,18 @@ from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs import data, sampling  # noqa: E402
-from jobs.distributed import WorkerPlace  # noqa: E402
-from jobs.loop import TrainingData, train_one_epoch  # noqa: E402
-from jobs.model import WorkshopCNN  # noqa: E402
-from jobs.recipes import RECIPES, RunSettings, build_optimizer  # noqa: E402
-from jobs.runtime import choose_device, configure_cpu_threads  # noqa: E402
-from jobs.transforms import Normalization, random_flip_and_crop  # noqa: E402
+from jobs.data import cifar as data
+from jobs.data import sampling  # noqa: E402
+from jobs.training.distributed import WorkerPlace  # noqa: E402
+from jobs.training.loop import TrainingData, train_one_epoch  # noqa: E402
+from jobs.training.model import WorkshopCNN  # noqa: E402
+from jobs.training.recipes import RECIPES, RunSettings, build_optimizer  # noqa: E402
+from jobs.training.runtime import choose_device, configure_cpu_threads  # noqa: E402
+from jobs.data.transforms import Normalization, random_flip_and_crop  # noqa: E402
 
 
 def jobs_train_epoch(split: data.CifarSplit, recipe: str, batch_size: int, device: torch.device, epoch: int):
-    """One epoch of jobs.train's own loop; returns (images, seconds)."""
+    """One epoch of jobs.training.train's own loop; returns (images, seconds)."""
     settings = RunSettings(recipe, epochs=100, batch_size=batch_size, lr=RECIPES[recipe].default_lr, seed=0)
     images = torch.from_numpy(split.images).to(device)
     normalization = Normalization.measured_on(images) if RECIPES[recipe].normalize else Normalization.unit_scale_only()
@@ -98,7 +99,7 @@ def input_pipeline_rates(split: data.CifarSplit, batch_size: int, workers: int, 
         for batch, _ in loader:
             seen += batch.shape[0]
     theirs = seen / (time.perf_counter() - started)
-    return {"jobs.train (index + flip + crop + normalise, in memory)": ours,
+    return {"jobs.training.train (index + flip + crop + normalise, in memory)": ours,
             f"workshop (DataLoader, {workers} workers, no augmentation)": theirs}  # fmt: skip
 
 
@@ -117,9 +118,9 @@ def main() -> None:
         split = data.load_split(Path(scratch) / data.FOLDER_NAME, "train")
 
     loops = {
-        "jobs.train, improved recipe (normalise + flip + crop)":
+        "jobs.training.train, improved recipe (normalise + flip + crop)":
             lambda epoch: jobs_train_epoch(split, "improved", args.batch_size, device, epoch),
-        "jobs.train, workshop recipe (pixels / 255 only)":
+        "jobs.training.train, workshop recipe (pixels / 255 only)":
             lambda epoch: jobs_train_epoch(split, "workshop", args.batch_size, device, epoch),
         f"workshop loop (TensorDataset + DataLoader, {args.workers} workers)":
             lambda epoch: workshop_epoch(split, args.batch_size, args.workers, device),

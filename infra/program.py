@@ -16,7 +16,6 @@ from infra.components.elastic_controller import ElasticController, ElasticContro
 from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
 from infra.components.network import Network, NetworkArgs
 from infra.components.registry import Registry, RegistryArgs
-from infra.components.rendezvous_volume import RendezvousVolume, RendezvousVolumeArgs
 from infra.specs import capacity as capacity_specs
 from infra.specs import workloads as workload_specs
 from infra.components.storage import Storage, StorageArgs
@@ -42,15 +41,15 @@ def build(settings: Settings) -> dict[str, pulumi.Input]:
 def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
     """target existing: the same Kubernetes objects in a cluster someone already runs; no AWS at all."""
     cluster = ExistingCluster("cluster", ExistingClusterArgs(settings))
-    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider))
-    volume = SharedVolume("storage", SharedVolumeArgs(settings, cluster.provider, elastic.workload_namespace))
     image_ref = pulumi.Output.from_input(settings.image_uri)
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, image_ref))
+    volume = SharedVolume("storage", SharedVolumeArgs(settings, cluster.provider, elastic.workload_namespace))
     controller = ElasticController("elastic-controller", ElasticControllerArgs(
         settings, cluster.provider, image_ref,
         [elastic.crd, elastic.workload_namespace, *elastic.workload_policies, volume.claim]))
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, image_ref, kube_context=cluster.context,
-        prerequisites=[volume.claim, elastic.crd, controller.deployment, elastic.etcd]))
+        prerequisites=[volume.claim, elastic.crd, controller.deployment, elastic.store]))
     context = f" --context {cluster.context}" if cluster.context else ""
     outputs = {"kubeconfig": cluster.kubeconfig, "kubeContext": cluster.context, "imageRef": image_ref,
                **_run_outputs(settings, workloads, f"kubectl --kubeconfig {cluster.kubeconfig}{context}")}
@@ -68,17 +67,14 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
         settings, capacity_specs.worker_pool(settings, zones), cluster.eks_cluster_name, cluster.oidc_provider_arn,
         cluster.oidc_issuer, network.private_subnet_ids, cluster.node_security_group_id, cluster.provider,
         cluster.system_nodes))
-    # System pods wait for the nodes they run on: the on-demand system group (cluster.py).
-    etcd_volume = RendezvousVolume("rendezvous", RendezvousVolumeArgs(
-        settings, cluster.eks_cluster_name, cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider,
-        cluster.system_nodes))
-    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, cluster.system_nodes,
-                                             etcd_volume.storage_class_name, etcd_volume.storage_class))
+    registry = Registry("registry", RegistryArgs(settings))
+    # System pods wait for the nodes they run on: the on-demand system group (cluster.py). The
+    # rendezvous store runs the training image.
+    elastic = Elastic("elastic", ElasticArgs(settings, cluster.provider, registry.image_ref, cluster.system_nodes))
     storage = Storage("storage", StorageArgs(
         settings, network.vpc_id, network.private_subnet_ids, cluster.node_security_group_id, cluster.eks_cluster_name,
         cluster.oidc_provider_arn, cluster.oidc_issuer, cluster.provider, elastic.workload_namespace, cluster.system_nodes))
     addons = Addons("addons", AddonsArgs(settings, cluster.eks_cluster_name, cluster.system_nodes))
-    registry = Registry("registry", RegistryArgs(settings))
     controller = ElasticController("elastic-controller", ElasticControllerArgs(
         settings, cluster.provider, registry.image_ref,
         [elastic.crd, elastic.workload_namespace, *elastic.workload_policies, storage.claim, storage.csi_driver,
@@ -90,7 +86,7 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
-        prerequisites=[storage.claim, storage.csi_driver, elastic.crd, controller.deployment, elastic.etcd,
+        prerequisites=[storage.claim, storage.csi_driver, elastic.crd, controller.deployment, elastic.store,
                        addons.metrics_server, capacity.node_pool, *gpu_support],
         artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
     results = pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id))

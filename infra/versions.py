@@ -66,23 +66,15 @@ def eks_support_phase(version: str, today: date) -> str:
 # answer the lookup with them, as offline placeholders.
 EFS_CSI_ADDON = "aws-efs-csi-driver"
 METRICS_SERVER_ADDON = "metrics-server"
-EBS_CSI_ADDON = "aws-ebs-csi-driver"  # etcd's volume (infra/components/rendezvous_volume.py)
 EFS_CSI_ADDON_VERSION = "v2.1.10-eksbuild.1"
 METRICS_SERVER_ADDON_VERSION = "v0.8.0-eksbuild.2"
-# Read in `aws eks describe-addon-versions` output quoted in antonputra/tutorials PR #165
-# (2023-05-10); an old build, so preflight's addon-versions check says which one `up` installs.
-EBS_CSI_ADDON_VERSION = "v1.18.0-eksbuild.1"
 # CoreDNS as an EKS add-on (infra/components/addons.py): the EKS user guide's "CoreDNS versions" table
 # (docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html) lists v1.12.4-eksbuild.1 as the
 # latest for Kubernetes 1.33 and 1.34; an offline placeholder like the others.
 COREDNS_ADDON = "coredns"
 COREDNS_ADDON_VERSION = "v1.12.4-eksbuild.1"
 OFFLINE_ADDON_VERSIONS = {EFS_CSI_ADDON: EFS_CSI_ADDON_VERSION, METRICS_SERVER_ADDON: METRICS_SERVER_ADDON_VERSION,
-                          COREDNS_ADDON: COREDNS_ADDON_VERSION, EBS_CSI_ADDON: EBS_CSI_ADDON_VERSION}
-
-# etcd for torchrun's etcd rendezvous: must stay on 3.5.x, the last line with the v2 API
-# (--enable-v2) that python-etcd speaks; 3.6 removed it.
-ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.19"
+                          COREDNS_ADDON: COREDNS_ADDON_VERSION}
 
 # Managed node AMI family (x86-64, the training image's platform below).
 NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"

@@ -160,7 +160,7 @@ def run(
 
     skip_interpreter_teardown: end with os._exit once output is flushed, running no
     destructors. For torchrun workers, whose process group must not be torn down (see
-    jobs.distributed.join_process_group). Everything a run writes is fsynced before main() returns.
+    jobs.training.distributed.join_process_group). Everything a run writes is fsynced before main() returns.
     """
     if clean_up_on_sigterm:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)

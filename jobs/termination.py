@@ -1,12 +1,12 @@
 """Where a failure that a retry cannot fix is said, besides the log: the container's termination
-message, and a note to jobs.agent so that torchrun does not restart its workers for nothing.
+message, and a note to jobs.elastic.agent so that torchrun does not restart its workers for nothing.
 
 - The kubelet copies the file the container's terminationMessagePath names (the default,
   /dev/termination-log, unless the spec sets another; Kubernetes API: Container
   .terminationMessagePath, at most 4096 bytes read) into the pod's status,
   `state.terminated.message`. It exists only inside a container, so outside one nothing is written.
   JOBS_TERMINATION_LOG names another path (a spec that sets its own terminationMessagePath, or a test).
-- jobs.agent sets JOBS_PERMANENT_FAILURE_FILE for its torchrun: a worker that fails permanently
+- jobs.elastic.agent sets JOBS_PERMANENT_FAILURE_FILE for its torchrun: a worker that fails permanently
   (exit 2 or 3) writes "<code> <line>" there, and the agent then stops torchrun instead of letting it
   restart the group --max_restarts times, each failing the same way, and exits with that code.
 """
@@ -40,7 +40,7 @@ def write_termination_message(message: str, path: Path | None = None) -> bool:
 
 
 def tell_agent(exit_code: int, line: str) -> None:
-    """Tell the jobs.agent above this worker (if any) that it failed permanently; the first
+    """Tell the jobs.elastic.agent above this worker (if any) that it failed permanently; the first
     worker to fail wins, the others' lines only reach their own logs."""
     notice = os.environ.get(PERMANENT_FAILURE_FILE_ENV)
     if not notice:

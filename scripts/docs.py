@@ -147,13 +147,15 @@ def command_reference(name: str) -> str:
             f"**Exit status**\n\n{statuses}\n")
 
 
-JOBS = ("prepare", "train", "evaluate", "export")
+# The jobs' reference blocks in docs/commands/jobs.md, by block name: the module under jobs/.
+JOBS = {"prepare": "data.prepare", "train": "training.train", "evaluate": "results.evaluate", "export": "results.export",
+        "store_server": "elastic.store_server"}
 
 
 def job_reference(name: str) -> str:
     import importlib
 
-    return parser_reference(importlib.import_module(f"jobs.{name}").build_parser())
+    return parser_reference(importlib.import_module(f"jobs.{JOBS[name]}").build_parser())
 
 
 def blocks() -> list[Block]:

@@ -11,7 +11,6 @@ bash scripts/build-tools.sh >"$tools_log" 2>&1 &
 tools_pid=$!
 trap 'kill "$tools_pid" 2>/dev/null || true; rm -f "$tools_log"' EXIT
 
-bash scripts/install-system-deps.sh
 bash scripts/setup.sh
 bash scripts/setup-scanners.sh
 if ! wait "$tools_pid"; then
@@ -23,6 +22,6 @@ grep '^build-tools:' "$tools_log" || true
 
 # Two worker processes, whole files to each (module fixtures such as the concurrent torchrun jobs
 # run once) and the whole cluster tier to one (its control plane starts once): tests/conftest.py
-# gives every test its group. The torchrun tests spend much of their time waiting, which the other
+# gives every test its group. The torchrun tests spend much of their time waiting on the rendezvous, which the other
 # files fill.
 .venv/bin/python -m pytest -q -n 2 --dist loadgroup "$@"

@@ -93,9 +93,9 @@ def test_synth_local_counts(synth_stack):
                             "Role", "RoleBinding", "ServiceAccount", "Deployment", "Deployment", "Service",
                             "NetworkPolicy", "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
                             "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob",
-                            # etcd's volume, its disruption budget and priority (issue 22)
-                            "PersistentVolumeClaim", "PodDisruptionBudget", "PriorityClass"])
-    assert len(synth.resources) == 31  # 23 objects, the provider, the wait, 2 Jobs' guards, 4 components
+                            # the rendezvous store's disruption budget and priority (issue 22); no volume (issue 31)
+                            "PodDisruptionBudget", "PriorityClass"])
+    assert len(synth.resources) == 30  # 22 objects, the provider, the wait, 2 Jobs' guards, 4 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
         "ExistingCluster", "Elastic", "SharedVolume", "Workloads"}
     pvc = next(m for m in synth.manifests if m["kind"] == "PersistentVolumeClaim" and m["spec"]["resources"]["requests"]["storage"] == "5Gi")

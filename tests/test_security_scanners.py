@@ -59,9 +59,6 @@ REVIEWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
     "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
-    # etcd's volume (infra/components/rendezvous_volume.py): the EKS user guide's policy for the EBS CSI
-    # driver's IRSA role; its volume and snapshot actions carry ebs.csi.aws.com tag conditions.
-    "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
 }
 # The only pod that talks to the Kubernetes API, so the only one with a service account token.
 API_CLIENT_SERVICE_ACCOUNTS = {elastic_specs.CONTROLLER_NAME}
@@ -379,23 +376,23 @@ def admitted_from(policies: list[dict[str, Any]], target: dict[str, str], source
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_network_policies_admit_only_what_is_needed(rendered, stack):
-    """Every pod is selected by an ingress policy; etcd (unauthenticated) admits only training
-    workers, on its client port; workers reach each other; nothing else gets in."""
+    """Every pod is selected by an ingress policy; the rendezvous store (unauthenticated) admits only
+    training workers, on its port; workers reach each other; nothing else gets in."""
     synth = rendered[stack]
     for obj, template in all_pods(synth):
         namespace = obj["metadata"]["namespace"]
         assert [p for p in ingress_policies(synth, namespace) if selects(p["spec"]["podSelector"], template["metadata"]["labels"])], (
             f"no ingress NetworkPolicy selects the pods of {obj['kind']}/{obj['metadata']['name']}")
-    namespace, etcd = pod_labels(synth, "Deployment", "rendezvous")
+    namespace, store = pod_labels(synth, "Deployment", "rendezvous")
     _, worker = pod_labels(synth, "ElasticJob", elastic_specs.TRAINING_COMPONENT)
     _, prep = pod_labels(synth, "Job", "data-prep")
     _, evaluation = pod_labels(synth, "Job", "evaluation")
     _, controller = pod_labels(synth, "Deployment", "elastic-controller")
     policies = ingress_policies(synth, namespace)
-    assert admitted_from(policies, etcd, worker, elastic_specs.ETCD_CLIENT_PORT)
+    assert admitted_from(policies, store, worker, elastic_specs.STORE_PORT)
     assert admitted_from(policies, worker, worker, 29500)
     for outsider in (prep, evaluation, {"run": "debug-shell"}):
-        assert not admitted_from(policies, etcd, outsider, elastic_specs.ETCD_CLIENT_PORT), outsider
+        assert not admitted_from(policies, store, outsider, elastic_specs.STORE_PORT), outsider
         assert not admitted_from(policies, worker, outsider, 29500), outsider
     for inside in (prep, evaluation):
         assert not admitted_from(policies, inside, worker), inside
@@ -532,5 +529,5 @@ def test_security_doc_lists_every_suppression():
     text = (REPO / "docs" / "security.md").read_text()
     missing = [row for row in markdown_rows() if row not in text]
     assert not missing, "docs/security.md lacks suppression rows (regenerate: .venv/bin/python scripts/docs.py):\n" + "\n".join(missing)
-    for topic in ("retainData", "apiAllowedCidrs", "etcd", "NetworkPolicy", "Threat model"):
+    for topic in ("retainData", "apiAllowedCidrs", "rendezvous store", "NetworkPolicy", "Threat model"):
         assert topic in text, topic

@@ -456,7 +456,7 @@ def test_preview_trigger_is_pull_request_with_paths_filter():
         "images/Dockerfile",
         "images/requirements.txt",
         "images/base/entrypoint.sh",
-        "jobs/train.py",
+        "jobs/training/train.py",
         "jobs/elastic/launcher.py",
         "Pulumi.yaml",
         "pyproject.toml",
@@ -766,7 +766,7 @@ def preview_inputs() -> set[str]:
 def test_preview_paths_filter_covers_what_the_program_and_image_read():
     patterns = triggers(load("preview.yml"))["pull_request"]["paths"]
     inputs = preview_inputs()
-    assert ".dockerignore" in inputs and "jobs/train.py" in inputs and "infra/components/registry.py" in inputs
+    assert ".dockerignore" in inputs and "jobs/training/train.py" in inputs and "infra/components/registry.py" in inputs
     missed = sorted(path for path in inputs if not paths_filter_matches(patterns, path))
     assert not missed, f"a change to these files must trigger preview.yml (add them to `paths:`): {missed}"
 
@@ -835,7 +835,7 @@ def test_e2e_runs_on_pull_requests_touching_the_program_and_nightly():
     on = triggers(load("e2e-kind.yml"))
     assert set(on) == {"pull_request", "schedule"}, sorted(on)
     patterns = on["pull_request"]["paths"]
-    for changed in ["infra/program.py", "infra/specs/workloads.py", "jobs/train.py", "images/Dockerfile",
+    for changed in ["infra/program.py", "infra/specs/workloads.py", "jobs/training/train.py", "images/Dockerfile",
                     "stacks/Pulumi.local.yaml", ".github/workflows/e2e-kind.yml"]:
         assert paths_filter_matches(patterns, changed), changed
     for changed in ["README.md", "tests/test_workflows.py"]:

@@ -13,7 +13,7 @@ of the two), which is what `pod_request` below computes from a manifest's pod sp
 | efs-csi-node (EFS CSI add-on) | none | kubernetes-sigs/aws-efs-csi-driver @ a4fc67600be60d0f8350dc9459e55ff04e9aa944 (chart 4.4.1, driver v3.4.1): charts/aws-efs-csi-driver/values.yaml `node.resources: {}` and `{}` for both sidecars, deploy/kubernetes/base/node-daemonset.yaml sets none; tolerations `operator: Exists` |
 | nvidia-device-plugin (ours, GPU nodes only) | 50m cpu, 64Mi memory | infra/specs/gpu.py `device_plugin_daemonset`; tests/test_node_daemonsets.py checks the two agree |
 
-Karpenter, metrics-server, CoreDNS, the controller, etcd and the CSI controllers are Deployments
+Karpenter, metrics-server, CoreDNS, the controller, the rendezvous store and the CSI controllers are Deployments
 that run on the on-demand system nodes only (the worker nodes carry a taint they do not tolerate),
 beside the data-prep, test and export Jobs: infra/aws/system_pods.py lists them, and
 infra/config/node_fit.py `check_side_jobs_fit` sums both tables. The worker nodes run the

@@ -4,7 +4,7 @@ prepare -> train (2 local workers, torchrun) -> evaluate: the same jobs/ code th
   elastic-training local             generated data in CIFAR-10's format (works offline)
   elastic-training local --cifar10   the real CIFAR-10 (downloads 170 MB, checks its MD5)
 Each call is a new run, runs/<data>/run-<n>/ (model.pt, metrics.json); `--run-id run-<n>` goes back
-to one: it resumes an unfinished run and only re-evaluates a finished one (jobs.train trains nothing
+to one: it resumes an unfinished run and only re-evaluates a finished one (jobs.training.train trains nothing
 in a run directory that holds model.pt).
 
 Exit status: 0 done; the failing step's own status otherwise; 2 usage.
@@ -50,12 +50,12 @@ def steps(cifar10: bool, epochs: int | None, python: str = sys.executable, run_i
     source, default_epochs, batch = ([], 10, 128) if cifar10 else (["--synthetic", "100"], 3, 50)
     data, run = f"data/{name}/cifar-10-batches-py", f"runs/{name}/{run_id}"
     return [
-        [python, "-m", "jobs.prepare", "--dest", f"data/{name}", *source],
+        [python, "-m", "jobs.data.prepare", "--dest", f"data/{name}", *source],
         # torchrun is torch.distributed.run's console script; the module form needs no PATH.
         [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2",
-         "-m", "jobs.train", "--data", data, "--run-dir", run, "--epochs", str(epochs or default_epochs),
+         "-m", "jobs.training.train", "--data", data, "--run-dir", run, "--epochs", str(epochs or default_epochs),
          "--batch-size", str(batch)],
-        [python, "-m", "jobs.evaluate", "--data", data, "--model", f"{run}/model.pt", "--metrics-out", f"{run}/metrics.json"],
+        [python, "-m", "jobs.results.evaluate", "--data", data, "--model", f"{run}/model.pt", "--metrics-out", f"{run}/metrics.json"],
     ]
 
 

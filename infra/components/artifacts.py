@@ -1,5 +1,5 @@
 """Artifacts: the stack's S3 bucket that every run's model and metrics are exported to
-(jobs.export, run by the export Job in infra/components/workloads.py).
+(jobs.results.export, run by the export Job in infra/components/workloads.py).
 
 pulumi-aws 7.51.1 names: `aws.s3.Bucket` (its `BucketV2` is "deprecated in favor of s3.Bucket",
 pulumi_aws/s3/bucket_v2.py), and one resource per bucket setting (BucketVersioning,
@@ -10,7 +10,7 @@ BucketPolicy, BucketLifecycleConfiguration) instead of the Bucket's deprecated i
   the lifecycle rule expires noncurrent versions after NONCURRENT_VERSION_DAYS and aborts
   multipart uploads left incomplete (an interrupted large upload would otherwise be billed forever).
 - Default encryption SSE-S3 (AES256): with SSE-KMS, reading an object's checksum back (HeadObject
-  with ChecksumMode, what jobs.export compares) also needs kms:Decrypt (botocore 1.44.5 s3 model,
+  with ChecksumMode, what jobs.results.export compares) also needs kms:Decrypt (botocore 1.44.5 s3 model,
   HeadObject ChecksumMode documentation), and the export role would need a key policy too.
 - Every public access blocked, ACLs off (BucketOwnerEnforced), and a policy that denies every
   request not made over TLS (`aws:SecureTransport` false).
@@ -55,10 +55,10 @@ def deny_insecure_transport_policy(bucket_arn: str) -> str:
 
 def export_policy(bucket: str, run_id: str) -> str:
     """What the export Job's role may do: write and read back objects of this run's prefix only.
-    s3:GetObject because HeadObject (jobs.export's "is it already there, with this checksum?")
+    s3:GetObject because HeadObject (jobs.results.export's "is it already there, with this checksum?")
     requires it (botocore 1.44.5 s3 model, HeadObject: "To use HEAD, you must have the
     s3:GetObject permission"). No s3:ListBucket: without it HeadObject of a missing key answers 403
-    instead of 404 (same documentation), which jobs.export treats as "not there yet"."""
+    instead of 404 (same documentation), which jobs.results.export treats as "not there yet"."""
     return json.dumps({
         "Version": "2012-10-17",
         "Statement": [{

@@ -181,9 +181,9 @@ class Cluster(pulumi.ComponentResource):
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                     id=node_template.id, version=node_template.latest_version.apply(str)),
                 scaling_config=scaling,
-                # etcd's disruption budget (infra/specs/rendezvous_store.py) holds a drain; an update
+                # the rendezvous store's disruption budget (infra/specs/rendezvous_store.py) holds a drain; an update
                 # that could not drain fails after 15 minutes unless forced (EKS user guide,
-                # "Understand each phase of node updates"); forced, it moves etcd last.
+                # "Understand each phase of node updates"); forced, it moves the store last.
                 force_update_version=True,
                 capacity_type="ON_DEMAND",
                 labels=labels,
@@ -192,7 +192,7 @@ class Cluster(pulumi.ComponentResource):
             )
 
         # One small on-demand group on every stack, for everything that makes the job correct (CoreDNS,
-        # metrics-server, Karpenter, the controller, etcd, the CSI controller, the Jobs): a Spot
+        # metrics-server, Karpenter, the controller, the rendezvous store, the CSI controller, the Jobs): a Spot
         # preemption can only take worker nodes, which Karpenter launches (infra/components/capacity.py).
         count = settings.system_node_count
         self.system_nodes = node_group(

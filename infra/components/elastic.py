@@ -1,6 +1,6 @@
-"""Elastic: the ElasticJob CRD, the workloads' namespace, the etcd service torchrun rendezvous
-through, and the NetworkPolicies that limit who reaches etcd and the training pods. The controller
-itself (it needs the image and the shared volume) is ElasticController (elastic_controller.py)."""
+"""Elastic: the ElasticJob CRD, the workloads' namespace, the rendezvous store torchrun's agents
+rendezvous through, and the NetworkPolicies that limit who reaches the store and the training pods.
+The controller itself (it needs the image and the shared volume) is ElasticController (elastic_controller.py)."""
 
 from __future__ import annotations
 
@@ -13,25 +13,23 @@ from infra.components.k8s_object import KubernetesObject
 from infra.components.naming import component_type
 from infra.specs import elastic as specs
 from infra.specs import rendezvous_store
+from infra.specs.workloads import pull_policy
 
 
 @dataclass
 class ElasticArgs:
     settings: Settings
     provider: pulumi.ProviderResource
-    # The Deployments (etcd here, the controller in elastic_controller.py) wait for nodes: without any, their pods stay Pending and
+    # The training image: the rendezvous store runs its jobs.elastic.store_server.
+    image: pulumi.Input[str]
+    # The store's Deployment (and the controller's, in elastic_controller.py) waits for nodes: without any, its pod stays Pending and
     # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.
     nodes: pulumi.Resource | None = None
-    # The StorageClass of etcd's volume, and what must exist before a claim of it can be served
-    # (target eks: the EBS class and its driver, infra/components/rendezvous_volume.py); an
-    # existing cluster's is its storageClassName, already there.
-    etcd_storage_class: str | None = None
-    etcd_storage: pulumi.Resource | None = None
 
 
 class Elastic(pulumi.ComponentResource):
     crd: KubernetesObject
-    etcd: KubernetesObject
+    store: KubernetesObject
     workload_namespace: KubernetesObject
     workload_policies: list[KubernetesObject]  # every pod of the namespace comes after them
 
@@ -50,17 +48,13 @@ class Elastic(pulumi.ComponentResource):
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
                                           depends_on=[self.workload_namespace, *workload_policies])
         after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))
-        # etcd: its priority class (cluster-scoped) and claim exist before its pod (rendezvous_store.py).
-        priority = KubernetesObject(f"{name}-etcd-priorityclass", rendezvous_store.priority_class(), in_cluster)
-        storage = [args.etcd_storage] if args.etcd_storage is not None else []
-        etcd_objects = {obj["kind"]: obj for obj in
-                        specs.etcd_objects(settings.namespace, args.etcd_storage_class or settings.storage_class_name)}
-        KubernetesObject(f"{name}-etcd-service", etcd_objects["Service"], after_ns)
-        claim = KubernetesObject(f"{name}-etcd-persistentvolumeclaim", etcd_objects["PersistentVolumeClaim"],
-                                 pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=storage)))
-        KubernetesObject(f"{name}-etcd-poddisruptionbudget", etcd_objects["PodDisruptionBudget"], after_ns)
-        self.etcd = KubernetesObject(f"{name}-etcd-deployment", etcd_objects["Deployment"], pulumi.ResourceOptions.merge(
-            after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority, claim])))
+        # The store: its priority class (cluster-scoped) exists before its pod (rendezvous_store.py).
+        priority = KubernetesObject(f"{name}-store-priorityclass", rendezvous_store.priority_class(), in_cluster)
+        store_objects = {obj["kind"]: obj for obj in specs.store_objects(settings.namespace, args.image, pull_policy(settings))}
+        KubernetesObject(f"{name}-store-service", store_objects["Service"], after_ns)
+        KubernetesObject(f"{name}-store-poddisruptionbudget", store_objects["PodDisruptionBudget"], after_ns)
+        self.store = KubernetesObject(f"{name}-store-deployment", store_objects["Deployment"], pulumi.ResourceOptions.merge(
+            after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority])))
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})
 

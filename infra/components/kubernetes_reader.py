@@ -1,4 +1,4 @@
-"""The training wait's view of the cluster: the ElasticJob, its worker pods, their events, etcd's
+"""The training wait's view of the cluster: the ElasticJob, its worker pods, their events, the rendezvous store's
 state and the nodes, read through the official Kubernetes client with the stack's kubeconfig
 (infra/components/completion.py decides what they mean).
 
@@ -26,7 +26,7 @@ class Snapshot:
     elasticjob: dict[str, Any]
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    store: rendezvous_health.StoreState | None = None  # etcd's; None: not known
+    store: rendezvous_health.StoreState | None = None  # the rendezvous store's; None: not known
 
 
 class TransientApiError(Exception):

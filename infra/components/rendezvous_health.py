@@ -1,13 +1,14 @@
-"""The training wait's view of etcd, the rendezvous store: a run whose store went away and came
-back goes on; a store that stays away fails the run, with one line that names it.
+"""The training wait's view of the rendezvous store (the Deployment `rendezvous-store`, a TCPStore
+served by jobs/elastic/store_server.py): a run whose store went away and came back goes on; a store that
+stays away fails the run, with one line that names it.
 
-What the workers do meanwhile (jobs/rendezvous.py, jobs/torchrun.py): they keep training while
-etcd is away; after `store_outage_timeout` (600 s by default) each one exits 138 with a line
-naming the store, which the ElasticJob's Job replaces without counting it (its podFailurePolicy
-ignores 138: controller/render.py); the failed pod stays, with the worker's exit code in its
-status. No other outcome of our worker exits 138.
+What the workers do meanwhile (jobs/elastic/rendezvous.py, jobs/elastic/torchrun.py): they keep training
+while the store is away, and put their state back when it returns empty; after `store_outage_timeout`
+(600 s by default) each one exits 138 with a line naming the store, which the ElasticJob's Job replaces
+without counting it (its podFailurePolicy ignores 138: controller/render.py); the failed pod stays,
+with the worker's exit code in its status. No other outcome of our worker exits 138.
 
-So the wait reads etcd's own state, not the workers': the Deployment's ready replicas (apps/v1
+So the wait reads the store's own state, not the workers': the Deployment's ready replicas (apps/v1
 DeploymentStatus.readyReplicas, absent when zero) and, to say why, its pods (phase, the
 PodScheduled condition's message, a waiting container's reason). A store with no ready pod for
 STORE_DOWN_SECONDS fails the run; the workers' 138 exits (their failed pods) are counted in the line.
@@ -18,13 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from infra.specs.elastic import ETCD_SELECTOR, rendezvous_endpoint
+from infra.specs.elastic import STORE_NAME, STORE_SELECTOR, rendezvous_endpoint
 
-DEPLOYMENT = "etcd"
-# Longer than the workers ride out an outage (jobs.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
-# store back within that never ends a run, and than a zonal volume takes to follow a pod whose
-# node died (Kubernetes force-detaches after 6 minutes: attach-detach controller
-# maxWaitForUnmountDuration), with room for a new node.
+DEPLOYMENT = STORE_NAME
+# Longer than the workers ride out an outage (jobs.elastic.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
+# store back within that never ends a run. The store has no volume: a pod whose node died is
+# replaced on any system node in any zone after its 30 s toleration, plus the image's pull there.
 STORE_DOWN_SECONDS = 15 * 60
 GAVE_UP_CODE = 138  # jobs/torchrun.py EXIT_STORE_UNAVAILABLE
 WORKER_CONTAINER = "elasticjob-worker"
@@ -38,7 +38,7 @@ class StoreState:
 
 def read_store(call: Callable[..., Any], api_client: Any, namespace: str,
                errors: tuple[type[Exception], ...]) -> StoreState | None:
-    """etcd's state, or None when it cannot be said (the API failed, or there is no Deployment at
+    """The store's state, or None when it cannot be said (the API failed, or there is no Deployment at
     all: the stack creates it before any ElasticJob, so that is not this check's business).
     `call` is KubernetesCluster._call, which raises one of `errors`."""
     from kubernetes import client  # imported here: only `pulumi up` needs it
@@ -46,7 +46,7 @@ def read_store(call: Callable[..., Any], api_client: Any, namespace: str,
     serialize = api_client.sanitize_for_serialization
     try:
         deployment = serialize(call(client.AppsV1Api(api_client).read_namespaced_deployment, DEPLOYMENT, namespace))
-        selector = ",".join(f"{key}={value}" for key, value in ETCD_SELECTOR.items())
+        selector = ",".join(f"{key}={value}" for key, value in STORE_SELECTOR.items())
         pods = [serialize(p) for p in call(client.CoreV1Api(api_client).list_namespaced_pod, namespace,
                                            label_selector=selector).items]
     except errors:
@@ -57,7 +57,7 @@ def read_store(call: Callable[..., Any], api_client: Any, namespace: str,
 def store_state(deployment: dict[str, Any], pods: list[dict[str, Any]]) -> StoreState:
     if ((deployment.get("status") or {}).get("readyReplicas") or 0) >= 1:
         return StoreState(True)
-    return StoreState(False, "; ".join(_pod_detail(pod) for pod in pods) or "no etcd pod")
+    return StoreState(False, "; ".join(_pod_detail(pod) for pod in pods) or "no store pod")
 
 
 def _pod_detail(pod: dict[str, Any]) -> str:

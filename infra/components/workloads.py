@@ -36,7 +36,7 @@ class WorkloadsArgs:
     provider: pulumi.ProviderResource
     kubeconfig: pulumi.Input[str]         # what the provider reads: a document (eks) or a file path (existing)
     image_ref: pulumi.Output[str]
-    prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, etcd (and the device plugin)
+    prerequisites: list[pulumi.Resource]  # PVC, CSI driver, CRD, controller, rendezvous store (and the device plugin)
     kube_context: str = ""                # "" is the kubeconfig's current-context
     # IRSA for an s3:// dataSource and for the export Job, which only target eks has (infra/config/).
     oidc_provider_arn: pulumi.Input[str] | None = None

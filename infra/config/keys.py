@@ -190,7 +190,7 @@ def _image_uri(v: str) -> str | None:
     return None if named else f"{allowed} with its registry named (e.g. public.ecr.aws/org/repo:tag)"
 
 
-# jobs.prepare's --synthetic limit (jobs/prepare.py MAX_SYNTHETIC_PER_CLASS; infra does not import
+# jobs.data.prepare's --synthetic limit (jobs/data/prepare.py MAX_SYNTHETIC_PER_CLASS; infra does not import
 # jobs, tests/jobs/test_prepare_source.py compares the two): a larger count would pass here and
 # fail only in the data-prep Job, after the cluster was built.
 MAX_SYNTHETIC_PER_CLASS = 5000
@@ -283,7 +283,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               _between(1, 100)),
     ConfigKey("systemNodeInstanceType", "system_node_instance_type", "string", "m5.large",
               "CPU instance type of the on-demand system node group (CoreDNS, metrics-server, Karpenter, the "
-              "controller, etcd, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
+              "controller, the rendezvous store, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
               _system_instance_type),
     ConfigKey("systemNodeCount", "system_node_count", "integer", 2,
               "Nodes of the system node group (fixed size, on-demand).", _between(1, 10)),
@@ -298,7 +298,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               _log_retention),
     # storage + names others refer to
     ConfigKey("namespace", "namespace", "string", "training",
-              "Namespace of the training workloads, the PVC and etcd.", _workload_namespace),
+              "Namespace of the training workloads, the PVC and the rendezvous store.", _workload_namespace),
     ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc",
               "StorageClass of the shared volume: the EFS class the stack creates (eks), or an existing class of "
               "the cluster (existing), e.g. kind's `standard`.", _dns_label(253)),
@@ -337,7 +337,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "pool's node grace period); with capacityType spot at most 90, inside the 2-minute notice.",
               _between(45, 3600)),
     ConfigKey("checkpointEverySeconds", "checkpoint_every_seconds", "integer", 30,
-              "Seconds between time checkpoints within an epoch (jobs.train --checkpoint-every-seconds): the most "
+              "Seconds between time checkpoints within an epoch (jobs.training.train --checkpoint-every-seconds): the most "
               "work a preemption can cost.", _between(10, 86400)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),

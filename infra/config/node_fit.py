@@ -115,7 +115,7 @@ def _side_job_room(room: NodeRoom, system_nodes: int) -> tuple[int, int, Fractio
     every node), and the share of the system nodes the other system pods can block for a side Job.
 
     Why a share: the scheduler may put the other pods (CoreDNS, the CSI controllers, metrics-server,
-    the controller, etcd) anywhere, so the check must hold whichever way they land. A node is
+    the controller, the rendezvous store) anywhere, so the check must hold whichever way they land. A node is
     blocked for the Job once the pods on it take more than `room - job` of its CPU or of its memory;
     a pod of (c, m) does at most max(c / cpu_margin, m / memory_margin) of that, so if these shares
     add up to less than the number of nodes, some node is always left with room for the Job."""

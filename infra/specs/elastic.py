@@ -1,4 +1,5 @@
-"""The ElasticJob CRD, our ElasticJob controller (RBAC, Deployment: controller/), and the etcd torchrun rendezvous on."""
+"""The ElasticJob CRD, our ElasticJob controller (RBAC, Deployment: controller/), and the rendezvous store
+torchrun's agents rendezvous on (a TCPStore served by our own image: jobs/elastic/store_server.py)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,18 @@ CONTROLLER_NAME = "elasticjob-controller"
 # Where the controller mounts the shared volume, read-only, to read each run's history.jsonl: the
 # workers' own mount path (workloads.MOUNT_PATH), so the run directory in their args is a path there too.
 CONTROLLER_SHARED_MOUNT = "/efs-shared"
-# Distroless "nonroot" user of etcd's distroless base.
+# Distroless "nonroot" user.
 NONROOT_UID = 65532
-ETCD_SERVICE = "etcd-service"
-ETCD_CLIENT_PORT = 2379
-ETCD_DATA_MOUNT = "/var/lib/etcd"
+# The rendezvous store: the training image's jobs.elastic.store_server (its user is the image's, 10001:
+# images/Dockerfile), behind a Service of this name on torch's c10d port (29400, which
+# jobs/elastic/rendezvous.py DEFAULT_PORT repeats; tests/specs/test_rendezvous_store_spec.py compares).
+STORE_NAME = "rendezvous-store"
+# The torchrun rendezvous backend the workers name (jobs/elastic/rendezvous.py BACKEND; a test compares).
+RENDEZVOUS_BACKEND = "reconnecting-c10d"
+STORE_PORT = 29400
+STORE_UID = 10001
 CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
-ETCD_SELECTOR = {"app.kubernetes.io/name": "etcd"}
+STORE_SELECTOR = {"app.kubernetes.io/name": STORE_NAME}
 # Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
 # onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
 TRAINING_COMPONENT = "training"
@@ -145,76 +151,69 @@ def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_
     return [annotate(service_account), annotate(role), annotate(binding), annotate(deployment, image_by_tag=image_by_tag)]
 
 
-def etcd_objects(namespace_name: str, storage_class_name: str) -> list[dict[str, Any]]:
-    """etcd 3.5 with the v2 API, one member, its data on a volume that outlives the pod (the claim
-    of `storage_class_name`), at a priority above the workloads, behind a disruption budget
-    (rendezvous_store.py). The workers outlast a restart of it either way (jobs/rendezvous.py)."""
+def store_objects(namespace_name: str, image: Any, pull_policy: str) -> list[dict[str, Any]]:
+    """The rendezvous store: one pod of the training image serving a TCPStore in memory (no volume,
+    so any system node in any zone can run it), at a priority above the workloads, behind a
+    disruption budget (rendezvous_store.py). A restart empties it and the agents put their state
+    back (jobs/elastic/rendezvous.py); docs/design-notes.md, "Rendezvous store", says why this store."""
     component = "rendezvous"
-    selector = ETCD_SELECTOR
+    selector = STORE_SELECTOR
     service = {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": _meta(ETCD_SERVICE, component, namespace_name),
+        "metadata": _meta(STORE_NAME, component, namespace_name),
         "spec": {"selector": selector,
-                 "ports": [{"name": "etcd-client-port", "port": ETCD_CLIENT_PORT, "targetPort": ETCD_CLIENT_PORT, "protocol": "TCP"}]},
+                 "ports": [{"name": "store", "port": STORE_PORT, "targetPort": STORE_PORT, "protocol": "TCP"}]},
     }
-    health = {"httpGet": {"path": "/health", "port": ETCD_CLIENT_PORT}, "timeoutSeconds": 2}
+    # A TCP connect is what the store's clients do; the store answers it once its socket listens.
+    listening = {"tcpSocket": {"port": STORE_PORT}, "timeoutSeconds": 2}
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _meta("etcd", component, namespace_name),
+        "metadata": _meta(STORE_NAME, component, namespace_name),
         "spec": {
             "replicas": 1,
-            # The old pod ends (and releases the volume) before the new one starts.
+            # Never two stores behind the Service at once: agents on different stores would form two groups.
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector},
             "template": {
-                "metadata": {"labels": _labels(component, "etcd")},
+                "metadata": {"labels": _labels(component, STORE_NAME)},
                 "spec": {
                     "automountServiceAccountToken": False,
                     "priorityClassName": rendezvous_store.PRIORITY_CLASS,
-                    # etcd stops in well under a second on SIGTERM; a stuck one is not waited for long.
+                    # It stops at once on SIGTERM; a stuck one is not waited for long.
                     "terminationGracePeriodSeconds": 10,
                     # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
-                    # plugin gives: its volume then needs the attach-detach controller's 6 minutes
-                    # (maxWaitForUnmountDuration) to follow, and the workers wait 10 (jobs/rendezvous.py).
+                    # plugin gives: the workers wait for it (store_outage_timeout, jobs/elastic/rendezvous.py).
                     "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
                                      "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
-                    "securityContext": {**pod_security_context(NONROOT_UID, NONROOT_UID),
-                                        # the volume is chowned once, not at every start
-                                        "fsGroupChangePolicy": "OnRootMismatch"},
+                    "securityContext": pod_security_context(STORE_UID, STORE_UID),
                     "containers": [{
-                        "name": "etcd",
-                        "image": versions.ETCD_IMAGE,
-                        "imagePullPolicy": "IfNotPresent",
-                        "command": ["/usr/local/bin/etcd"],
-                        "args": [
-                            # A directory of its own in the volume: etcd wants its data directory
-                            # 0700, and the volume's root belongs to the fsGroup.
-                            f"--data-dir={ETCD_DATA_MOUNT}/data",
-                            "--enable-v2=true",
-                            f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
-                            f"--advertise-client-urls=http://{ETCD_SERVICE}:{ETCD_CLIENT_PORT}",
-                            "--initial-cluster-state=new",
-                        ],
-                        "ports": [{"name": "client", "containerPort": ETCD_CLIENT_PORT, "protocol": "TCP"}],
-                        # Ready (in the Service) within a second or two of answering; live once started.
-                        "startupProbe": {**health, "periodSeconds": 1, "failureThreshold": 120},
-                        "readinessProbe": {**health, "periodSeconds": 2},
-                        "livenessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
-                        "resources": resources("250m", "256Mi"),
+                        "name": "store",
+                        "image": image,
+                        "imagePullPolicy": pull_policy,
+                        "command": ["python", "-m", "jobs.elastic.store_server"],
+                        "args": ["--host=0.0.0.0", f"--port={STORE_PORT}"],
+                        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                        "ports": [{"name": "store", "containerPort": STORE_PORT, "protocol": "TCP"}],
+                        # Python and torch load in seconds; ready (in the Service) as soon as it listens.
+                        "startupProbe": {**listening, "periodSeconds": 1, "failureThreshold": 120},
+                        "readinessProbe": {**listening, "periodSeconds": 2},
+                        "livenessProbe": {**listening, "periodSeconds": 10, "failureThreshold": 3},
+                        # torch's import is most of its memory; the runs' keys are kilobytes.
+                        "resources": resources("100m", "512Mi"),
                         "securityContext": container_security_context(),
-                        "volumeMounts": [{"name": "data", "mountPath": ETCD_DATA_MOUNT}],
+                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
                     }],
-                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": rendezvous_store.DATA_CLAIM}}],
+                    # The root filesystem is read-only; /tmp for whatever torch writes there.
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
                 },
             },
         },
     }
-    return [annotate(service), rendezvous_store.data_claim(namespace_name, storage_class_name),
-            rendezvous_store.disruption_budget(namespace_name, selector), annotate(deployment)]
+    return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector), annotate(deployment)]
 
 
 def rendezvous_endpoint() -> str:
-    return f"{ETCD_SERVICE}:{ETCD_CLIENT_PORT}"
+    return f"{STORE_NAME}:{STORE_PORT}"
 
 
 # --- NetworkPolicies: ingress to our pods only from where it is needed ---------------------------
@@ -246,14 +245,14 @@ def deny_ingress_policy(namespace_name: str, component: str) -> dict[str, Any]:
 
 
 def workload_network_policies(namespace_name: str) -> list[dict[str, Any]]:
-    """etcd (no authentication: whoever reaches it can read and rewrite the rendezvous) is
-    reachable only from training workers, on its client port; training workers reach each other
-    on any port (torchrun's TCPStore and gloo pick ports at run time); data-prep and test Jobs
+    """The rendezvous store (no authentication: whoever reaches it can read and rewrite the
+    rendezvous) is reachable only from training workers, on its port; training workers reach each
+    other on any port (torchrun's TCPStore and gloo pick ports at run time); data-prep and test Jobs
     take no ingress at all."""
-    etcd = _network_policy("etcd-from-training", "rendezvous", namespace_name, {"matchLabels": ETCD_SELECTOR},
-                           [{"from": [{"podSelector": TRAINING_PODS}],
-                             "ports": [{"protocol": "TCP", "port": ETCD_CLIENT_PORT}]}])
+    store = _network_policy("store-from-training", "rendezvous", namespace_name, {"matchLabels": STORE_SELECTOR},
+                            [{"from": [{"podSelector": TRAINING_PODS}],
+                              "ports": [{"protocol": "TCP", "port": STORE_PORT}]}])
     peers = _network_policy("training-peers", TRAINING_COMPONENT, namespace_name,
                             {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT}},
                             [{"from": [{"podSelector": TRAINING_PODS}]}])
-    return [deny_ingress_policy(namespace_name, "workloads"), etcd, peers]
+    return [deny_ingress_policy(namespace_name, "workloads"), store, peers]

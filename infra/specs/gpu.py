@@ -5,7 +5,7 @@ managed node groups (infra/components/cluster.py): the GPU nodes, tainted `nvidi
 and a small untainted CPU "system" group. Only pods that tolerate the taint land on GPU nodes: the
 training workers and the device plugin (and the EKS add-ons' node DaemonSets, which tolerate every
 taint, as they must: the VPC CNI and the EFS CSI node plugin are needed there). Everything else
-(CoreDNS, metrics-server, the controller, etcd, the CSI controller, the data-prep/test/export Jobs)
+(CoreDNS, metrics-server, the controller, the rendezvous store, the CSI controller, the data-prep/test/export Jobs)
 has no such toleration and so runs on the system group.
 
 The device plugin is what advertises `nvidia.com/gpu` to the kubelet: the AL2023 NVIDIA AMI brings

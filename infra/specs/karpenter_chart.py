@@ -28,7 +28,7 @@ MANAGED_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"
 MANAGED_ON_DEMAND = "ON_DEMAND"
 # The chart recommends no size; its getting-started install asks for 1 CPU / 1Gi. Our clusters have
 # one NodePool and a handful of nodes, and the controller shares two small system nodes with
-# CoreDNS, the EFS CSI controller, etcd and the Jobs: half a CPU, with a 1 CPU limit for bursts.
+# CoreDNS, the EFS CSI controller, the rendezvous store and the Jobs: half a CPU, with a 1 CPU limit for bursts.
 CONTROLLER_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 
 

@@ -12,11 +12,10 @@ from typing import Any
 from infra import versions
 
 CONTROLLER = ("Deployment", "elastic-controller")
-ETCD = ("Deployment", "rendezvous")
+STORE = ("Deployment", "rendezvous")
 DEVICE_PLUGIN = ("DaemonSet", "gpu-device-plugin")
 # What each key means, for the docs table.
 OBJECT_NAMES = {CONTROLLER: "our ElasticJob controller (workload namespace)",
-                ETCD: "etcd, the rendezvous store (workload namespace)",
                 DEVICE_PLUGIN: "the NVIDIA device plugin (kube-system, GPU stacks only)"}
 
 
@@ -28,17 +27,18 @@ def _third_party_image(image: str) -> str:
 
 # Our own workloads normally run the image the stack built, by digest. An `imageUri` pinned by a tag
 # instead (an image loaded into kind has no registry digest) fails two checks, for a reason:
-# (checkov scans the Jobs; it has no checks for the ElasticJob, a custom resource.)
-WORKLOAD_COMPONENTS = ("data-prep", "evaluation")
-# Our objects that run the training image too (the controller's Deployment: python -m controller).
-IMAGE_COMPONENTS = {("Job", "data-prep"), ("Job", "evaluation"), CONTROLLER}
+# (checkov scans the Jobs and the Deployments; it has no checks for the ElasticJob, a custom resource.)
+# Our objects that run the training image (the controller's Deployment: python -m controller; the
+# rendezvous store's: python -m jobs.elastic.store_server).
+IMAGE_COMPONENTS = {("Job", "data-prep"), ("Job", "evaluation"), CONTROLLER, STORE}
 TAG_PINNED_IMAGE: list[tuple[str, str]] = [
     ("CKV_K8S_43", "imageUri names a tag, not a digest: an image built and loaded into the cluster (kind load "
                    "docker-image) has no registry digest; stacks that push to a registry should pin by digest"),
     ("CKV_K8S_15", "an image loaded into the node (kind load docker-image) exists only there: Always would pull "
                    "it from a registry that does not have it (kind quick start, Loading an Image Into Your Cluster)"),
 ]
-TAG_PINNED_OBJECTS = "our Jobs (data-prep, evaluation) and the ElasticJob controller when `imageUri` names a tag"
+TAG_PINNED_OBJECTS = (
+    "our Jobs (data-prep, evaluation), the ElasticJob controller and the rendezvous store when `imageUri` names a tag")
 
 # (kind, component) -> [(check id, reason)]
 SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
@@ -49,11 +49,6 @@ SUPPRESSIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
                       "nothing"),
         ("CKV_K8S_38", "the controller watches ElasticJobs, Jobs and pods and creates Jobs through the Kubernetes API, "
                        "so it needs its service account token; its namespaced Role limits what the token can do"),
-    ],
-    ETCD: [
-        ("CKV_K8S_43", _third_party_image(versions.ETCD_IMAGE)),
-        ("CKV_K8S_15", "public image: there is no pull credential that IfNotPresent could let another pod skip, "
-                       "and Always would add a registry round trip to every restart of the rendezvous store"),
     ],
     DEVICE_PLUGIN: [
         ("CKV_K8S_43", _third_party_image(versions.NVIDIA_DEVICE_PLUGIN_IMAGE)),

@@ -13,7 +13,7 @@ from typing import Any
 
 from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
 from infra.specs import capacity, gpu
-from infra.specs.elastic import JOB_LABEL, TRAINING_COMPONENT, rendezvous_endpoint
+from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate, pinned_by_tag
@@ -24,13 +24,13 @@ DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
 WORKER_CONTAINER = "elasticjob-worker"  # the controller reads exit codes from this container name only
 RUN_LABEL = "elastic-training/run"
 # JOB_LABEL ("elastic-training/job") comes from elastic.py: its NetworkPolicies admit pods by it.
-# The worker pod runs jobs.agent: torchrun, with SIGTERM (an eviction) turned into exit code 143,
-# which the controller retries (see jobs/agent.py).
-WORKER_COMMAND = ["python", "-m", "jobs.agent"]
+# The worker pod runs jobs.elastic.agent: torchrun, with SIGTERM (an eviction) turned into exit code 143,
+# which the controller retries (see jobs/elastic/agent.py).
+WORKER_COMMAND = ["python", "-m", "jobs.elastic.agent"]
 # On SIGTERM torchrun stops its workers and waits up to 30 s for them before SIGKILL (torch
-# distributed/elastic/agent/server/api.py: shutdown_timeout=30); jobs.train turns SIGTERM into a
-# stop at the next step boundary that all workers agree on, where rank 0 saves (jobs/stopping.py,
-# jobs/step_boundary.py: about half a second, one step and one save), so a recreated worker resumes
+# distributed/elastic/agent/server/api.py: shutdown_timeout=30); jobs.training.train turns SIGTERM into a
+# stop at the next step boundary that all workers agree on, where rank 0 saves (jobs/elastic/stopping.py,
+# jobs/elastic/step_boundary.py: about half a second, one step and one save), so a recreated worker resumes
 # at the next step. The margin covers the agent's own exit.
 # The kubelet SIGKILLs after the pod's grace period, `workerGraceSeconds` (at least these 45 s,
 # infra/config/capacity.py; with Spot at most 90, inside the 2-minute notice).
@@ -72,8 +72,8 @@ def run_dir(run_id: str) -> str:
 def rendezvous_id(settings: Settings, image: str) -> str:
     """torchrun's rendezvous id: the run id plus a hash of everything that shapes the training pods.
 
-    etcd keeps a finished rendezvous closed for hours, so a re-created ElasticJob (new image, new
-    sizes) must not reuse its predecessor's id; an unchanged spec keeps its id, so the same run
+    The rendezvous store keeps a finished rendezvous closed until it restarts, so a re-created
+    ElasticJob (new image, new sizes) must not reuse its predecessor's id; an unchanged spec keeps its id, so the same run
     renders the same object."""
     shape = {"image": image, "workers": [settings.min_workers, settings.workers, settings.max_workers],
              "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
@@ -209,7 +209,7 @@ def data_prep_args(settings: Settings) -> list[str]:
 def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
     region = aws_region_env(settings) if reads_from_s3(settings) else []
-    container = _container("prepare", image, ["python", "-m", "jobs.prepare"], data_prep_args(settings),
+    container = _container("prepare", image, ["python", "-m", "jobs.data.prepare"], data_prep_args(settings),
                            SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
     return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
@@ -217,12 +217,13 @@ def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
 
 def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
     """torchrun's arguments after the controller's prepended --rdzv_endpoint/--rdzv_id/--nnodes
-    (controller/render.py rendezvous_args). Our "--rdzv_id=..." comes later and wins (argparse keeps
-    the last value)."""
+    (controller/render.py rendezvous_args). Our "--rdzv_backend=..." and "--rdzv_id=..." come later and win
+    (argparse keeps the last value), also after the archived controller's --rdzv_backend=etcd."""
     return [
-        # The rendezvous backend is the template's to name (the controller prepends only where and who).
-        "--rdzv_backend=etcd",
-        # One local worker per GPU of the node (each takes cuda:LOCAL_RANK, jobs/runtime.py), one on CPU.
+        # torch's dynamic rendezvous on our store (jobs/elastic/rendezvous.py), not torch's retired etcd one;
+        # the backend is the template's to name (the controller prepends only where and who).
+        f"--rdzv_backend={RENDEZVOUS_BACKEND}",
+        # One local worker per GPU of the node (each takes cuda:LOCAL_RANK, jobs/training/runtime.py), one on CPU.
         f"--nproc_per_node={max(1, gpus_per_node(settings))}",
         # Each re-formation after a lost peer uses one restart; when none is left, torchrun exits 1,
         # which the Job counts against backoffLimitPerIndex (controller/exit_codes.py).
@@ -230,7 +231,7 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
         # Advertise the pod IP: peers reach it directly, without resolving the pod's hostname.
         "--local_addr=$(POD_IP)",
         rdzv_id_arg,
-        "-m", "jobs.train",
+        "-m", "jobs.training.train",
         "--data", DATA_DIR,
         "--run-dir", run_dir(settings.run_id),
         "--epochs", str(settings.epochs),
@@ -343,7 +344,7 @@ def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, 
     directory = run_dir(settings.run_id)
     args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
             "--min-accuracy", str(settings.min_accuracy)] + (["--run-cost", run_cost] if run_cost is not None else [])
-    container = _container("evaluate", image, ["python", "-m", "jobs.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
+    container = _container("evaluate", image, ["python", "-m", "jobs.results.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
                            pull_policy(settings))
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
@@ -355,10 +356,10 @@ def export_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
 
 
 def export_job(settings: Settings, image: Any, destination: Any) -> dict[str, Any]:
-    """python -m jobs.export: the run's model.pt, metrics.json (and history.jsonl) to `destination`
+    """python -m jobs.results.export: the run's model.pt, metrics.json (and history.jsonl) to `destination`
     (s3://<bucket>/runs/<runId>, a string or an Output of one)."""
     volumes, mounts = _volumes(settings)
-    container = _container("export", image, ["python", "-m", "jobs.export"],
+    container = _container("export", image, ["python", "-m", "jobs.results.export"],
                            ["--run-dir", run_dir(settings.run_id), "--dest", destination],
                            SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), aws_region_env(settings))
     # Retries are safe: an object already there with the same checksum is not uploaded again.

@@ -71,10 +71,10 @@ def test_dev_in_us_west_2_skips_the_los_angeles_local_zone(dev):
 
 # --- Deployments wait for the nodes ------------------------------------------------------------------
 
-def test_controller_and_etcd_deployments_depend_on_the_node_group(dev):
+def test_controller_and_store_deployments_depend_on_the_node_group(dev):
     nodes = dev.one("eks:index:ManagedNodeGroup")["urn"]
     deployments = dev.of_type("kubernetes:apps/v1:Deployment")
-    assert {d["inputs"]["metadata"]["name"] for d in deployments} == {"elasticjob-controller", "etcd"}
+    assert {d["inputs"]["metadata"]["name"] for d in deployments} == {"elasticjob-controller", "rendezvous-store"}
     for deployment in deployments:
         assert nodes in deployment["dependsOn"], deployment["name"]
 

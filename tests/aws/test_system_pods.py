@@ -98,9 +98,10 @@ def test_karpenter_row_is_the_chart_values_we_set():
 
 
 def test_our_deployments_rows_are_what_the_specs_render():
-    rendered = {m["metadata"]["name"]: m for m in elastic.etcd_objects("ns", "sc") if m["kind"] == "Deployment"}
+    rendered = {m["metadata"]["name"]: m for m in elastic.store_objects("ns", "trainer:1", "IfNotPresent")
+                if m["kind"] == "Deployment"}
     rendered.update({m["metadata"]["name"]: m for m in elastic.controller_objects() if m["kind"] == "Deployment"})
-    for name in ("etcd", "elastic-job-k8s-controller"):
+    for name in (elastic.STORE_NAME, "elastic-job-k8s-controller"):
         (row,) = [p for p in system_pods.SYSTEM_PODS if p.name == name]
         deployment = rendered[name]
         assert node_daemonsets.pod_request(deployment["spec"]["template"]["spec"]) == (row.cpu_millicores, row.memory_mib)
@@ -108,9 +109,6 @@ def test_our_deployments_rows_are_what_the_specs_render():
 
 
 @pytest.mark.parametrize("name, containers, replicas", [
-    # kubernetes-sigs/aws-ebs-csi-driver @ 429e202e deploy/kubernetes/base/controller.yaml: five containers
-    # at 10m/40Mi and the liveness probe at 10m/32Mi, replicas 2.
-    ("ebs-csi-controller", [("10m", "40Mi")] * 5 + [("10m", "32Mi")], 2),
     # kubernetes-sigs/metrics-server v0.8.0 manifests/base/deployment.yaml.
     ("metrics-server", [("100m", "200Mi")], 1),
     # kubernetes/kubernetes @ 008b3652 cluster/addons/dns/coredns/coredns.yaml.base; two replicas on EKS.

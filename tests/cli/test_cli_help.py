@@ -1,5 +1,5 @@
 """Every option of every command line (synth, preflight, the jobs) says what it does and its default,
-and the jobs table of docs/commands/jobs.md agrees with jobs.evaluate about --min-accuracy."""
+and the jobs table of docs/commands/jobs.md agrees with jobs.results.evaluate about --min-accuracy."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def parsers() -> dict[str, argparse.ArgumentParser]:
     from infra.cli import synth
     from infra.cli import preflight as preflight
-    from jobs import evaluate, prepare, train
+    from jobs.results import evaluate
+    from jobs.data import prepare
+    from jobs.training import train
 
     return {"infra.cli.synth": synth.build_parser(), "infra.cli.preflight": preflight.build_parser(),
-            "jobs.prepare": prepare.build_parser(), "jobs.train": train.build_parser(),
-            "jobs.evaluate": evaluate.build_parser()}
+            "jobs.data.prepare": prepare.build_parser(), "jobs.training.train": train.build_parser(),
+            "jobs.results.evaluate": evaluate.build_parser()}
 
 
-@pytest.mark.parametrize("name", ["infra.cli.synth", "infra.cli.preflight", "jobs.prepare", "jobs.train", "jobs.evaluate"])
+@pytest.mark.parametrize("name", ["infra.cli.synth", "infra.cli.preflight", "jobs.data.prepare", "jobs.training.train", "jobs.results.evaluate"])
 def test_every_option_has_help_with_its_default(name):
     parser = parsers()[name]
     for action in parser._actions:  # argparse keeps no public list of them
@@ -38,7 +40,7 @@ def test_every_option_has_help_with_its_default(name):
 
 
 def test_the_jobs_page_and_evaluate_agree_on_min_accuracy():
-    from jobs import evaluate
+    from jobs.results import evaluate
 
     assert evaluate.build_parser().get_default("min_accuracy") is None
     row = next(line for line in (ROOT / "docs" / "commands" / "jobs.md").read_text().splitlines() if line.startswith("| evaluate |"))

@@ -132,9 +132,9 @@ def test_destroy_selects_the_existing_stack_and_destroys_it(project):
 
 def test_local_runs_prepare_train_evaluate_with_the_jobs_own_command_lines():
     prepare, train, evaluate = local.steps(cifar10=False, epochs=None, python="py")
-    assert prepare == ["py", "-m", "jobs.prepare", "--dest", "data/synthetic", "--synthetic", "100"]
+    assert prepare == ["py", "-m", "jobs.data.prepare", "--dest", "data/synthetic", "--synthetic", "100"]
     assert train[:6] == ["py", "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2"]
-    assert train[6:] == ["-m", "jobs.train", "--data", "data/synthetic/cifar-10-batches-py", "--run-dir", "runs/synthetic/run-1",
+    assert train[6:] == ["-m", "jobs.training.train", "--data", "data/synthetic/cifar-10-batches-py", "--run-dir", "runs/synthetic/run-1",
                          "--epochs", "3", "--batch-size", "50"]
     assert evaluate[-2:] == ["--metrics-out", "runs/synthetic/run-1/metrics.json"]
     cifar = local.steps(cifar10=True, epochs=2, python="py")
@@ -143,13 +143,15 @@ def test_local_runs_prepare_train_evaluate_with_the_jobs_own_command_lines():
 
 def test_the_jobs_accept_the_local_command_lines():
     """Every option `local` passes is one the jobs' own parsers take (no subprocess needed to know)."""
-    from jobs import evaluate, prepare, train
+    from jobs.results import evaluate
+    from jobs.data import prepare
+    from jobs.training import train
 
     for (_, _, module, *args), parser in zip([s for s in local.steps(False, None, "py") if s[2] != "torch.distributed.run"],
                                              [prepare.build_parser(), evaluate.build_parser()]):
         parser.parse_args(args)
     train_args = local.steps(False, None, "py")[1]
-    train.build_parser().parse_args(train_args[train_args.index("jobs.train") + 1:])
+    train.build_parser().parse_args(train_args[train_args.index("jobs.training.train") + 1:])
 
 
 @pytest.mark.parametrize("argv, message", [(["--epochs", "0"], "--epochs 0 is invalid"), (["--gpu"], "unrecognized arguments")])

@@ -1,9 +1,9 @@
 """`elastic-training local` can start a second run (issue 21, item 14).
 
-jobs.train trains nothing in a run directory that holds model.pt (jobs/train.py, step 1 of its
+jobs.training.train trains nothing in a run directory that holds model.pt (jobs/training/train.py, step 1 of its
 docstring), so `local`, which always used runs/<data>/, ran the pipeline once and then only
 re-evaluated the same model. Now each call is a new run, runs/<data>/run-<n>/. The rule is checked on
-the real jobs.train; the pipeline's commands are recorded instead of run (tests/jobs runs them for real).
+the real jobs.training.train; the pipeline's commands are recorded instead of run (tests/jobs runs them for real).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def finished_run(root: Path, run_id: str) -> Path:
 
 def test_jobs_train_trains_nothing_where_a_model_is(tmp_path):
     run = finished_run(tmp_path, "run-1")
-    result = subprocess.run([sys.executable, "-m", "jobs.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
+    result = subprocess.run([sys.executable, "-m", "jobs.training.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
                              "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "this run is finished, nothing to train" in result.stdout + result.stderr
 
@@ -45,7 +45,7 @@ def recorded(monkeypatch):
 
 
 def run_dir(commands: list[list[str]]) -> str:
-    (train,) = [c for c in commands if "jobs.train" in c]
+    (train,) = [c for c in commands if "jobs.training.train" in c]
     return train[train.index("--run-dir") + 1]
 
 
@@ -53,7 +53,7 @@ def test_a_second_call_is_a_new_run(tmp_path, recorded, capsys):
     finished_run(tmp_path, "run-1")
     assert local.main([], root=tmp_path) == 0
     assert run_dir(recorded) == "runs/synthetic/run-2"
-    assert not (tmp_path / run_dir(recorded) / "model.pt").exists()  # so jobs.train trains
+    assert not (tmp_path / run_dir(recorded) / "model.pt").exists()  # so jobs.training.train trains
     assert capsys.readouterr().err == "local: run run-2 in runs/synthetic/run-2\n"
 
 
@@ -70,12 +70,12 @@ def test_a_bad_run_id_is_one_line(tmp_path, recorded, capsys):
 
 
 def test_what_local_shows_of_a_finished_run_names_no_option_local_lacks(tmp_path):
-    """jobs.train's line for a finished run, which `local --run-id` shows, once said "use a new
-    --run-dir to train again": an option of jobs.train that `local` does not have (issue 30, item 6)."""
+    """jobs.training.train's line for a finished run, which `local --run-id` shows, once said "use a new
+    --run-dir to train again": an option of jobs.training.train that `local` does not have (issue 30, item 6)."""
     import re
 
     run = finished_run(tmp_path, "run-1")
-    result = subprocess.run([sys.executable, "-m", "jobs.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
+    result = subprocess.run([sys.executable, "-m", "jobs.training.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
                              "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
     line = next(line for line in (result.stdout + result.stderr).splitlines() if "nothing to train" in line)
     local_options = {option for action in local.build_parser()._actions for option in action.option_strings}

@@ -44,7 +44,7 @@ def test_components_in_the_graph_and_every_child_parented(dev):
     components = {r["urn"]: r for r in dev.resources if r["type"].startswith(COMPONENT_PREFIX)}
     assert {r["type"].removeprefix(COMPONENT_PREFIX) for r in components.values()} == {
         "Network", "Cluster", "WorkerCapacity", "Storage", "Registry", "Addons", "Elastic", "ElasticController",
-        "Workloads", "Artifacts", "RendezvousVolume"}
+        "Workloads", "Artifacts"}
     for resource in dev.resources:
         if resource["urn"] in components:
             assert resource["parent"].endswith("pulumi:pulumi:Stack::elastic-training-dev")
@@ -54,7 +54,7 @@ def test_components_in_the_graph_and_every_child_parented(dev):
             assert resource["name"].startswith(f"{component_name}-"), resource["name"]
     graph = (dev.directory / "graph.mmd").read_text()
     assert graph.startswith("flowchart LR")
-    assert graph.count("subgraph ") == 11 and "-->" in graph
+    assert graph.count("subgraph ") == 10 and "-->" in graph
 
 
 def test_kubernetes_objects_use_the_cluster_provider(dev):
@@ -63,7 +63,7 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
     # every in-cluster object (26 in dev: platform, the controller's account, Role, binding and Deployment in the
-    # workload namespace, etcd's priority class, claim, budget and EBS class, policies,
+    # workload namespace, the rendezvous store's Service, Deployment, priority class and budget, policies,
     # the run's PDB, workloads, the export's service account, the worker NodePool and EC2NodeClass) is a manifest;
     # Karpenter's two Helm releases (its CRDs, its controller) are not (their inputs are in resources.json)
     releases = [r for r in objects if r["type"] == "kubernetes:helm.sh/v3:Release"]

@@ -7,8 +7,6 @@ release), so they are written here from their published sources:
 | Workload | Per pod | Source |
 |---|---|---|
 | aws-node, kube-proxy, efs-csi-node (DaemonSets) | infra/aws/node_daemonsets.py EVERY_NODE | the sources cited there (VPC CNI v1.23.1 manifest, Kubernetes' kube-proxy defaults, EFS CSI chart 4.4.1) |
-| ebs-csi-node (DaemonSet, tolerates every taint) | 3 containers: ebs-plugin 10m/40Mi, node-driver-registrar 10m/32Mi, liveness-probe 10m/32Mi | kubernetes-sigs/aws-ebs-csi-driver @ 429e202e589798e55c0f8ddcc81b2850b7f000d0, deploy/kubernetes/base/node.yaml |
-| ebs-csi-controller (2 replicas) | ebs-plugin, csi-provisioner, csi-attacher, csi-snapshotter, csi-resizer 10m/40Mi each, liveness-probe 10m/32Mi; preferred anti-affinity per host; tolerates CriticalAddonsOnly and NoExecute | the same commit, deploy/kubernetes/base/controller.yaml |
 | coredns (2 replicas) | 100m/70Mi; preferred anti-affinity per host; tolerates CriticalAddonsOnly | k8s.io/kubernetes v1.35.8 cluster/addons/dns/coredns/coredns.yaml.base; two replicas: EKS user guide (awsdocs/amazon-eks-user-guide @ 4d52b4d05e3478582e7d10a73cbd9ba9194dd5f7, latest/ug/networking/eks-networking-add-ons.adoc: "two replicas of the CoreDNS image are deployed by default") |
 | metrics-server (1 replica) | 100m/200Mi | sigs.k8s.io/metrics-server v0.8.0 manifests/base/deployment.yaml (the add-on's version, infra/versions.py) |
 | karpenter (the Helm release) | replicas, resources and nodeSelector: the rendered release values; affinity (no node of a NodePool, one pod per host), zone spread (maxSkew 1, DoNotSchedule), tolerations and priority class: the chart's values.yaml | aws/karpenter-provider-aws at KARPENTER_VERSION, charts/karpenter/values.yaml, read from its Go module |
@@ -56,26 +54,16 @@ def _workload(kind: str, name: str, containers: list[dict[str, Any]], replicas: 
 def daemonsets() -> list[dict[str, Any]]:
     every_node = [_workload("DaemonSet", d.name, [_container(d.name, d.cpu_millicores, d.memory_mib)],
                             tolerations=[EVERY_TAINT], priorityClassName="system-node-critical") for d in EVERY_NODE]
-    ebs_node = _workload("DaemonSet", "ebs-csi-node",
-                         [_container("ebs-plugin", 10, 40), _container("node-driver-registrar", 10, 32),
-                          _container("liveness-probe", 10, 32)],
-                         tolerations=[EVERY_TAINT], priorityClassName="system-node-critical")
-    return [*every_node, ebs_node]
+    return every_node
 
 
 def addon_deployments() -> list[dict[str, Any]]:
-    ebs = _workload("Deployment", "ebs-csi-controller",
-                    [_container(n, 10, 40) for n in ("ebs-plugin", "csi-provisioner", "csi-attacher", "csi-snapshotter",
-                                                     "csi-resizer")] + [_container("liveness-probe", 10, 32)],
-                    replicas=2, nodeSelector={"kubernetes.io/os": "linux"}, priorityClassName="system-cluster-critical",
-                    affinity=_preferred_spread({"app.kubernetes.io/name": "ebs-csi-controller"}),
-                    tolerations=[CRITICAL_ADDONS_ONLY, {"effect": "NoExecute", "operator": "Exists", "tolerationSeconds": 300}])
     coredns = _workload("Deployment", "coredns", [_container("coredns", 100, 70)], replicas=2,
                         nodeSelector={"kubernetes.io/os": "linux"}, priorityClassName="system-cluster-critical",
                         affinity=_preferred_spread({"app.kubernetes.io/name": "coredns"}), tolerations=[CRITICAL_ADDONS_ONLY])
     metrics = _workload("Deployment", "metrics-server", [_container("metrics-server", 100, 200)],
                         nodeSelector={"kubernetes.io/os": "linux"}, priorityClassName="system-cluster-critical")
-    return [ebs, coredns, metrics]
+    return [coredns, metrics]
 
 
 def karpenter(release_values: dict[str, Any], chart_values: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ every pod the stack runs, in the order a run brings them up:
 
 1. the system pods: the add-ons' DaemonSets and Deployments, then Karpenter's controller;
 2. the stack's own long-lived objects as rendered (namespaces, storage, RBAC, the TorchElastic
-   controller, the etcd rendezvous store, the GPU device plugin);
+   controller, the rendezvous store, the GPU device plugin);
 3. the data-prep Job;
 4. the workers at maxWorkers: the pods the TorchElastic controller would create from the ElasticJob's
    worker template (no controller runs in this tier, so the test creates them; pytorch/elastic
@@ -12,11 +12,8 @@ every pod the stack runs, in the order a run brings them up:
    annotations and spec);
 5. after the workers are gone, the test (eval) and export Jobs.
 
-kwok runs every bound pod, and ends the Jobs' pods after 1 s (scripts/kwok-stages). The etcd volume's
-claim waits for its first consumer on an EBS CSI StorageClass; no CSI driver runs here, so the test
-plays the external provisioner: when the scheduler picks a node (the claim's
-volume.kubernetes.io/selected-node annotation), it creates the PersistentVolume in that node's zone,
-as kubernetes-csi/external-provisioner does, and the real PV controller binds it.
+kwok runs every bound pod, and ends the Jobs' pods after 1 s (scripts/kwok-stages). The rendezvous
+store has no volume (issue 31): no claim waits for a provisioner.
 
 A pod that stays Pending fails the test, named, with the scheduler's reason and the shortfall on each
 node it could go to.
@@ -26,7 +23,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -43,7 +39,6 @@ from infra.config.node_fit import cpu_millicores
 from infra.config.parsers import memory_mib
 
 SCHEDULE_SECONDS = 15
-SELECTED_NODE = "volume.kubernetes.io/selected-node"
 EKS_STACKS = [s for s in STACKS if "target: existing" not in (REPO / "stacks" / f"Pulumi.{s}.yaml").read_text()]
 
 
@@ -119,37 +114,6 @@ def expect_scheduled(plane, what: str, selector_pods) -> None:
     raise AssertionError(f"{what}: {len(pending)} pod(s) never scheduled:\n" + "\n".join(lines))
 
 
-class Provisioner(threading.Thread):
-    """Plays the EBS CSI driver's external-provisioner for claims of a WaitForFirstConsumer class."""
-
-    def __init__(self, plane, nodes: dict[str, dict[str, Any]]):
-        super().__init__(daemon=True)
-        self.plane, self.nodes, self.stop = plane, nodes, threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.5):
-            claims = json.loads(self.plane.kubectl("get", "pvc", "-A", "-o", "json").stdout)["items"]
-            for claim in claims:
-                node = (claim["metadata"].get("annotations") or {}).get(SELECTED_NODE)
-                if not node or claim["spec"].get("volumeName"):
-                    continue
-                zone = self.nodes[node]["metadata"]["labels"]["topology.kubernetes.io/zone"]
-                volume = {
-                    "apiVersion": "v1", "kind": "PersistentVolume",
-                    "metadata": {"name": f"pvc-{claim['metadata']['uid']}",
-                                 "annotations": {"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}},
-                    "spec": {"capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
-                             "accessModes": claim["spec"]["accessModes"],
-                             "storageClassName": claim["spec"]["storageClassName"],
-                             "persistentVolumeReclaimPolicy": "Delete",
-                             "claimRef": {"namespace": claim["metadata"]["namespace"], "name": claim["metadata"]["name"],
-                                          "uid": claim["metadata"]["uid"]},
-                             "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{claim['metadata']['uid'][:17]}"},
-                             "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                                 {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}}}
-                self.plane.kubectl("apply", "-f", "-", input=json.dumps(volume), check=False)
-
-
 def chart_values() -> dict[str, Any]:
     import subprocess
 
@@ -173,14 +137,12 @@ def test_every_pod_of_the_stack_schedules(stack, rendered, control_plane):
     namespace = elasticjob["metadata"]["namespace"]
     workers = [pod_from_template(elasticjob, f"{elasticjob['metadata']['name']}-worker-{i}")
                for i in range(elasticjob["spec"]["maxReplicas"])]
-    provisioner = Provisioner(plane, {n["metadata"]["name"]: n for n in nodes})
     created: list[dict[str, Any]] = []
     with tempfile.NamedTemporaryFile("w", suffix=".json") as nodes_file:
         nodes_file.write(as_list(nodes))
         nodes_file.flush()
         plane.apply_nodes(nodes_file.name)
     try:
-        provisioner.start()
         created += system
         apply(plane, system)
         expect_scheduled(plane, "the system pods", lambda: pods(plane, "kube-system"))
@@ -216,8 +178,6 @@ def test_every_pod_of_the_stack_schedules(stack, rendered, control_plane):
                                       if p["metadata"]["labels"]["batch.kubernetes.io/job-name"] in
                                       {j["metadata"]["name"] for j in batch}])
     finally:
-        provisioner.stop.set()
-        provisioner.join()
         delete(plane, created)
         plane.kubectl("delete", "pv", "--all", "--wait=true", "--timeout=60s", check=False)
         plane.kubectl("delete", "nodes", "--all", "--wait=true", "--timeout=60s")

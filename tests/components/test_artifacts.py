@@ -78,7 +78,7 @@ def test_export_job_runs_after_the_test_job_with_its_own_identity(dev):
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "export" and pod["automountServiceAccountToken"] is False
     (container,) = pod["containers"]
-    assert container["command"] == ["python", "-m", "jobs.export"]
+    assert container["command"] == ["python", "-m", "jobs.results.export"]
     assert container["args"] == ["--run-dir", "/efs-shared/runs/run-1",
                                  "--dest", f"s3://{dev.outputs['artifactsBucket']}/runs/run-1"]
     assert {"name": "AWS_REGION", "value": "us-west-2"} in container["env"]

@@ -110,7 +110,7 @@ def _elasticjob(*conditions: tuple[str, str, str], last_failure: dict | None = N
     job = {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
             "metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711",
                          "creationTimestamp": "2026-11-22T03:00:00Z", "annotations": {SPEC_HASH_ANNOTATION: SPEC_HASH}},
-            "spec": {"rdzvEndpoint": "etcd-service:2379", "minReplicas": 1, "maxReplicas": 2,
+            "spec": {"rdzvEndpoint": "rendezvous-store:29400", "minReplicas": 1, "maxReplicas": 2,
                      "replicaSpecs": {"Worker": {"replicas": 2, "restartPolicy": "ExitCode", "template": {}}}},
             "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": f"ElasticJob {NAME} is {t.lower()}.",
                                        "lastUpdateTime": "2026-11-22T03:01:00Z", "lastTransitionTime": "2026-11-22T03:01:00Z"}
@@ -161,7 +161,7 @@ class FakeApiServer(ThreadingHTTPServer):
         self.logs = logs
         self.nodes: list | tuple = []  # GET /api/v1/nodes: the items, or (status, body) to refuse
         self.jobs: dict[str, dict] = {}  # batch/v1 Jobs by name (GET, PATCH)
-        self.deployments: dict[str, dict] = {}  # apps/v1 Deployments by name (GET): etcd's, for rendezvous_health
+        self.deployments: dict[str, dict] = {}  # apps/v1 Deployments by name (GET): the rendezvous store's, for rendezvous_health
         self.patches: list[tuple[str, dict]] = []  # (Content-Type, body) of every PATCH
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
@@ -303,9 +303,9 @@ def test_the_real_reader_authenticates_with_the_exec_plugin_and_refreshes_the_to
     tokens = [token for _, _, _, token in server.requests]
     assert None not in tokens  # every request carried a valid bearer token
     paths = [path for _, path, _, _ in server.requests]
-    # ... and etcd's Deployment (infra/components/rendezvous_health.py), which this server does not have
+    # ... and the rendezvous store's Deployment (infra/components/rendezvous_health.py), which this server does not have
     assert paths == [ELASTICJOB_PATH, f"/api/v1/namespaces/{NAMESPACE}/pods", f"/api/v1/namespaces/{NAMESPACE}/events",
-                     f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/etcd"] * 2
+                     f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/rendezvous-store"] * 2
     # The plugin ran at load and once more when the first token was about to expire; the server saw both.
     assert tokens == ["k8s-aws-v1.token-1"] * 4 + ["k8s-aws-v1.token-2"] * 4
     assert len(token_log.read_text().splitlines()) == 2
@@ -402,7 +402,7 @@ def test_the_reader_takes_the_kubeconfig_file_and_context_the_provider_uses(clus
 
 class Clock:
     """The wait's clock and sleep, for tests against this server: `at` runs a change on the server
-    (a pod turning Ready, etcd coming back) once the wait's time has come."""
+    (a pod turning Ready, the rendezvous store coming back) once the wait's time has come."""
 
     def __init__(self):
         self.now, self.changes = 0.0, []

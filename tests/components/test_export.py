@@ -1,10 +1,10 @@
-"""jobs.export against a real S3 API: moto's server (moto[server] 5.2.5) on 127.0.0.1, started here
+"""jobs.results.export against a real S3 API: moto's server (moto[server] 5.2.5) on 127.0.0.1, started here
 and stopped by its PID; boto3 reaches it through AWS_ENDPOINT_URL (upstream-facts.md, fact 20).
 
 What moto does and does not stand in for (moto 5.2.5, moto/s3/responses.py `_get_checksum`): it
 stores and returns the x-amz-checksum-sha256 a client sends, without recomputing it ("TODO: AWS
 computes the provided value and verifies it's the same"). So these tests check that the checksum
-jobs.export sends is the SHA-256 of the stored bytes (computed here from what GetObject returns),
+jobs.results.export sends is the SHA-256 of the stored bytes (computed here from what GetObject returns),
 which is what real S3 verifies; S3's refusal of a wrong checksum is S3's, documented in the
 botocore s3 model (PutObject, ChecksumSHA256), and is not re-enacted here.
 """
@@ -22,7 +22,7 @@ import boto3
 import pytest
 from moto_server import running_moto_server
 
-from jobs import export
+from jobs.results import export
 from scanner_helpers import PYTHON, REPO
 
 BUCKET = "artifacts-test"
@@ -70,7 +70,7 @@ def run_dir(tmp_path) -> Path:
 
 
 def run_export(run_dir: Path, dest: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(PYTHON), "-m", "jobs.export", "--run-dir", str(run_dir), "--dest", dest],
+    return subprocess.run([str(PYTHON), "-m", "jobs.results.export", "--run-dir", str(run_dir), "--dest", dest],
                           cwd=REPO, capture_output=True, text=True, timeout=60,
                           env={**os.environ, **env, "PYTHONPATH": str(REPO)})
 
@@ -81,7 +81,7 @@ def export_in_process(run_dir: Path, dest: str, capsys) -> tuple[int, str, str]:
     sigterm = signal.getsignal(signal.SIGTERM)  # cli.run installs its own; give pytest's back
     try:
         with pytest.raises(SystemExit) as exit_status:
-            cli.run(lambda _: export.main(["--run-dir", str(run_dir), "--dest", dest]), "jobs.export")
+            cli.run(lambda _: export.main(["--run-dir", str(run_dir), "--dest", dest]), "jobs.results.export")
     finally:
         signal.signal(signal.SIGTERM, sigterm)
     captured = capsys.readouterr()
@@ -133,7 +133,7 @@ def test_a_missing_required_file_is_one_line_and_uploads_nothing(s3, run_dir, aw
     status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-3", capsys)
     assert status == 1
     (line,) = err.splitlines()
-    assert line.startswith("jobs.export: error: ") and "model.pt" in line, line
+    assert line.startswith("jobs.results.export: error: ") and "model.pt" in line, line
     assert versions_of(s3, "runs/run-3/") == []
 
 
@@ -190,7 +190,7 @@ def test_an_interrupted_upload_leaves_nothing_under_the_final_key(s3, run_dir, a
     status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-4", capsys)
     assert status == 1
     (line,) = err.splitlines()
-    assert line.startswith(f"jobs.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), line
+    assert line.startswith(f"jobs.results.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), line
     assert versions_of(s3, "runs/run-4/model.pt") == []
 
 

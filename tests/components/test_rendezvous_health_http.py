@@ -1,14 +1,15 @@
-"""The training wait reads etcd, the rendezvous store, through the real Kubernetes client against
+"""The training wait reads the rendezvous store's Deployment through the real Kubernetes client against
 the HTTPS test server of test_completion_http.py: a store that went away and came back leaves the
 run running; one that stays away fails it, in one line that names the store.
 
-Shapes, as the API server returns them: etcd's Deployment is the one the stack renders
+Shapes, as the API server returns them: the store's Deployment is the one the stack renders
 (infra/specs/elastic.py), with the status the Deployment controller writes (apps/v1
 DeploymentStatus: readyReplicas absent while no pod is ready, unavailableReplicas, the Available
-condition); the etcd pod is Pending with the PodScheduled=False condition kube-scheduler sets, whose
-message for a zonal volume no node of its zone can take carries the volumebinding plugin's reason
-"node(s) had volume node affinity conflict"; a worker that gives up on the store (jobs/torchrun.py)
-leaves a failed pod whose worker exited 138, which the ElasticJob's Job keeps and replaces.
+condition); the store's pod is Pending with the PodScheduled=False condition kube-scheduler sets, whose
+message, when no node has room for it (every system node full or gone), carries the noderesources
+plugin's reason "Insufficient memory" in the scheduler's "0/N nodes are available: ..." form; a worker
+that gives up on the store (jobs/elastic/torchrun.py) leaves a failed pod whose worker exited 138,
+which the ElasticJob's Job keeps and replaces.
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ from test_completion_http import Clock, JOB_LABEL, NAME, NAMESPACE, UID, _elasti
 
 RUNNING = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
 SUCCEEDED = (200, _elasticjob(("Running", "False", "ElasticJobRunning"), ("Succeeded", "True", "ElasticJobSucceeded")))
-VOLUME_CONFLICT = "0/2 nodes are available: 2 node(s) had volume node affinity conflict."
+NO_ROOM = "0/2 nodes are available: 2 Insufficient memory."
 
 
-def etcd_deployment(ready: bool) -> dict:
-    deployment = copy.deepcopy({o["kind"]: o for o in elastic.etcd_objects(NAMESPACE, "etcd-gp3")}["Deployment"])
-    deployment["metadata"].update(uid="etcd-uid", generation=1, resourceVersion="900")
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
+STORE_POD = "rendezvous-store-6f7c9d8b5-x2k4q"
+
+
+def store_deployment(ready: bool) -> dict:
+    deployment = copy.deepcopy({o["kind"]: o for o in elastic.store_objects(NAMESPACE, IMAGE, "IfNotPresent")}["Deployment"])
+    deployment["metadata"].update(uid="store-uid", generation=1, resourceVersion="900")
     available = {"type": "Available", "status": "True" if ready else "False",
                  "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
                  "message": "Deployment has minimum availability." if ready else "Deployment does not have minimum availability.",
@@ -37,14 +42,14 @@ def etcd_deployment(ready: bool) -> dict:
     return deployment
 
 
-def pending_etcd_pod() -> dict:
-    template = etcd_deployment(False)["spec"]["template"]
+def pending_store_pod() -> dict:
+    template = store_deployment(False)["spec"]["template"]
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "etcd-6f7c9d8b5-x2k4q", "namespace": NAMESPACE, "uid": "etcd-pod",
+            "metadata": {"name": STORE_POD, "namespace": NAMESPACE, "uid": "store-pod",
                          "labels": template["metadata"]["labels"]},
             "spec": template["spec"],
             "status": {"phase": "Pending", "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": VOLUME_CONFLICT,
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": NO_ROOM,
                  "lastProbeTime": None, "lastTransitionTime": "2026-11-22T03:10:05Z"}]}}
 
 
@@ -57,20 +62,20 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
     start, _ = cluster_env
     workers = [_pod(0, "Running"), _pod(1, "Running")]
     server, kubeconfig = start([RUNNING], workers, [])
-    server.deployments["etcd"] = etcd_deployment(ready=True)
+    server.deployments[elastic.STORE_NAME] = store_deployment(ready=True)
     clock = Clock()
 
-    def etcd_gone():
-        server.deployments["etcd"] = etcd_deployment(ready=False)
-        server.pods.append(pending_etcd_pod())
+    def store_gone():
+        server.deployments[elastic.STORE_NAME] = store_deployment(ready=False)
+        server.pods.append(pending_store_pod())
         server.pods.extend(gave_up_pods(2))  # away past the workers' own bound: they gave up once
 
-    def etcd_back():
-        server.deployments["etcd"] = etcd_deployment(ready=True)
-        server.pods.remove(next(p for p in server.pods if p["metadata"]["name"].startswith("etcd-")))
+    def store_back():
+        server.deployments[elastic.STORE_NAME] = store_deployment(ready=True)
+        server.pods.remove(next(p for p in server.pods if p["metadata"]["name"] == STORE_POD))
 
-    clock.at(60, etcd_gone)
-    clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS - 60, etcd_back)  # a minute short of the bound
+    clock.at(60, store_gone)
+    clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS - 60, store_back)  # a minute short of the bound
     clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS + 600, lambda: server.answers.__setitem__(0, SUCCEEDED))
 
     verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
@@ -78,15 +83,15 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
 
     assert verdict.state == "succeeded", verdict.message
     assert not [r for r in server.requests if r[0] == "DELETE"]  # the run was never stopped
-    etcd_reads = [r for r in server.requests if r[1].endswith("/deployments/etcd")]
-    assert etcd_reads and all(r[3] for r in etcd_reads)  # read with the same credentials as the job
+    store_reads = [r for r in server.requests if r[1].endswith(f"/deployments/{elastic.STORE_NAME}")]
+    assert store_reads and all(r[3] for r in store_reads)  # read with the same credentials as the job
 
 
 def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(cluster_env):
     start, _ = cluster_env
-    server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_etcd_pod(), *gave_up_pods(2)],
+    server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_store_pod(), *gave_up_pods(2)],
                                [])
-    server.deployments["etcd"] = etcd_deployment(ready=False)
+    server.deployments[elastic.STORE_NAME] = store_deployment(ready=False)
     clock = Clock()
 
     verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
@@ -95,16 +100,17 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
     assert verdict.state == "failed"
     first_line = verdict.message.splitlines()[0]
     assert first_line == (
-        f"ElasticJob {NAMESPACE}/{NAME}: the rendezvous store etcd-service:2379 (Deployment {NAMESPACE}/etcd) has had "
-        f"no ready pod for 15 minutes (pod etcd-6f7c9d8b5-x2k4q Pending: {VOLUME_CONFLICT}); workers gave up on it "
+        f"ElasticJob {NAMESPACE}/{NAME}: the rendezvous store rendezvous-store:29400 (Deployment {NAMESPACE}/rendezvous-store) "
+        f"has had no ready pod for 15 minutes (pod {STORE_POD} Pending: {NO_ROOM}); workers gave up on it "
         f"(exit 138) 2 times; the workers cannot form a group without it. The ElasticJob {NAMESPACE}/{NAME} was "
         f"deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
     assert verdict.message == first_line  # no worker log to append: no worker failed for good
     assert rendezvous_health.STORE_DOWN_SECONDS <= clock.now < rendezvous_health.STORE_DOWN_SECONDS + 60
     assert [r[1] for r in server.requests if r[0] == "DELETE"] == [f"/apis/elastic.pytorch.org/v1alpha1/namespaces/"
                                                                    f"{NAMESPACE}/elasticjobs/{NAME}"]
-    etcd_pods = [r for r in server.requests if r[1].endswith("/pods") and r[2].get("labelSelector") == "app.kubernetes.io/name=etcd"]
-    assert etcd_pods  # the reason comes from etcd's own pod
+    store_pods = [r for r in server.requests if r[1].endswith("/pods")
+                  and r[2].get("labelSelector") == "app.kubernetes.io/name=rendezvous-store"]
+    assert store_pods  # the reason comes from the store's own pod
 
 
 def test_the_store_check_counts_only_the_workers_138_exits():
@@ -114,17 +120,17 @@ def test_the_store_check_counts_only_the_workers_138_exits():
     events = [*gave_up_pods(3), _pod(21, "Failed", 143), _pod(22, "Running"), sidecar]
     assert rendezvous_health.gave_up_count(events) == 3
     watch = rendezvous_health.StoreWatch(NAMESPACE)
-    down = rendezvous_health.StoreState(False, "no etcd pod")
+    down = rendezvous_health.StoreState(False, "no store pod")
     assert watch.problem(down, events, 0) is None
     assert watch.problem(None, events, rendezvous_health.STORE_DOWN_SECONDS - 1) is None  # not known: no reset
-    assert "no ready pod for 15 minutes (no etcd pod); workers gave up on it (exit 138) 3 times" in watch.problem(
+    assert "no ready pod for 15 minutes (no store pod); workers gave up on it (exit 138) 3 times" in watch.problem(
         down, events, rendezvous_health.STORE_DOWN_SECONDS)
     assert watch.problem(rendezvous_health.StoreState(True), events, rendezvous_health.STORE_DOWN_SECONDS + 1) is None
     assert watch.since is None  # back: the bound starts over
 
 
 def test_the_wait_gives_the_store_longer_than_the_workers_do():
-    """A store the workers outlast (jobs/rendezvous.py) never fails the run: the wait's bound is the longer."""
-    from jobs import rendezvous
+    """A store the workers outlast (jobs/elastic/rendezvous.py) never fails the run: the wait's bound is the longer."""
+    from jobs.elastic import rendezvous
 
     assert rendezvous.STORE_OUTAGE_TIMEOUT < rendezvous_health.STORE_DOWN_SECONDS

@@ -134,6 +134,5 @@ def test_pulumi_up_warns_in_extended_support_and_resolves_addons_for_the_stack_v
     # the Addons carry exactly what the lookup answered (the mocks answer with the last-run versions)
     assert found["addons"] == {"storage-efs-csi-driver": versions.EFS_CSI_ADDON_VERSION,
                                "addons-metrics-server": versions.METRICS_SERVER_ADDON_VERSION,
-                               "addons-coredns": versions.COREDNS_ADDON_VERSION,
-                               "rendezvous-ebs-csi-driver": versions.EBS_CSI_ADDON_VERSION}
+                               "addons-coredns": versions.COREDNS_ADDON_VERSION}
 

@@ -138,7 +138,7 @@ def test_data_prep_verifies_the_default_checksum_on_the_default_source_and_none_
      "and the amd64-only TorchElastic controller image"),
     ("workerCpu", ["15", "500m", "1.5", "0.1", "1m"], ["0", "0m", "0.0", "-1", "1.", "15x", ""],
      "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"),
-    # jobs.prepare refuses more than MAX_SYNTHETIC_PER_CLASS images per class: so does the config, at 5001.
+    # jobs.data.prepare refuses more than MAX_SYNTHETIC_PER_CLASS images per class: so does the config, at 5001.
     ("dataSource", ["https://h/p.tgz", "s3://b/k", "synthetic", "synthetic:1", "synthetic:5000"],
      ["http://h/p.tgz", "https://h", "s3://b", "synthetic:0", "synthetic:5001", "synthetic:999999", "synthetic:",
       "synthetic:05", "ftp://h/p"],

@@ -1,6 +1,6 @@
 """What the pages claim about setup, preemption, `local`'s results and the quota agrees with the code
 that decides it, and no page contradicts another (issue 30, item 6). Each claim is read from its
-source: scripts/install-torch.sh, jobs/train.py's parser, infra/cli/local.py, stacks/Pulumi.dev.yaml."""
+source: scripts/install-torch.sh, jobs/training/train.py's parser, infra/cli/local.py, stacks/Pulumi.dev.yaml."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_no_page_asks_for_an_export_that_setup_does_itself():
 
 
 def test_elastic_capacity_says_what_a_sigterm_does_with_the_default_options():
-    from jobs import train
+    from jobs.training import train
 
     parser = train.build_parser()
     (save,) = [action for action in parser._actions if "--save-on-sigterm" in action.option_strings]
@@ -41,7 +41,7 @@ def test_elastic_capacity_says_what_a_sigterm_does_with_the_default_options():
 def test_the_local_page_names_the_run_directory_local_writes():
     from infra.cli import local
 
-    (train,) = [command for command in local.steps(False, None, run_id="run-<n>") if "jobs.train" in command]
+    (train,) = [command for command in local.steps(False, None, run_id="run-<n>") if "jobs.training.train" in command]
     run_dir = train[train.index("--run-dir") + 1]
     assert run_dir == "runs/synthetic/run-<n>"
     text = page("commands/local.md")

@@ -121,7 +121,7 @@ def test_each_job_command_shown_parses(item):
     else:
         module, args = words[2], words[3:]
     assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), f"{item.where}: no module {module}"
-    if module in ("jobs.agent", "jobs.torchrun"):  # take torchrun's arguments, none of their own
+    if module in ("jobs.elastic.agent", "jobs.elastic.torchrun"):  # take torchrun's arguments, none of their own
         return
     parser = job_parser(module)
     named = {w.split("=")[0].lstrip("[") for w in args if w.lstrip("[").startswith("--")}
@@ -146,6 +146,6 @@ def test_a_wrong_option_in_a_shown_command_is_caught():
     with pytest.raises(AssertionError, match="no stack prod"):
         test_each_elastic_training_command_shown_parses(Shown("x.md", (".venv/bin/elastic-training", "preflight", "prod"), True))
     with pytest.raises(AssertionError, match="refused"):
-        test_each_job_command_shown_parses(Shown("x.md", (".venv/bin/python", "-m", "jobs.train", "--data", "d"), True))
-    with pytest.raises(AssertionError, match="are not options of jobs.evaluate"):
-        test_each_job_command_shown_parses(Shown("x.md", ("python", "-m", "jobs.evaluate", "[--gate", "F]"), False))
+        test_each_job_command_shown_parses(Shown("x.md", (".venv/bin/python", "-m", "jobs.training.train", "--data", "d"), True))
+    with pytest.raises(AssertionError, match="are not options of jobs.results.evaluate"):
+        test_each_job_command_shown_parses(Shown("x.md", ("python", "-m", "jobs.results.evaluate", "[--gate", "F]"), False))

@@ -7,8 +7,8 @@ An option belongs to the last command named before it: in its line of a code blo
 continues); in prose, in the same paragraph or list item, a table's rows taking the command named in
 the paragraph just before the table (or in its `generated:` marker); with none, on
 docs/commands/<command>.md, to that page's command. (A whole section is too wide: pages name
-torchrun in passing in sections about jobs.train's options.) The commands: `elastic-training <command>` (its parser, scripts/docs.py
-command_parser), `jobs.<module>` (its build_parser; jobs.agent and jobs.torchrun take torchrun's
+torchrun in passing in sections about jobs.training.train's options.) The commands: `elastic-training <command>` (its parser, scripts/docs.py
+command_parser), `jobs.<module>` (its build_parser; jobs.elastic.agent and jobs.elastic.torchrun take torchrun's
 arguments), `torchrun` (torch.distributed.run's own parser), `scripts/<name>` (a Python script's
 `--help`, a shell script's `case`/`[ ... = "--x" ]` patterns). An option after another tool's name
 (pulumi, aws, kubectl, mkdocs, pytest, docker, ...) is that tool's, not checked here.
@@ -34,7 +34,7 @@ MENTION = re.compile(
     r"<!-- generated: (?:command-(?P<generated_command>[\w-]+)|job-(?P<generated_job>\w+)) -->|"
     # where a command starts: a line, a code span or link text, after a shell separator (not `--name elastic-training`)
     r"(?:^|(?<=[`(])|(?<=&& )|(?<=\| )|(?<=; )|(?<=usage: ))(?:\.venv/bin/)?elastic-training(?![\w/:.-])(?: (?P<command>[a-z][\w-]*))?"
-    r"|\bjobs\.(?P<job>[a-z_]+)\b"
+    r"|\bjobs\.(?P<job>[a-z_]+(?:\.[a-z_]+)*)\b"
     r"|\bscripts/(?P<script>[\w.-]+\.(?:sh|py))\b"
     r"|\b(?P<torchrun>torchrun)\b(?!\.py)"
     r"|\b(?P<other>pulumi|aws|kubectl|mkdocs|pytest|docker|kind|helm|gh|git|pip|checkov|kubernetes-validate|hadolint"
@@ -47,7 +47,7 @@ UNIT_START = re.compile(r"^(?:\s*[-*] |\s*\d+\. |\|)")
 class Named:
     where: str     # page:line
     option: str
-    owner: str     # "command:synth", "job:jobs.train", "torchrun", "script:setup.sh"; "" for none of ours
+    owner: str     # "command:synth", "job:jobs.training.train", "torchrun", "script:setup.sh"; "" for none of ours
 
 
 def units(text: str) -> list[tuple[int, str, bool]]:
@@ -77,7 +77,7 @@ def owner_of(match: re.Match) -> str:
     if match["generated_command"]:
         return f"command:{match['generated_command']}"
     if match["generated_job"]:
-        return f"job:jobs.{match['generated_job']}"
+        return f"job:jobs.{docs_script().JOBS[match['generated_job']]}"
     if match.group().endswith("elastic-training") or match["command"]:
         return f"command:{match['command'] or ''}"
     if match["job"]:
@@ -152,7 +152,7 @@ def accepted(owner: str) -> set[str] | None:
             return {"-h", "--help"}
         return options_of(docs_script().command_parser(name)) if name in COMMANDS else set()
     if kind == "job":
-        if name in ("jobs.agent", "jobs.torchrun"):
+        if name in ("jobs.elastic.agent", "jobs.elastic.torchrun"):
             return accepted("torchrun")
         if not (ROOT / (name.replace(".", "/") + ".py")).is_file():
             return None  # jobs.<something> that is not a module: a name in prose
@@ -174,7 +174,7 @@ def test_the_reading_attributes_options_to_their_commands():
     """Not a hand-made list: options the pages are known to name, each to its command."""
     pairs = {(item.owner, item.option) for item in NAMED}
     assert {("command:local", "--run-id"), ("command:synth", "--out"), ("script:setup.sh", "--gpu"),
-            ("job:jobs.train", "--checkpoint-every-seconds"), ("torchrun", "--shutdown-timeout")} <= pairs
+            ("job:jobs.training.train", "--checkpoint-every-seconds"), ("torchrun", "--shutdown-timeout")} <= pairs
     assert ("", "--strict") in pairs  # mkdocs's, not ours
 
 
@@ -189,8 +189,8 @@ def test_every_option_a_page_names_exists_in_its_commands_parser():
     ("Run `elastic-training local` again, or pass a new `--run-dir`.\n", "troubleshooting.md",
      Named("x:1", "--run-dir", "command:local")),
     ("- `--run-dir RUN` picks the run\n", "commands/local.md", Named("x:1", "--run-dir", "command:local")),
-    ("`jobs.train` takes:\n\n| option | what |\n|---|---|\n| `--checkpoint-every-second` | x |\n", "runs.md",
-     Named("x:5", "--checkpoint-every-second", "job:jobs.train")),
+    ("`jobs.training.train` takes:\n\n| option | what |\n|---|---|\n| `--checkpoint-every-second` | x |\n", "runs.md",
+     Named("x:5", "--checkpoint-every-second", "job:jobs.training.train")),
     ("```sh\nbash scripts/setup.sh --cpu-only\n```\n", "index.md", Named("x:2", "--cpu-only", "script:setup.sh")),
     ("torchrun waits for `--shutdown-timeout`, then `pulumi up --yes`.\n", "index.md",
      Named("x:1", "--yes", "")),

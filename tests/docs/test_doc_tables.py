@@ -40,8 +40,9 @@ def test_the_preflight_checks_table_names_every_check_in_order():
 
 
 def test_the_jobs_table_names_every_job():
-    """A job is a module of jobs/ with a main(): what a pod (or a person) runs with `python -m`."""
-    jobs = sorted(p.stem for p in (ROOT / "jobs").glob("*.py")
+    """A job is a module of jobs/ (of any of its packages) with a main(): what a pod (or a person) runs
+    with `python -m`."""
+    jobs = sorted(p.stem for p in (ROOT / "jobs").rglob("*.py")
                   if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in ast.parse(p.read_text()).body))
     rows = table_rows(page("commands/jobs.md").split("\n\n- **prepare**")[0])
     assert sorted(row[0] for row in rows) == jobs

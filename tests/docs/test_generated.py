@@ -26,7 +26,7 @@ def test_every_command_and_job_has_its_block():
 
     names = {block.name for block in BLOCKS}
     assert {f"command-{name}" for name in COMMANDS} <= names
-    jobs = {path.stem for path in (ROOT / "jobs").glob("*.py") if "def build_parser" in path.read_text()}
+    jobs = {path.stem for path in (ROOT / "jobs").rglob("*.py") if "def build_parser" in path.read_text()}
     assert jobs and {f"job-{name}" for name in jobs} <= names
 
 

@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 serving CIFAR-10-shaped archives, for the jobs.prepare tests."""
+"""A real HTTP server on 127.0.0.1 serving CIFAR-10-shaped archives, for the jobs.data.prepare tests."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from jobs import data
+from jobs.data import cifar as data
 
 
 def make_tarball(folder: Path, extra_members: dict[str, bytes] | None = None) -> bytes:

@@ -1,4 +1,4 @@
-"""Fixtures for the jobs tests. Everything is real: torch, an etcd server, torchrun agents,
+"""Fixtures for the jobs tests. Everything is real: torch, the rendezvous store, torchrun agents,
 an HTTP server on 127.0.0.1. Reusable pieces live in torchrun_harness.py (this folder is on
 sys.path because it has a conftest.py and no __init__.py)."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from archive_server import ArchiveServer
-from torchrun_harness import REPO_ROOT, EtcdServer
+from torchrun_harness import REPO_ROOT, StoreServer
 
-from jobs import data
+from jobs.data import cifar as data
 
 
 def make_synthetic_cifar(parent: Path, train_per_class: int, test_per_class: int, seed: int = 0) -> Path:
@@ -44,10 +44,11 @@ def assert_one_line_error(result: subprocess.CompletedProcess, exit_code: int, *
 
 
 @pytest.fixture(scope="session")
-def etcd_server(tmp_path_factory):
-    """One etcd (v2 API) on a free 127.0.0.1 port for the whole session, stopped by PID.
-    Jobs share it as they share etcd-service on the cluster; each uses its own rdzv id."""
-    server = EtcdServer(tmp_path_factory.mktemp("etcd")).start()
+def store_server(tmp_path_factory):
+    """One rendezvous store (python -m jobs.elastic.store_server) on a free 127.0.0.1 port for the whole
+    session, stopped by PID. Jobs share it as they share the store's Service on the cluster; each
+    uses its own rdzv id."""
+    server = StoreServer(tmp_path_factory.mktemp("store")).start()
     yield server
     server.stop()
 
@@ -62,7 +63,7 @@ def tiny_cifar(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, tiny_cifar) -> Path:
     """A finished single-process run (3 epochs) of the improved recipe, trained in this process."""
-    from jobs import train
+    from jobs.training import train
 
     run_dir = tmp_path_factory.mktemp("trained") / "run"
     assert train.main(["--data", str(tiny_cifar), "--run-dir", str(run_dir), "--epochs", "3",

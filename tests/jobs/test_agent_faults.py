@@ -1,4 +1,4 @@
-"""jobs.agent ends bounded, with one line and the exit code of jobs.exit_codes, where torchrun would
+"""jobs.elastic.agent ends bounded, with one line and the exit code of jobs.exit_codes, where torchrun would
 retry what cannot succeed: bad torchrun options, a worker that fails permanently, workers killed
 more often than --max_restarts, more agents than the rendezvous admits. Real torchrun agents."""
 
@@ -12,11 +12,12 @@ import pytest
 from conftest import assert_one_line_error
 from torchrun_harness import REPO_ROOT, TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs
 
-from jobs import exit_codes, torchrun_options
+from jobs import exit_codes
+from jobs.elastic import torchrun_options
 
 
 def agent(*args: str, timeout: float = 180, **environment: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jobs.agent", *args], cwd=REPO_ROOT, env=agent_environment(**environment),
+    return subprocess.run([sys.executable, "-m", "jobs.elastic.agent", *args], cwd=REPO_ROOT, env=agent_environment(**environment),
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
@@ -39,8 +40,8 @@ def test_bad_torchrun_options_are_one_line_and_exit_2(tmp_path, option, said):
     """Before: torch's assertion, 17 lines of traceback, exit 1 (retried)."""
     termination_log = tmp_path / "termination-log"
     termination_log.write_text("")
-    result = agent("--standalone", option, "-m", "jobs.train", JOBS_TERMINATION_LOG=str(termination_log), timeout=60)
-    line = assert_one_line_error(result, exit_codes.USAGE, "jobs.agent: error:", said)
+    result = agent("--standalone", option, "-m", "jobs.training.train", JOBS_TERMINATION_LOG=str(termination_log), timeout=60)
+    line = assert_one_line_error(result, exit_codes.USAGE, "jobs.elastic.agent: error:", said)
     assert termination_log.read_text() == line
 
 
@@ -48,14 +49,14 @@ def test_a_worker_that_fails_permanently_ends_the_agent_at_once_with_its_code(tm
     """Before: torchrun restarted the worker --max_restarts times, each failing alike, then exit 1."""
     termination_log = tmp_path / "termination-log"
     termination_log.write_text("")
-    result = agent("--standalone", "--nproc_per_node=1", "--max_restarts=3", "--monitor-interval=0.1", "-m", "jobs.train",
+    result = agent("--standalone", "--nproc_per_node=1", "--max_restarts=3", "--monitor-interval=0.1", "-m", "jobs.training.train",
                    "--data", str(tmp_path / "missing"), "--run-dir", str(tmp_path / "run"),
                    JOBS_TERMINATION_LOG=str(termination_log))  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == exit_codes.CANNOT_CONTINUE, output
-    assert output.count(f"jobs.train: error: data folder {tmp_path / 'missing'} does not exist") == 1, output  # no restart
-    assert "jobs.agent: a worker failed and a retry cannot help (exit 3)" in output
-    assert termination_log.read_text().startswith(f"jobs.train: data folder {tmp_path / 'missing'} does not exist")
+    assert output.count(f"jobs.training.train: error: data folder {tmp_path / 'missing'} does not exist") == 1, output  # no restart
+    assert "jobs.elastic.agent: a worker failed and a retry cannot help (exit 3)" in output
+    assert termination_log.read_text().startswith(f"jobs.training.train: data folder {tmp_path / 'missing'} does not exist")
 
 
 def test_a_worker_killed_more_often_than_max_restarts_ends_bounded_with_one_line(tmp_path):
@@ -66,7 +67,7 @@ def test_a_worker_killed_more_often_than_max_restarts_ends_bounded_with_one_line
     script.write_text("import time; print('worker up', flush=True); time.sleep(300)")
     log_path = tmp_path / "agent.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "jobs.agent", "--standalone", "--nproc_per_node=1",
+        process = subprocess.Popen([sys.executable, "-m", "jobs.elastic.agent", "--standalone", "--nproc_per_node=1",
                                     "--max_restarts=1", "--monitor-interval=0.1", str(script)],
                                    cwd=REPO_ROOT, env=agent_environment(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     from torchrun_harness import ProcessId, children_of, descendants_of
@@ -91,20 +92,23 @@ def test_a_worker_killed_more_often_than_max_restarts_ends_bounded_with_one_line
             process.kill()
     output = log_path.read_text()
     assert kills == 2 and code == exit_codes.FAILURE, (kills, code, output)
-    said = [line for line in output.splitlines() if line.startswith("jobs.agent:")]
+    said = [line for line in output.splitlines() if line.startswith("jobs.elastic.agent:")]
     assert len(said) == 1 and "torchrun ended with exit 1" in said[0] and "--max_restarts" in said[0], output
     assert children_of(process.pid) == []
 
 
-def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(etcd_server, tmp_path):
-    """Four agents on --nnodes=2:2: torch tears the group down for each waiting agent and cannot
-    admit it, again and again (17 rounds in 200 s, issue 32). Before: no end. Now the agents whose
-    group keeps re-forming stop after JOBS_AGENT_MAX_REFORMATIONS re-formations, one line each, exit 3;
-    the two left form a group of two and finish."""
+def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(store_server, tmp_path):
+    """Four agents on --nnodes=2:2. With torch's etcd rendezvous the group was torn down for each
+    waiting agent, again and again (17 rounds in 200 s, issue 32); jobs.elastic.agent stops an agent
+    whose group re-forms more than JOBS_AGENT_MAX_REFORMATIONS times (exit 3). torch's dynamic
+    rendezvous (issue 31) does not churn: the round closes at 2, and the other two wait as spares
+    (its redundancy list) until the run is over, when torch's launcher would crash on them (exit 1,
+    jobs.elastic.rendezvous SpareNotAdmitted); they end with one line each, exit 3, and the two
+    in the group finish."""
     script = tmp_path / "worker.py"
     script.write_text("import time; print('worker up', flush=True); time.sleep(15)")
-    flags = cluster_style_torchrun_flags(etcd_server.endpoint, "surplus", nnodes="2:2")
-    commands = [[sys.executable, "-m", "jobs.agent", *flags, str(script)] for _ in range(4)]
+    flags = cluster_style_torchrun_flags(store_server.endpoint, "surplus", nnodes="2:2")
+    commands = [[sys.executable, "-m", "jobs.elastic.agent", *flags, str(script)] for _ in range(4)]
     job = TorchrunJob("surplus", commands, tmp_path / "logs",
                       agent_environment(JOBS_AGENT_MAX_REFORMATIONS="2", JOBS_AGENT_REFORMATION_WINDOW_SECONDS="600"))  # fmt: skip
     run_torchrun_jobs([job], deadline_seconds=240)
@@ -113,6 +117,7 @@ def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(etcd_s
     stopped = [result for result in results if result.returncode == exit_codes.CANNOT_CONTINUE]
     assert stopped and all(result.returncode in (0, exit_codes.CANNOT_CONTINUE) for result in results), \
         [(result.returncode, result.log[-1500:]) for result in results]  # fmt: skip
-    for result in stopped:
-        said = [line for line in result.log.splitlines() if line.startswith("jobs.agent:")]
-        assert len(said) == 1 and "re-formed more than 2 times" in said[0] and "--nnodes" in said[0], result.log[-2000:]
+    assert [result.returncode for result in results].count(0) == 2, [result.returncode for result in results]
+    for result in stopped:  # jobs.elastic.torchrun's line, which jobs.elastic.agent repeats as it stops
+        said = [line for line in result.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
+        assert len(said) == 1 and "waited as a spare" in said[0] and "--nnodes" in said[0], result.log[-2000:]

@@ -1,6 +1,6 @@
 """Every file a run keeps is written atomically: a fault injected at each step of a write leaves the
 previous file loadable and no temporary file behind. In-process (no torchrun), so
-scripts/mutation.sh can run them against jobs/checkpoint.py's mutants."""
+scripts/mutation.sh can run them against jobs/training/checkpoint.py's mutants."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from jobs import checkpoint
+from jobs.training import checkpoint
 from jobs.cli import JobError, VolumeError
 
 OLD = {"epochs_done": 1, "model": {"w": torch.zeros(3)}}
@@ -138,18 +138,18 @@ def test_load_refuses_missing_torn_foreign_and_non_dict_files(tmp_path):
     torn.write_bytes(b"PK\x03\x04 half a zip")
     with pytest.raises(JobError) as error:
         checkpoint.load(torn, "checkpoint")
-    assert str(error.value).startswith(f"checkpoint {torn} is not readable as a file written by jobs.train (")
+    assert str(error.value).startswith(f"checkpoint {torn} is not readable as a file written by jobs.training.train (")
 
     tensor = tmp_path / "tensor.pt"
     torch.save(torch.zeros(2), tensor)
     with pytest.raises(JobError) as error:
         checkpoint.load(tensor, "model")
-    assert str(error.value) == f"model {tensor} is not a file written by jobs.train"
+    assert str(error.value) == f"model {tensor} is not a file written by jobs.training.train"
 
     # weights_only: a pickle that would build an arbitrary object is refused, not executed.
     foreign = tmp_path / "foreign.pt"
     torch.save({"x": Path("/etc")}, foreign)
-    with pytest.raises(JobError, match="is not readable as a file written by jobs.train"):
+    with pytest.raises(JobError, match="is not readable as a file written by jobs.training.train"):
         checkpoint.load(foreign, "model")
 
 
@@ -211,7 +211,7 @@ def test_foreign_pickles_stay_refused_when_the_environment_turns_weights_only_of
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     foreign = tmp_path / "foreign.pt"
     torch.save({"x": Path("/etc")}, foreign)
-    with pytest.raises(JobError, match="is not readable as a file written by jobs.train"):
+    with pytest.raises(JobError, match="is not readable as a file written by jobs.training.train"):
         checkpoint.load(foreign, "model")
 
 

@@ -1,6 +1,6 @@
 """A damaged checkpoint is never trained from: each file carries its content's SHA-256, a file that
 fails it (flipped bytes, truncated, empty, foreign) is refused with one line naming it and why, and
-the run falls back to the checkpoint before it. Faults staged on real files written by jobs.train."""
+the run falls back to the checkpoint before it. Faults staged on real files written by jobs.training.train."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import pytest
 import torch
 from conftest import assert_one_line_error, run_job
 
-from jobs import checkpoint, cli, train
-from jobs.progress import Progress, SavedState, recover_epoch_line
+from jobs import cli
+from jobs.training import checkpoint
+from jobs.training import train
+from jobs.training.progress import Progress, SavedState, recover_epoch_line
 
 
 def train_args(data_dir, run_dir, *extra: str) -> list[str]:
@@ -57,8 +59,8 @@ def test_flipped_bytes_load_in_torch_but_are_refused_here(three_epochs, tmp_path
 
 @pytest.mark.parametrize("damage, reason", [
     (lambda raw: b"", r"is empty \(0 bytes\): its write never completed"),
-    (lambda raw: raw[: len(raw) // 3], r"is not readable as a file written by jobs.train \(.+; \d+ bytes\)"),
-    (lambda raw: b"garbage" * 100, r"is not readable as a file written by jobs.train \(.+; 700 bytes\)"),
+    (lambda raw: raw[: len(raw) // 3], r"is not readable as a file written by jobs.training.train \(.+; \d+ bytes\)"),
+    (lambda raw: b"garbage" * 100, r"is not readable as a file written by jobs.training.train \(.+; 700 bytes\)"),
 ])
 def test_truncated_empty_and_garbage_files_get_a_real_reason(three_epochs, tmp_path, damage, reason):
     path = tmp_path / "checkpoint.pt"
@@ -102,7 +104,7 @@ def test_no_usable_checkpoint_ends_the_run_in_one_line_with_exit_3(three_epochs,
     flip_middle(run_dir / checkpoint.CHECKPOINT_NAME)
     (run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME).write_bytes(b"")
     history_before = (run_dir / checkpoint.HISTORY_NAME).read_text()
-    result = run_job("jobs.train", *train_args(tiny_cifar, run_dir, "--epochs", "3"))
+    result = run_job("jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "3"))
     line = assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "no usable checkpoint in", "checkpoint.pt is corrupted",
                                  "checkpoint.previous.pt is empty (0 bytes)")  # fmt: skip
     assert "weights_only" not in line
@@ -136,7 +138,7 @@ def test_a_nan_loss_stops_the_run_before_any_checkpoint_or_model_with_exit_3(thr
     saved["model"][name] = torch.full_like(saved["model"][name], float("nan"))
     checkpoint.save_atomically(saved, run_dir / checkpoint.CHECKPOINT_NAME)
     before = {path.name: path.read_bytes() for path in run_dir.glob("checkpoint*.pt")}
-    result = run_job("jobs.train", *train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0"))
+    result = run_job("jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0"))
     assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "the training loss is nan at epoch 3 step 5/5",
                           "training diverged")  # fmt: skip
     assert not (run_dir / checkpoint.MODEL_NAME).exists()

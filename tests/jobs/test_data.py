@@ -1,4 +1,4 @@
-"""jobs.data: reading CIFAR-10's pickle format safely, and the synthetic generator."""
+"""jobs.data.cifar: reading CIFAR-10's pickle format safely, and the synthetic generator."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import make_synthetic_cifar
 
-from jobs import data
+from jobs.data import cifar as data
 
 
 def test_synthetic_split_sizes_and_balance(tmp_path):

@@ -1,5 +1,5 @@
-"""Data verified, not sized: jobs.prepare records every file's SHA-256 and rechecks it on each run,
-building the folder again when a file does not match; jobs.train and jobs.evaluate refuse data
+"""Data verified, not sized: jobs.data.prepare records every file's SHA-256 and rechecks it on each run,
+building the folder again when a file does not match; jobs.training.train and jobs.results.evaluate refuse data
 that does not match the record, in one line, exit 3. Faults staged on real prepared folders."""
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ import shutil
 import pytest
 from conftest import assert_one_line_error, run_job
 
-from jobs import cli, data, data_record
+from jobs import cli
+from jobs.data import cifar as data
+from jobs.data import data_record
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     dest = tmp_path_factory.mktemp("prepared")
-    result = run_job("jobs.prepare", "--dest", str(dest), "--synthetic", "10")
+    result = run_job("jobs.data.prepare", "--dest", str(dest), "--synthetic", "10")
     assert result.returncode == 0, result.stderr
     return dest / data.FOLDER_NAME
 
@@ -50,7 +52,7 @@ def test_a_rerun_of_prepare_rebuilds_a_folder_whose_file_no_longer_matches(prepa
     """Before: sizes only, so a same-size flip was 'already prepared ... nothing to do'."""
     folder = copy_of(prepared, tmp_path)
     damage(folder / "data_batch_2")
-    result = run_job("jobs.prepare", "--dest", str(tmp_path), "--synthetic", "10")
+    result = run_job("jobs.data.prepare", "--dest", str(tmp_path), "--synthetic", "10")
     assert result.returncode == 0, result.stderr
     assert "nothing to do" not in result.stdout
     assert "does not match its record" in result.stdout and said in result.stdout
@@ -61,7 +63,7 @@ def test_a_rerun_of_prepare_rebuilds_a_folder_whose_file_no_longer_matches(prepa
 def test_a_rerun_on_intact_data_checks_every_digest_and_does_nothing(prepared, tmp_path):
     folder = copy_of(prepared, tmp_path)
     before = (folder / data_record.MANIFEST_NAME).stat().st_mtime_ns
-    result = run_job("jobs.prepare", "--dest", str(tmp_path), "--synthetic", "10")
+    result = run_job("jobs.data.prepare", "--dest", str(tmp_path), "--synthetic", "10")
     assert result.returncode == 0 and "nothing to do" in result.stdout
     assert f"all {len(data.REQUIRED_FILES) + 1} files match their SHA-256" in result.stdout
     assert (folder / data_record.MANIFEST_NAME).stat().st_mtime_ns == before
@@ -75,24 +77,24 @@ def test_training_refuses_data_that_does_not_match_the_record(prepared, tmp_path
     """Before: the flipped images were trained on without a word."""
     folder = copy_of(prepared, tmp_path)
     damage(folder / "data_batch_2")
-    result = run_job("jobs.train", "--data", str(folder), "--run-dir", str(tmp_path / "run"), "--epochs", "1",
+    result = run_job("jobs.training.train", "--data", str(folder), "--run-dir", str(tmp_path / "run"), "--epochs", "1",
                      "--batch-size", "20")  # fmt: skip
     assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"{folder / 'data_batch_2'} does not match the data "
-                          "jobs.prepare recorded", said, "rerun jobs.prepare")  # fmt: skip
+                          "jobs.data.prepare recorded", said, "rerun jobs.data.prepare")  # fmt: skip
     assert not (tmp_path / "run").exists()
 
 
 def test_evaluate_refuses_a_changed_test_batch(prepared, tmp_path, trained_run):
     folder = copy_of(prepared, tmp_path)
     flip(folder / data.TEST_FILE, (folder / data.TEST_FILE).stat().st_size // 2, 64)
-    result = run_job("jobs.evaluate", "--data", str(folder), "--model", str(trained_run / "model.pt"),
+    result = run_job("jobs.results.evaluate", "--data", str(folder), "--model", str(trained_run / "model.pt"),
                      "--metrics-out", str(tmp_path / "metrics.json"))  # fmt: skip
-    assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "test_batch does not match the data jobs.prepare recorded")
+    assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "test_batch does not match the data jobs.data.prepare recorded")
 
 
 def test_a_folder_without_a_record_trains_with_a_warning(tiny_cifar, tmp_path):
     """Data made by hand (or by an older prepare, sizes only) cannot be checked: said, not refused."""
-    result = run_job("jobs.train", "--data", str(tiny_cifar), "--run-dir", str(tmp_path / "run"), "--epochs", "1",
+    result = run_job("jobs.training.train", "--data", str(tiny_cifar), "--run-dir", str(tmp_path / "run"), "--epochs", "1",
                      "--batch-size", "50")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "has no record of jobs.prepare" in result.stdout
+    assert "has no record of jobs.data.prepare" in result.stdout

@@ -1,16 +1,19 @@
-"""Two torchrun agents as two nodes, etcd rendezvous (Debian etcd, v2 API), the flag shape the
-ElasticJob gives them on the cluster: a normal run; two runs in which one training worker (rank 1,
+"""Two torchrun agents as two nodes, our rendezvous on the real store (python -m jobs.elastic.store_server),
+the flag shape the ElasticJob gives them on the cluster (plain torchrun finds our backend through
+its entry point): a normal run; two runs in which one training worker (rank 1,
 then rank 0) is SIGKILLed mid-run and the job must finish from its last checkpoint; and two runs
-in which one whole agent is evicted, i.e. jobs.agent (the pod's command) gets SIGTERM:
+in which one whole agent is evicted, i.e. jobs.elastic.agent (the pod's command) gets SIGTERM:
 - "evict-alone": the evicted agent exits 143 (retryable for the controller), the survivor
   re-forms the group at world size 1 and finishes;
-- "evict-rejoin": as soon as the evicted agent has exited, a new one with the same command starts
-  (the controller recreating the pod), and the group is back at world size 2.
+- "evict-rejoin": as soon as the evicted agent has exited, a new one with the same arguments comes
+  (the controller recreating the pod; its Python and torch loaded since the job began, as a pod
+  whose image is on its node), and the group is back at world size 2.
 
-The five jobs run at the same time against one etcd (each with its own rendezvous id, as jobs
-on the cluster share etcd-service): a fault run spends ~10 s waiting for the dead round's etcd
-lease to expire, and a lone survivor etcd's 30 s last call for more nodes; on 2 cores the jobs'
-start-ups and training overlap those waits. The fault and eviction runs train on 40 images (2
+The five jobs run at the same time against one store (each with its own rendezvous id, as jobs
+on the cluster share the store's Service): a fault run waits for the dead node's heartbeat to
+expire and a survivor for the last call for more nodes (jobs.elastic.rendezvous.DEFAULTS); on 2 cores the
+jobs' start-ups and training overlap those waits. Nodes lost without notice and nodes joining:
+test_node_loss.py. The fault and eviction runs train on 40 images (2
 steps per worker and epoch): the kill comes right after epoch 1's checkpoint, so it always lands
 while epoch 2 is running. What torch and the controller do on SIGTERM is in test_eviction.py.
 """
@@ -26,15 +29,19 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs, torchrun_command,
+from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, gated_agent_command, run_torchrun_jobs,
+                              torchrun_command,
                               worker_rank)
 
-from jobs import checkpoint, evaluate
+from jobs.training import checkpoint
+from jobs.results import evaluate
 
 DEADLINE_SECONDS = 170  # for all five jobs together; a hang fails the tests, never the suite
 FAULT_RUNS = {"fault-a": 1, "fault-b": 0}  # run -> rank of the worker to kill
 EVICTION_RUNS = {"evict-alone": False, "evict-rejoin": True}  # run -> whether the evicted agent comes back
-EVICTION_EPOCHS = 4
+# Long enough that the survivor, re-formed alone after the 5 s last call, still trains when the
+# recreated agent comes (jobs.rendezvous DEFAULTS)
+EVICTION_EPOCHS = 8
 
 
 @dataclass
@@ -66,7 +73,7 @@ def _kill_worker_after_first_checkpoint(run: Run) -> None:
 
 
 def _evict_after_first_checkpoint(run: Run) -> None:
-    """SIGTERM agent 0 (what the kubelet does to the pod's main process, jobs.agent) once epoch 1's
+    """SIGTERM agent 0 (what the kubelet does to the pod's main process, jobs.elastic.agent) once epoch 1's
     checkpoint is written; once it has exited, start its replacement if the run has one."""
     evicted = run.job.agents[0]
     if run.evicted_at is None:
@@ -76,17 +83,18 @@ def _evict_after_first_checkpoint(run: Run) -> None:
     elif run.evicted_exit is None and evicted.poll() is not None:
         run.evicted_exit = evicted.returncode
         run.evicted_after = round(time.time() - run.evicted_at, 1)
-        if run.rejoin:
-            run.replacement = run.job.add_agent(run.job.commands[0])
+        if run.rejoin:  # the new pod: loaded since the job began, let in now (its image is pulled)
+            (run.run_dir.parent / f"{run.name}-gate").touch()
+            run.replacement = 2
 
 
 def _agent_command(torchrun_flags: list[str], module_args: list[str]) -> list[str]:
-    """The worker pod's command line: jobs.agent in front of torchrun's arguments."""
-    return [sys.executable, "-m", "jobs.agent", *torchrun_flags, "-m", "jobs.train", *module_args]
+    """The worker pod's command line: jobs.elastic.agent in front of torchrun's arguments."""
+    return [sys.executable, "-m", "jobs.elastic.agent", *torchrun_flags, "-m", "jobs.training.train", *module_args]
 
 
 @pytest.fixture(scope="module")
-def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
+def elastic_runs(store_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("elastic")
     small_cifar = make_synthetic_cifar(base / "fault-data", train_per_class=4, test_per_class=2)
     runs = {}
@@ -95,9 +103,12 @@ def elastic_runs(etcd_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
         data_dir, epochs = {"normal": (tiny_cifar, 2)}.get(name, (small_cifar, EVICTION_EPOCHS if name in EVICTION_RUNS else 3))
         train_args = ["--data", str(data_dir), "--run-dir", str(run_dir), "--epochs", str(epochs),
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
-        flags = cluster_style_torchrun_flags(etcd_server.endpoint, name)
-        command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.train", train_args)
-        job = TorchrunJob(name, [command, command], base / "logs", agent_environment(LOGLEVEL="INFO"))
+        flags = cluster_style_torchrun_flags(store_server.endpoint, name)
+        command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.training.train", train_args)
+        commands = [command, command]
+        if EVICTION_RUNS.get(name):
+            commands.append(gated_agent_command(base / f"{name}-gate", command[3:]))
+        job = TorchrunJob(name, commands, base / "logs", agent_environment(LOGLEVEL="INFO"))
         runs[name] = Run(name, run_dir, job, FAULT_RUNS.get(name), rejoin=EVICTION_RUNS.get(name))
 
     def inject_faults():

@@ -1,4 +1,4 @@
-"""jobs.evaluate: accuracy report, JSON metrics, the quality gate."""
+"""jobs.results.evaluate: accuracy report, JSON metrics, the quality gate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 import torch
 from conftest import assert_one_line_error, run_job
 
-from jobs import cli, data, evaluate
+from jobs import cli
+from jobs.data import cifar as data
+from jobs.results import evaluate
 
 
 def test_reports_overall_and_per_class_accuracy(trained_run, tiny_cifar, tmp_path, capsys):
@@ -55,8 +57,8 @@ def test_gate_fails_below_min_accuracy_but_still_writes_metrics(trained_run, tin
 
 def test_command_line_gate_exit_code_and_default_metrics_path(trained_run, tiny_cifar, tmp_path):
     shutil.copy(trained_run / "model.pt", tmp_path / "model.pt")
-    result = run_job("jobs.evaluate", "--data", str(tiny_cifar), "--model", str(tmp_path / "model.pt"), "--min-accuracy", "1")
-    assert_one_line_error(result, cli.EXIT_BELOW_GATE, "jobs.evaluate: error: accuracy", "below --min-accuracy 1")
+    result = run_job("jobs.results.evaluate", "--data", str(tiny_cifar), "--model", str(tmp_path / "model.pt"), "--min-accuracy", "1")
+    assert_one_line_error(result, cli.EXIT_BELOW_GATE, "jobs.results.evaluate: error: accuracy", "below --min-accuracy 1")
     assert json.loads((tmp_path / "metrics.json").read_text())["min_accuracy"] == 1.0  # next to the model
 
 

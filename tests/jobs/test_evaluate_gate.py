@@ -13,9 +13,12 @@ import pytest
 import torch
 from conftest import make_synthetic_cifar
 
-from jobs import checkpoint, cli, data, evaluate
-from jobs.model import ARCHITECTURE, WorkshopCNN
-from jobs.transforms import Normalization
+from jobs import cli
+from jobs.training import checkpoint
+from jobs.data import cifar as data
+from jobs.results import evaluate
+from jobs.training.model import ARCHITECTURE, WorkshopCNN
+from jobs.data.transforms import Normalization
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +143,7 @@ def test_a_checkpoint_or_a_foreign_network_is_refused(model_path, tmp_path):
     checkpoint.save_atomically({**saved, "architecture": "resnet"}, not_a_model)
     with pytest.raises(cli.JobError) as error:
         evaluate.load_model(not_a_model, torch.device("cpu"))
-    assert str(error.value) == f"{not_a_model} is not a {ARCHITECTURE} model written by jobs.train (a checkpoint.pt, perhaps?)"
+    assert str(error.value) == f"{not_a_model} is not a {ARCHITECTURE} model written by jobs.training.train (a checkpoint.pt, perhaps?)"
 
     wrong_shape = tmp_path / "wrong.pt"
     checkpoint.save_atomically({**saved, "class_names": ["a", "b"]}, wrong_shape)
@@ -216,9 +219,9 @@ def test_the_help_names_the_command_and_documents_every_option(capsys):
     with pytest.raises(SystemExit):
         evaluate.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert text.startswith("usage: python -m jobs.evaluate ")
+    assert text.startswith("usage: python -m jobs.results.evaluate ")
     for phrase in ("Accuracy of a trained model on the test split.", "the cifar-10-batches-py folder",
-                   "RUN_DIR/model.pt written by jobs.train", "JSON file to write (default: metrics.json next to --model)",
+                   "RUN_DIR/model.pt written by jobs.training.train", "JSON file to write (default: metrics.json next to --model)",
                    "fail (exit 3) below this fraction, 0..1"):
         assert phrase in text, phrase
 

@@ -1,14 +1,14 @@
 """Evictions: Kubernetes stops a worker pod with SIGTERM (a drained node, a Spot interruption), and
 the worker must come back instead of failing the run.
 
-Real torchrun, as in test_elastic.py (which runs whole evicted two-agent jobs against etcd). What
+Real torchrun, as in test_elastic.py (which runs whole evicted two-agent jobs against the rendezvous store). What
 is modelled from upstream:
 - torchrun exits 1 on SIGTERM (torch 2.13.0, distributed/elastic/agent/server/api.py `run`
   re-raises the SignalException after `_shutdown`): checked here on the installed torch, so a
   torch that changes this fails the test instead of silently changing what the cluster sees.
 - the controller recreates a worker pod only for exit codes 130, 137, 138, 143 (kubeflow/common
-  pkg/util/train/train_util.go IsRetryableExitCode), so jobs.agent must turn SIGTERM into 143.
-- the kubelet sends SIGTERM to the container's main process (the pod's command: jobs.agent).
+  pkg/util/train/train_util.go IsRetryableExitCode), so jobs.elastic.agent must turn SIGTERM into 143.
+- the kubelet sends SIGTERM to the container's main process (the pod's command: jobs.elastic.agent).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 from torchrun_harness import REPO_ROOT, agent_environment
 
 from infra.specs.workloads import WORKER_GRACE_SECONDS
-from jobs import agent, checkpoint
+from jobs.elastic import agent
+from jobs.training import checkpoint
 
 GRACE_SECONDS = WORKER_GRACE_SECONDS  # terminationGracePeriodSeconds of the worker pods
 SLEEPER = "import time; print('worker up', flush=True); time.sleep(300)"
@@ -56,10 +57,10 @@ def test_torchrun_exits_1_on_sigterm_and_jobs_agent_exits_143(tmp_path):
     flags = ["--standalone", "--nproc_per_node=1", str(script)]
 
     code, _, output = _stop_with_sigterm([sys.executable, "-m", "torch.distributed.run", *flags], tmp_path)
-    assert code == 1, output  # upstream: permanent for the controller, the reason jobs.agent exists
+    assert code == 1, output  # upstream: permanent for the controller, the reason jobs.elastic.agent exists
     assert "got signal: 15" in output
 
-    code, seconds, output = _stop_with_sigterm([sys.executable, "-m", "jobs.agent", *flags], tmp_path)
+    code, seconds, output = _stop_with_sigterm([sys.executable, "-m", "jobs.elastic.agent", *flags], tmp_path)
     assert code == agent.EXIT_STOPPED_FROM_OUTSIDE == 143, output
     assert seconds < GRACE_SECONDS, seconds
     assert "exiting 143" in output
@@ -70,10 +71,10 @@ def test_other_outcomes_keep_torchrun_exit_code(tmp_path):
     failing = tmp_path / "fails.py"
     failing.write_text("raise SystemExit(5)")
     env = agent_environment()
-    result = subprocess.run([sys.executable, "-m", "jobs.agent", "--standalone", "--nproc_per_node=1", str(failing)],
+    result = subprocess.run([sys.executable, "-m", "jobs.elastic.agent", "--standalone", "--nproc_per_node=1", str(failing)],
                             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 1, result.stderr  # a failed worker: torchrun's ChildFailedError, still permanent
-    result = subprocess.run([sys.executable, "-m", "jobs.agent", "--no-such-flag", "x.py"], cwd=REPO_ROOT, env=env,
+    result = subprocess.run([sys.executable, "-m", "jobs.elastic.agent", "--no-such-flag", "x.py"], cwd=REPO_ROOT, env=env,
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert result.returncode == 2 and "unrecognized arguments" in result.stderr  # torchrun's usage error
     # a torchrun killed by a signal other than ours reports as a shell would: 128 + N
@@ -83,14 +84,14 @@ def test_other_outcomes_keep_torchrun_exit_code(tmp_path):
 
 
 def test_sigterm_during_a_checkpoint_write_leaves_the_previous_checkpoint_loadable(tmp_path):
-    """Outside its training loop jobs.train keeps SIGTERM's default action (it dies at once;
-    jobs/stopping.py), and a SIGKILL can come at any time, so a signal can land in the middle of
+    """Outside its training loop jobs.training.train keeps SIGTERM's default action (it dies at once;
+    jobs/elastic/stopping.py), and a SIGKILL can come at any time, so a signal can land in the middle of
     save_atomically: the checkpoint on disk is the last complete one, never a torn file."""
     writer = tmp_path / "writer.py"
     writer.write_text(
         "import sys, torch\n"
         "from pathlib import Path\n"
-        "from jobs import checkpoint\n"
+        "from jobs.training import checkpoint\n"
         "path = Path(sys.argv[1])\n"
         "for epoch in range(1, 10_000):\n"
         "    checkpoint.save_atomically({'epoch': epoch, 'weights': torch.full((4_000_000,), float(epoch))}, path)\n"
@@ -109,5 +110,5 @@ def test_sigterm_during_a_checkpoint_write_leaves_the_previous_checkpoint_loadab
             process.kill()
     payload = checkpoint.load(target, "checkpoint")
     assert payload["weights"].eq(float(payload["epoch"])).all()
-    checkpoint.remove_stale_temporary_files(tmp_path)  # what jobs.train does before it starts
+    checkpoint.remove_stale_temporary_files(tmp_path)  # what jobs.training.train does before it starts
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt", "writer.py"]

@@ -1,11 +1,11 @@
-"""jobs.model: the workshop's network, unchanged."""
+"""jobs.training.model: the workshop's network, unchanged."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from jobs.model import WorkshopCNN
+from jobs.training.model import WorkshopCNN
 
 
 def test_same_size_as_the_workshop_network():

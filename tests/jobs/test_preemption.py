@@ -1,6 +1,6 @@
-"""A preemption costs a step, not an epoch: real torchrun agents, real etcd, real signals.
+"""A preemption costs a step, not an epoch: real torchrun agents, the real rendezvous store, real signals.
 
-- "preempt": 3 agents (jobs.agent, as the worker pods run it) with --nnodes=2:3. Mid-epoch the
+- "preempt": 3 agents (jobs.elastic.agent, as the worker pods run it) with --nnodes=2:3. Mid-epoch the
   agent whose worker is rank 0 gets SIGTERM (the kubelet's signal on a Spot notice). Its worker
   saves and every worker stops at the same step; the two survivors re-form at world size 2 and go
   on from that step; once they have trained at 2, a new agent starts (the recreated pod), the group
@@ -11,15 +11,14 @@
   the very next step); both end with the uninterrupted run's model, bit for bit.
 
 The uninterrupted run ("reference") trains alone: one process, the same seed. The image order of
-an epoch does not depend on the world size (jobs.sampling), so the 3 -> 2 -> 3 run must train on
+an epoch does not depend on the world size (jobs.data.sampling), so the 3 -> 2 -> 3 run must train on
 exactly its images in its order; only how they are grouped into steps differs (a step holds
 world size x batch size images).
 
-The jobs share one etcd and run at the same time, so the waits (etcd's 10 s lease on a departed
-agent, process start-ups) overlap. `last_call_timeout=2` in the rendezvous configuration shortens
-the 30 s torch waits for more nodes once the minimum is there (torch/distributed/elastic/
-rendezvous/etcd_rendezvous.py, _DEFAULT_LAST_CALL_TIMEOUT): with it the survivors form their group
-of 2 in seconds, which is what this test needs to see, not a property of the training code.
+The jobs share one store and run at the same time, so the waits (process start-ups) overlap.
+`last_call_timeout=2` in the rendezvous configuration shortens the time torch waits for more nodes
+once the minimum is there (jobs.elastic.rendezvous.DEFAULTS): with it the survivors form their group of 2
+in seconds, which is what this test needs to see, not a property of the training code.
 """
 
 from __future__ import annotations
@@ -36,12 +35,13 @@ from conftest import make_synthetic_cifar
 from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
                               worker_rank)
 
-from jobs import checkpoint, evaluate
-from jobs.sample_trace import committed_and_lost, read_traces, traced_steps
+from jobs.training import checkpoint
+from jobs.results import evaluate
+from jobs.training.sample_trace import committed_and_lost, read_traces, traced_steps
 
 DEADLINE_SECONDS = 150
 EPOCHS = 3
-BATCH = 5  # 120 images: 8 steps an epoch at 3 workers, 12 at 2, 24 alone
+BATCH = 5  # 200 images: about 14 steps an epoch at 3 workers, 20 at 2, 40 alone
 
 
 # The replacement "pod": torchrun's modules loaded (the slow part of a start on this busy machine,
@@ -73,7 +73,7 @@ class Agents:
 
 @dataclass
 class Alone:
-    """One `python -m jobs.train` process stopped by `stop_signal` once a checkpoint by time
+    """One `python -m jobs.training.train` process stopped by `stop_signal` once a checkpoint by time
     exists mid-epoch 2, then started again."""
 
     name: str
@@ -103,7 +103,7 @@ def _drive_agents(run: Agents) -> None:
     if run.preempted_at is None:
         if any(s.epoch == 1 and s.start >= 3 * 3 * BATCH and s.world_size == 3 for s in _steps(run.trace_dir)):
             for index, agent in enumerate(job.agents):
-                # jobs.agent -> torchrun -> the worker
+                # jobs.elastic.agent -> torchrun -> the worker
                 if agent.poll() is None and any(worker_rank(pid) == 0 for pid in descendants_of(agent.pid)):
                     agent.send_signal(signal.SIGTERM)
                     run.preempted_at, run.preempted_agent = time.time(), index
@@ -135,20 +135,20 @@ def _drive_alone(run: Alone) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(etcd_server, tmp_path_factory):
+def runs(store_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("preemption")
-    data_dir = make_synthetic_cifar(base / "data", train_per_class=12, test_per_class=2)
+    data_dir = make_synthetic_cifar(base / "data", train_per_class=20, test_per_class=2)
 
     # The reference runs beside the others, as a process of its own with the same one thread as
     # the "kill"/"term" processes: the same arithmetic, so their models can be compared bit for bit.
-    command = [sys.executable, "-m", "jobs.train",
+    command = [sys.executable, "-m", "jobs.training.train",
                *_train_args(data_dir, base / "reference", base / "reference-trace", "--checkpoint-every-seconds", "0")]
     reference = TorchrunJob("reference", [command], base / "logs", agent_environment())
 
     run_dir, trace_dir = base / "preempt", base / "preempt-trace"
-    flags = cluster_style_torchrun_flags(etcd_server.endpoint, "preempt", nnodes="2:3") + ["--rdzv_conf=last_call_timeout=2"]
-    torchrun_args = [*flags, "-m", "jobs.train", *_train_args(data_dir, run_dir, trace_dir, "--pg-timeout", "20")]
-    command = [sys.executable, "-m", "jobs.agent", *torchrun_args]
+    flags = cluster_style_torchrun_flags(store_server.endpoint, "preempt", nnodes="2:3") + ["--rdzv_conf=last_call_timeout=2"]
+    torchrun_args = [*flags, "-m", "jobs.training.train", *_train_args(data_dir, run_dir, trace_dir, "--pg-timeout", "20")]
+    command = [sys.executable, "-m", "jobs.elastic.agent", *torchrun_args]
     (base / "replacement.py").write_text(REPLACEMENT)
     replacement = [sys.executable, str(base / "replacement.py"), str(base / "gate"), *torchrun_args]
     job = TorchrunJob("preempt", [command] * 3, base / "logs", agent_environment(LOGLEVEL="INFO"))
@@ -157,8 +157,8 @@ def runs(etcd_server, tmp_path_factory):
     alone = {}
     for name, stop_signal in [("kill", signal.SIGKILL), ("term", signal.SIGTERM)]:
         run_dir, trace_dir = base / name, base / f"{name}-trace"
-        # A checkpoint by time every 0.5 s: at least one in most epochs of 24 steps.
-        command = [sys.executable, "-m", "jobs.train", *_train_args(data_dir, run_dir, trace_dir, "--checkpoint-every-seconds", "0.5")]
+        # A checkpoint by time every 0.5 s: at least one in most epochs of 40 steps.
+        command = [sys.executable, "-m", "jobs.training.train", *_train_args(data_dir, run_dir, trace_dir, "--checkpoint-every-seconds", "0.5")]
         job = TorchrunJob(name, [command], base / "logs", agent_environment())
         alone[name] = Alone(name, stop_signal, run_dir, trace_dir, command, job)
 

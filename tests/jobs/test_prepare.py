@@ -1,4 +1,4 @@
-"""jobs.prepare against a real HTTP server on 127.0.0.1 (and moto's S3 server): download,
+"""jobs.data.prepare against a real HTTP server on 127.0.0.1 (and moto's S3 server): download,
 checksum, atomic extraction, the quick no-op rerun, and clean failures."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from conftest import assert_one_line_error, make_synthetic_cifar, run_job
 from moto_server import running_moto_server
 from torchrun_harness import free_port
 
-from jobs import data
-from jobs.prepare import MANIFEST_NAME
+from jobs.data import cifar as data
+from jobs.data.prepare import MANIFEST_NAME
 
 CIFAR_FILES = {*data.REQUIRED_FILES, data.SYNTHETIC_MARKER}
 
@@ -43,7 +43,7 @@ def listing(folder: Path) -> set[str]:
 
 def test_downloads_verifies_and_extracts(tmp_path, server, archive, source_folder):
     url = server.serve("/ok/cifar-10-python.tar.gz", archive)
-    result = run_job("jobs.prepare", "--dest", str(tmp_path / "dest"), "--source", url, "--md5", md5(archive))
+    result = run_job("jobs.data.prepare", "--dest", str(tmp_path / "dest"), "--source", url, "--md5", md5(archive))
 
     assert result.returncode == 0, result.stderr
     target = tmp_path / "dest" / data.FOLDER_NAME
@@ -59,12 +59,12 @@ def test_downloads_verifies_and_extracts(tmp_path, server, archive, source_folde
 
 def test_second_run_is_a_no_op_within_a_second(tmp_path, server, archive):
     url = server.serve("/twice/cifar-10-python.tar.gz", archive)
-    first = run_job("jobs.prepare", "--dest", str(tmp_path), "--source", url, "--md5", md5(archive))
+    first = run_job("jobs.data.prepare", "--dest", str(tmp_path), "--source", url, "--md5", md5(archive))
     assert first.returncode == 0, first.stderr
     manifest_before = (tmp_path / data.FOLDER_NAME / MANIFEST_NAME).stat().st_mtime_ns
 
     started = time.monotonic()
-    second = run_job("jobs.prepare", "--dest", str(tmp_path), "--source", url, "--md5", md5(archive))
+    second = run_job("jobs.data.prepare", "--dest", str(tmp_path), "--source", url, "--md5", md5(archive))
     seconds = time.monotonic() - started
 
     assert second.returncode == 0, second.stderr
@@ -75,9 +75,9 @@ def test_second_run_is_a_no_op_within_a_second(tmp_path, server, archive):
 
 
 def test_a_different_source_replaces_the_data(tmp_path, server, archive):
-    assert run_job("jobs.prepare", "--dest", str(tmp_path), "--synthetic", "1").returncode == 0
+    assert run_job("jobs.data.prepare", "--dest", str(tmp_path), "--synthetic", "1").returncode == 0
     url = server.serve("/replace/cifar.tar.gz", archive)
-    result = run_job("jobs.prepare", "--dest", str(tmp_path), "--source", url)
+    result = run_job("jobs.data.prepare", "--dest", str(tmp_path), "--source", url)
     assert result.returncode == 0, result.stderr
     assert "no --md5 given" in result.stdout  # a custom source has no published checksum
     assert json.loads((tmp_path / data.FOLDER_NAME / MANIFEST_NAME).read_text())["images"] == 250
@@ -114,14 +114,14 @@ def test_failures_exit_with_one_line_and_leave_nothing(tmp_path, server, archive
     are independent processes and go a few at a time, the failing runs into the good
     folder concurrently, as several pods might."""
     good = tmp_path / "good"
-    assert run_job("jobs.prepare", "--dest", str(good), "--synthetic", "2").returncode == 0
+    assert run_job("jobs.data.prepare", "--dest", str(good), "--synthetic", "2").returncode == 0
     good_manifest = (good / data.FOLDER_NAME / MANIFEST_NAME).read_text()
     cases = _failure_cases(archive, source_folder, server, tmp_path)
     attempts = [(name, tmp_path / f"fresh-{index}", args, phrase) for index, (name, args, phrase) in enumerate(cases)]
     attempts += [(name, good, args, phrase) for name, args, phrase in cases]
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda attempt: run_job("jobs.prepare", "--dest", str(attempt[1]), *attempt[2]), attempts))
+        results = list(pool.map(lambda attempt: run_job("jobs.data.prepare", "--dest", str(attempt[1]), *attempt[2]), attempts))
 
     for (name, dest, _, phrase), result in zip(attempts, results):
         # Content that fails its check once extracted: downloading it again gives the same (exit 3).
@@ -151,7 +151,7 @@ def test_bad_command_lines(tmp_path):
     def attempt(case):
         arguments, _ = case
         dest_args = [] if arguments == [] else ["--dest", str(tmp_path / "dest")]
-        return run_job("jobs.prepare", *dest_args, *arguments)
+        return run_job("jobs.data.prepare", *dest_args, *arguments)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(attempt, BAD_COMMAND_LINES))
@@ -161,7 +161,7 @@ def test_bad_command_lines(tmp_path):
 
 
 def test_synthetic_data_is_cifar_format_and_says_so(tmp_path):
-    result = run_job("jobs.prepare", "--dest", str(tmp_path), "--synthetic", "5")
+    result = run_job("jobs.data.prepare", "--dest", str(tmp_path), "--synthetic", "5")
     assert result.returncode == 0, result.stderr
     assert "SYNTHETIC" in result.stdout
     folder = tmp_path / data.FOLDER_NAME
@@ -184,7 +184,7 @@ def test_extracted_folder_appears_complete_or_not_at_all(tmp_path, server, tmp_p
     target = tmp_path / data.FOLDER_NAME
     observations: list[frozenset[str]] = []
     process = subprocess.Popen(
-        [sys.executable, "-m", "jobs.prepare", "--dest", str(tmp_path), "--source", url, "--md5", md5(big_archive)],
+        [sys.executable, "-m", "jobs.data.prepare", "--dest", str(tmp_path), "--source", url, "--md5", md5(big_archive)],
         cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -219,11 +219,11 @@ def test_s3_source(tmp_path, s3_endpoint, archive):
     s3.put_object(Bucket="datasets", Key="cifar/cifar-10-python.tar.gz", Body=archive)
     environment = {"AWS_ENDPOINT_URL_S3": s3_endpoint, **credentials}
 
-    result = run_job("jobs.prepare", "--dest", str(tmp_path / "ok"), "--source",
+    result = run_job("jobs.data.prepare", "--dest", str(tmp_path / "ok"), "--source",
                      "s3://datasets/cifar/cifar-10-python.tar.gz", "--md5", md5(archive), **environment)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert listing(tmp_path / "ok" / data.FOLDER_NAME) == CIFAR_FILES | {MANIFEST_NAME}
 
-    missing = run_job("jobs.prepare", "--dest", str(tmp_path / "missing"), "--source", "s3://datasets/nope.tar.gz", **environment)
+    missing = run_job("jobs.data.prepare", "--dest", str(tmp_path / "missing"), "--source", "s3://datasets/nope.tar.gz", **environment)
     assert_one_line_error(missing, 1, "s3://datasets/nope.tar.gz", "404")
     assert not (tmp_path / "missing").exists()

@@ -1,4 +1,4 @@
-"""jobs.prepare's sources and checksums as properties, in-process (test_prepare.py runs the
+"""jobs.data.prepare's sources and checksums as properties, in-process (test_prepare.py runs the
 command in subprocesses): the default source is always checked against the official MD5, what
 arrives is hashed byte for byte, every short or failed transfer is refused with one line."""
 
@@ -14,7 +14,8 @@ import pytest
 from conftest import make_synthetic_cifar
 from archive_server import make_tarball, md5
 
-from jobs import data, prepare
+from jobs.data import cifar as data
+from jobs.data import prepare
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_a_wrong_archive_from_the_default_source_is_refused_and_nothing_is_left(
 
 def test_a_matching_checksum_is_verified_and_no_checksum_only_warns(tmp_path, server, archive, caplog):
     url = server.serve("/ok.tgz", archive)
-    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    caplog.set_level(logging.INFO, logger="jobs.data.prepare")
     for work in "abc":
         (tmp_path / work).mkdir()
     folder = prepare._build({"source": url, "md5": md5(archive)}, tmp_path / "a")
@@ -111,7 +112,7 @@ def test_refused_sources(source, message):
 def test_the_hashing_writer_passes_every_byte_through_and_hashes_exactly_them(monkeypatch, caplog):
     clock = iter([0.0, 5.0, 10.0, 11.0, 25.0])
     monkeypatch.setattr(prepare.time, "monotonic", lambda: next(clock))
-    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    caplog.set_level(logging.INFO, logger="jobs.data.prepare")
     sink = io.BytesIO()
     writer = prepare._HashingWriter(sink, "fetching x", expected_bytes=3_000_000)
     chunks = [b"a" * 1_000_000, b"b" * 1_000_000, b"c", b"d" * 999_999]
@@ -279,7 +280,7 @@ def test_an_s3_object_announces_its_size_and_an_s3_refusal_says_what_s3_said(tmp
 # --- synthetic data: what --synthetic asks for is what is written ----------------------------------
 
 def test_a_synthetic_request_writes_that_many_images_from_that_seed_and_says_they_are_fake(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    caplog.set_level(logging.INFO, logger="jobs.data.prepare")
     (tmp_path / "work").mkdir()
     folder = prepare._build({"synthetic_images_per_class": 2, "seed": 5}, tmp_path / "work")
     assert folder == tmp_path / "work" / data.FOLDER_NAME
@@ -335,7 +336,7 @@ def test_progress_is_reported_every_10_seconds_from_the_start(monkeypatch, caplo
     / 1_000_001 = 2.0), and reports exactly at the 10 s marks."""
     times = iter([0.0, 9.9, 10.0, 19.9, 20.0, 29.9, 30.0])
     monkeypatch.setattr(prepare.time, "monotonic", lambda: next(times))
-    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    caplog.set_level(logging.INFO, logger="jobs.data.prepare")
     writer = prepare._HashingWriter(io.BytesIO(), "fetching x", expected_bytes=5_150_001)
     for chunk in (1_000_000, 1_050_001, 1_000_000, 1_000_000, 1_100_000, 0):
         writer.write(b"z" * chunk)
@@ -353,7 +354,7 @@ def test_fetch_labels_its_progress_and_times_the_whole_transfer(tmp_path, monkey
     local.write_bytes(b"z" * 2_050_001)  # two chunks of at most 1 MiB
     times = iter([100.0, 100.0, 110.0, 111.0, 112.5])  # start, writer made, two writes, end
     monkeypatch.setattr(prepare.time, "monotonic", lambda: next(times))
-    caplog.set_level(logging.INFO, logger="jobs.prepare")
+    caplog.set_level(logging.INFO, logger="jobs.data.prepare")
     prepare.fetch(str(local), tmp_path / "out")
     assert caplog.messages == [f"fetching {local}: 1.0 of 2.1 MB so far", f"fetched {local}: 2.1 MB in 12.5 s"]
 
@@ -363,7 +364,7 @@ def test_fetch_labels_its_progress_and_times_the_whole_transfer(tmp_path, monkey
 def test_the_download_says_who_is_asking(server, tmp_path):
     url = server.serve("/ua.tgz", b"x")
     prepare.fetch(url, tmp_path / "out")
-    assert server.user_agents[-1] == "jobs.prepare"
+    assert server.user_agents[-1] == "jobs.data.prepare"
 
 
 @pytest.mark.parametrize("length_header, announced", [(None, None), ("soon", None), ("3", 3)])

@@ -1,9 +1,10 @@
-"""When rank 0 asks for a checkpoint by time (jobs.progress.CheckpointClock), and how often the
-workers vote at all (jobs.step_vote), in-process."""
+"""When rank 0 asks for a checkpoint by time (jobs.training.progress.CheckpointClock), and how often the
+workers vote at all (jobs.elastic.step_vote), in-process."""
 
 from __future__ import annotations
 
-from jobs import progress, step_vote
+from jobs.training import progress
+from jobs.elastic import step_vote
 
 
 def test_the_vote_goes_out_early_by_the_lookahead_so_saved_states_are_at_most_the_interval_apart():
@@ -46,11 +47,11 @@ def test_time_left_reads_like_a_clock():
 
 
 def test_every_progress_line_of_a_run_says_how_long_it_has_left(tiny_cifar, tmp_path, capsys):
-    """`elastic-training local` shows jobs.train's log: the lines had a rate but no time left (issue 30,
+    """`elastic-training local` shows jobs.training.train's log: the lines had a rate but no time left (issue 30,
     item 7). The estimate covers the rest of the run, so it shrinks to 0 at the last step."""
     import re
 
-    from jobs import train
+    from jobs.training import train
 
     assert train.main(["--data", str(tiny_cifar), "--run-dir", str(tmp_path / "run"), "--epochs", "2",
                        "--batch-size", "20", "--log-every", "1", "--checkpoint-every-seconds", "0"]) == 0  # fmt: skip

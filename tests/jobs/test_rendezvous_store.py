@@ -1,45 +1,39 @@
-"""jobs.rendezvous against a real etcd (Debian's, v2 API) that is killed and started again on the
-same address, empty or with its data: torch's own etcd handler next to ours, so a torch whose
-etcd rendezvous changes shows here first. One node per round (min = max = 1: the round closes
-as soon as it is joined) and a clock we move, so no test waits for a bound to pass.
+"""jobs.elastic.rendezvous against the real rendezvous store (python -m jobs.elastic.store_server), killed and started
+again on the same address (empty, as a new store pod is), or stopped and continued (SIGSTOP: a
+stalled store that keeps its data). torch's own c10d backend beside ours, so a torch whose
+rendezvous changes shows here first. The handlers run in this process; one node per round where
+a round must form at once (min = max = 1), and a clock and sleep we move where a bound must pass.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
+import os
+import pickle
+import signal
+import time
 import uuid
+from base64 import b64decode
+from datetime import timedelta
 
-import etcd
 import pytest
-from torch.distributed.elastic.rendezvous import RendezvousError, RendezvousParameters
-from torch.distributed.elastic.rendezvous import etcd_rendezvous as torch_etcd
-from torchrun_harness import EtcdServer
+import torch.distributed as dist
+from torch.distributed.elastic.rendezvous import RendezvousConnectionError, RendezvousParameters
+from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import create_backend as torch_c10d_backend
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as torch_create_handler
+from torchrun_harness import StoreServer
 
-from jobs import rendezvous
-
-# torch's lease threads (etcd_rendezvous.py setup_lease_renewal) die with EtcdConnectionFailed when
-# a refresh meets the killed store: upstream behaviour the module docstring of jobs.rendezvous
-# accounts for, reported by pytest as an unhandled thread exception.
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+from jobs.elastic import rendezvous
+from jobs.elastic import store_client
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+def parameters(endpoint: str, run_id: str, min_nodes: int = 1, max_nodes: int = 1, **config) -> RendezvousParameters:
+    return RendezvousParameters(rendezvous.BACKEND, endpoint, run_id, min_nodes=min_nodes, max_nodes=max_nodes,
+                                local_addr="127.0.0.1", **{"last_call_timeout": 1, **config})  # fmt: skip
 
 
-def parameters(endpoint: str, run_id: str, **config) -> RendezvousParameters:
-    return RendezvousParameters("etcd", endpoint, run_id, min_nodes=1, max_nodes=1, local_addr="127.0.0.1",
-                                last_call_timeout=1, **config)  # fmt: skip
-
-
-@pytest.fixture
-def store(tmp_path):
-    server = EtcdServer(tmp_path / "etcd").start()
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    server = StoreServer(tmp_path_factory.mktemp("store")).start()
     yield server
     server.stop()
 
@@ -49,132 +43,159 @@ def run_id() -> str:
     return f"rdzv-{uuid.uuid4().hex[:8]}"
 
 
-def ours(store: EtcdServer, run_id: str, clock: Clock, **config) -> rendezvous.OutlastingEtcdRendezvousHandler:
-    return rendezvous.OutlastingEtcdRendezvousHandler(parameters(store.endpoint, run_id, **config),
-                                                      sleep=lambda seconds: None, clock=clock)  # fmt: skip
+@pytest.fixture
+def handlers():
+    """Handlers made by a test, shut down at its end (their keep-alive threads stop)."""
+    made = []
+    yield made
+    for handler in made:
+        handler._stop_heartbeats()
 
 
-def active_state(store: EtcdServer, run_id: str) -> dict | None:
-    url = f"http://{store.endpoint}/v2/keys/torchelastic/p2p/run_{run_id}/rdzv/active_version"
+def ours(store: StoreServer, run_id: str, handlers: list, **config):
+    handler = rendezvous.create_handler(parameters(store.endpoint, run_id, **config))
+    handlers.append(handler)
+    return handler
+
+
+def stored_state(store: StoreServer, run_id: str):
+    """The round's state as it is in the store now, read by a client of our own (None: no state)."""
+    client = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=5))
+    value = client.compare_set(f"torch.rendezvous.{run_id}", rendezvous.MISSING, rendezvous.MISSING)
+    return None if value == rendezvous.MISSING.encode() else pickle.loads(b64decode(value))
+
+
+def test_torch_s_c10d_backend_never_reconnects_and_reads_an_emptied_store_as_a_stale_state(store, run_id):
+    """Upstream, as the issue measured it (upstream-facts-3.md fact 9): what jobs.elastic.rendezvous is for."""
+    params = parameters(store.endpoint, run_id, read_timeout=5, is_host=False)  # 127.0.0.1 would make it host one
+    backend, client = torch_c10d_backend(params)
+    handler = torch_create_handler(client, backend, params)
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return json.loads(json.loads(response.read())["node"]["value"])
-    except urllib.error.HTTPError as error:
-        assert error.code == 404
-        return None
+        handler.next_rendezvous()
+        store.restart()
+        with pytest.raises(RendezvousConnectionError):
+            handler.num_nodes_waiting()  # what the agent's monitor loop calls: torchrun exits 1
+        fresh = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=5))
+        assert fresh.compare_set("missing", "old", "new") == b"old" and not fresh.check(["missing"])
+    finally:
+        handler._stop_heartbeats()
 
 
-def test_torch_s_own_handler_dies_on_an_outage_and_cannot_form_a_round_on_an_emptied_store(store, run_id):
-    """Upstream, as the issue saw it: what jobs.rendezvous exists for."""
-    handler = torch_etcd.create_rdzv_handler(parameters(store.endpoint, run_id))
+def test_an_emptied_store_gets_the_group_s_state_back_and_the_group_trains_on(store, run_id, handlers):
+    handler = ours(store, run_id, handlers)
     handler.next_rendezvous()
-    store.kill()
-    with pytest.raises(etcd.EtcdConnectionFailed):
-        handler.num_nodes_waiting()  # what the agent's monitor loop calls every 0.1 s
-    store.restart(keep_data=False)
-    with pytest.raises(RendezvousError, match="worker needs to die") as raised:
-        handler.next_rendezvous()  # the run's version counter went with the data
-    assert isinstance(raised.value.__cause__, etcd.EtcdKeyNotFound)
-
-
-def test_an_outage_within_the_bound_keeps_the_group_and_an_emptied_store_forms_new_rounds(store, run_id):
-    clock = Clock()
-    handler = ours(store, run_id, clock, store_outage_timeout=60)
-    handler.next_rendezvous()
+    before = stored_state(store, run_id)
     assert handler.num_nodes_waiting() == 0
-    store.kill()
-    for _ in range(5):  # 50 s without the store, probed every PROBE_SECONDS
-        clock.now += 10
-        assert handler.num_nodes_waiting() == 0
-    store.restart(keep_data=False)
-    clock.now += 10
-    assert handler.num_nodes_waiting() == 0  # answers, holds no round: keep training
-    info = handler.next_rendezvous()  # e.g. after a worker failed: works on the emptied store
-    assert (info.rank, info.world_size) == (0, 1)
-    assert active_state(store, run_id)["status"] == "final"
-    assert handler.num_nodes_waiting() == 0  # the new round is recognised as this group's
+    store.restart()
+    assert stored_state(store, run_id) is None
+    time.sleep(1.1)  # torch's handler reads the store at most once a second (state cache)
+    assert handler.num_nodes_waiting() == 0  # reconnected, put the state back, still its round
+    after = stored_state(store, run_id)
+    assert (after.round, after.participants, after.complete) == (before.round, before.participants, True)
+    assert after.last_heartbeats[handler._this_node] > before.last_heartbeats[handler._this_node]  # renewed
 
 
-def test_a_round_the_group_is_not_in_makes_it_re_form(store, run_id):
-    """After an empty restart another node opens a round with the same version number and the same
-    keep-alive key names; only etcd's createdIndex tells it from the group's own."""
-    clock = Clock()
-    handler = ours(store, run_id, clock)
+def test_a_newcomer_that_starts_a_state_first_makes_the_group_re_form(store, run_id, handlers):
+    """The newcomer race: after an empty restart a new node reaches the store before the group put
+    its state back; it starts a round of its own. The group must see it is not in that round."""
+    group = ours(store, run_id, handlers, min_nodes=1, max_nodes=2)
+    group.next_rendezvous()  # alone: a round of one after the 1 s last call
+    group._stop_heartbeats()  # its keep-alive thread would put its state back first: lose the race here
+    store.restart()
+    newcomer = ours(store, run_id, handlers, min_nodes=1, max_nodes=2)
+    newcomer._state_holder.sync()  # what its join does first: it finds no state and starts one ...
+    newcomer._op_executor.run(rendezvous_join_until_participant(newcomer), time.monotonic() + 10)
+    assert newcomer._this_node in stored_state(store, run_id).participants
+    time.sleep(1.1)
+    assert group.num_nodes_waiting() == 1  # torch's agent restarts its workers and joins the next round
+    assert group._this_node not in stored_state(store, run_id).participants  # nothing was overwritten
+
+
+def rendezvous_join_until_participant(handler):
+    """torch's join operation, stopped once the node is a participant (the round still forming)."""
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _Action, _RendezvousJoinOp
+
+    join = _RendezvousJoinOp()
+
+    def step(ctx, deadline):
+        return _Action.FINISH if ctx.node in ctx.state.participants else join(ctx, deadline)
+
+    return step
+
+
+def test_a_stalled_store_keeps_its_data_and_every_heartbeat_is_renewed(store, run_id, handlers):
+    """SIGSTOP: the store keeps its data but answers nothing for longer than a node may stay silent
+    (keep_alive_interval x keep_alive_max_attempt). torch's sanitizer would then drop every node;
+    the first call after the stall renews the heartbeats instead."""
+    handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=2)
     handler.next_rendezvous()
-    before = active_state(store, run_id)
-    store.kill()
-    store.restart(keep_data=False)
-    newcomer = ours(store, run_id, Clock())
-    newcomer.next_rendezvous()
-    after = active_state(store, run_id)
-    assert (after["version"], after["keep_alives"]) == (before["version"], before["keep_alives"])
-    assert handler.num_nodes_waiting() == 1  # torch's agent restarts its workers and joins the next round
+    os.kill(store.process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(3)
+    finally:
+        os.kill(store.process.pid, signal.SIGCONT)
+    time.sleep(1.1)
+    assert handler.num_nodes_waiting() == 0
+    state = stored_state(store, run_id)
+    assert handler._this_node in state.participants and state.complete
 
 
-def test_a_store_restarted_with_its_data_keeps_the_group(store, run_id):
-    clock = Clock()
-    handler = ours(store, run_id, clock)
+def test_past_the_bound_it_gives_up_naming_the_store_and_leaves_the_rendezvous_open(store, run_id, handlers):
+    clock = [1000.0]
+    handler = ours(store, run_id, handlers, store_outage_timeout=5)
     handler.next_rendezvous()
+    handler._store_outage.clock = lambda: clock[0]
+    handler._store._sleep = lambda seconds: clock.__setitem__(0, clock[0] + 10)  # every try: 10 s later
     store.kill()
-    clock.now += 10
-    assert handler.num_nodes_waiting() == 0
-    store.restart(keep_data=True)
-    clock.now += 10
-    assert handler.num_nodes_waiting() == 0
-    assert active_state(store, run_id)["status"] == "final"
-
-
-def test_past_the_bound_it_gives_up_naming_the_store_and_leaves_the_rendezvous_open(store, run_id):
-    clock = Clock()
-    handler = ours(store, run_id, clock, store_outage_timeout=30)
-    handler.next_rendezvous()
-    store.kill()
-    assert handler.num_nodes_waiting() == 0
-    clock.now += 31
-    with pytest.raises(rendezvous.StoreUnavailable) as raised:
-        handler.num_nodes_waiting()
+    try:
+        time.sleep(1.1)
+        with pytest.raises(store_client.StoreUnavailable) as raised:
+            handler.num_nodes_waiting()
+    finally:
+        store.restart()
     message = str(raised.value)
     assert "\n" not in message
-    assert f"the rendezvous store {store.endpoint} (etcd)" in message and "store_outage_timeout=30" in message
-    store.restart(keep_data=True)
+    assert f"the rendezvous store {store.endpoint} was unreachable for 10.0 s" in message
+    assert "longer than store_outage_timeout=5 s" in message
     assert handler.shutdown() is False  # torch would close it here (launcher/api.py launch_agent)
-    assert active_state(store, run_id)["status"] == "final"  # open: a recreated worker can join
+    with pytest.raises(store_client.StoreUnavailable):
+        handler.num_nodes_waiting()  # given up for good: at once, without trying again
 
 
-def test_a_new_agent_waits_for_a_store_that_is_not_there_yet(store, run_id):
-    """A recreated pod that starts while etcd is still away: torch's handler fails while it is
-    created (python-etcd lists the members), ours only when the bound has passed."""
+def test_a_new_agent_waits_for_a_store_that_is_not_there_yet(store, run_id, handlers):
+    """A recreated pod that starts while the store is still away: torch's c10d backend fails while
+    it is created; ours waits for it, within the bound."""
     store.kill()
-    with pytest.raises(etcd.EtcdException):
-        torch_etcd.create_rdzv_handler(parameters(store.endpoint, run_id))
-    clock = Clock()
+    with pytest.raises(RendezvousConnectionError):
+        torch_c10d_backend(parameters(store.endpoint, run_id, read_timeout=1, is_host=False))
+    handler = ours(store, run_id, handlers)
     sleeps = []
 
     def sleep(seconds: float) -> None:
         sleeps.append(seconds)
-        clock.now += seconds
-        if len(sleeps) == 3:
-            store.restart(keep_data=False)
+        if len(sleeps) == 2:
+            store.restart()
 
-    handler = rendezvous.OutlastingEtcdRendezvousHandler(parameters(store.endpoint, run_id), sleep=sleep, clock=clock)
+    handler._store._sleep = sleep
     assert handler.next_rendezvous().world_size == 1
-    assert sleeps == [rendezvous.PROBE_SECONDS] * 3
+    assert sleeps == [store_client.PROBE_SECONDS] * 2
 
 
-def test_a_normal_shutdown_closes_the_rendezvous_as_torch_does(store, run_id):
-    handler = ours(store, run_id, Clock())
+def test_a_normal_shutdown_closes_the_rendezvous_as_torch_does(store, run_id, handlers):
+    handler = ours(store, run_id, handlers)
     handler.next_rendezvous()
     assert handler.shutdown() is True
-    assert active_state(store, run_id)["status"] == "closed" and handler.is_closed()
+    assert stored_state(store, run_id).closed and handler.is_closed()
 
 
-@pytest.mark.parametrize("error, is_store_failure", [
-    (etcd.EtcdConnectionFailed("No more machines in the cluster"), True),
-    (etcd.EtcdException("Could not get the list of servers"), True),
-    (etcd.EtcdClusterIdChanged("The UUID of the cluster changed"), True),
-    (etcd.EtcdKeyNotFound("Key not found"), False),
-    (etcd.EtcdCompareFailed("Compare failed"), False),
-    (ValueError("not etcd"), False),
-])  # fmt: skip
-def test_which_python_etcd_errors_mean_the_store_did_not_answer(error, is_store_failure):
-    assert rendezvous.store_failure(error) is is_store_failure
+def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(store, run_id, handlers):
+    handler = rendezvous.create_handler(RendezvousParameters(rendezvous.BACKEND, store.endpoint, run_id, 1, 1))
+    handlers.append(handler)
+    settings = handler.settings
+    assert (settings.timeout.last_call, settings.keep_alive_interval, settings.keep_alive_max_attempt) == (
+        timedelta(seconds=rendezvous.DEFAULTS["last_call_timeout"]),
+        timedelta(seconds=rendezvous.DEFAULTS["keep_alive_interval"]), rendezvous.DEFAULTS["keep_alive_max_attempt"])
+    assert ours(store, run_id, handlers, last_call_timeout=7).settings.timeout.last_call == timedelta(seconds=7)
+    assert os.environ[rendezvous.SHARE_STORE_VARIABLE] == "1"  # fact 10
+    with pytest.raises(ValueError, match="keep_alive_interval=0: must be a whole number of seconds above 0"):
+        ours(store, run_id, handlers, keep_alive_interval=0)

@@ -1,4 +1,4 @@
-"""jobs.sampling: what "the same samples" means when the world size changes mid-epoch.
+"""jobs.data.sampling: what "the same samples" means when the world size changes mid-epoch.
 
 Pure functions, computed on every worker alone; the torchrun runs in test_preemption.py check that
 the workers really train on these images."""
@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from jobs import sampling
+from jobs.data import sampling
 
 
 def walk(num_images: int, batch_size: int, world_sizes: list[int], changes: list[int]) -> list[list[list[int]]]:
@@ -64,7 +64,7 @@ def test_the_epoch_order_depends_on_seed_and_epoch_only():
     assert torch.equal(first, sampling.epoch_order(1000, seed=7, epoch=2))
     assert not torch.equal(first, sampling.epoch_order(1000, seed=7, epoch=3))
     assert not torch.equal(first, sampling.epoch_order(1000, seed=8, epoch=2))
-    # the formula jobs.train used before this module: a run's order did not change with it
+    # the formula jobs.training.train used before this module: a run's order did not change with it
     assert torch.equal(first, torch.randperm(1000, generator=torch.Generator().manual_seed(7 * 100_003 + 2)))
 
 

@@ -1,4 +1,4 @@
-"""jobs.stopping with real signals: a process that watches for SIGTERM as jobs.train's loop does.
+"""jobs.elastic.stopping with real signals: a process that watches for SIGTERM as jobs.training.train's loop does.
 
 The main thread of a stuck worker sits in a C call (a collective) that Python signal handlers
 cannot interrupt; `time.sleep` stands in for it here: with a Python handler installed, CPython
@@ -16,7 +16,7 @@ from torchrun_harness import REPO_ROOT, agent_environment, free_port
 
 SCRIPT = """
 import logging, sys, time
-from jobs.stopping import StopSignal
+from jobs.elastic.stopping import StopSignal
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")  # as jobs.cli does
 mode = sys.argv[1]
 stop = StopSignal(stuck_seconds=1.0)
@@ -29,7 +29,7 @@ with stop.watching():
         stop.step_boundary()
     if mode == "loop":
         print("stopping at a step boundary", flush=True)
-        raise SystemExit(7)  # jobs.train saves, then exits 143
+        raise SystemExit(7)  # jobs.training.train saves, then exits 143
     if mode == "busy":
         with stop.busy():  # a save slower than stuck_seconds
             time.sleep(3)
@@ -100,7 +100,7 @@ COLLECTIVE = """
 import logging, sys, time
 from datetime import timedelta
 import torch, torch.distributed as dist
-from jobs.stopping import StopSignal
+from jobs.elastic.stopping import StopSignal
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 dist.init_process_group("gloo", timeout=timedelta(seconds=60))
 if dist.get_rank() == 1:

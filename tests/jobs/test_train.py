@@ -1,4 +1,4 @@
-"""jobs.train in one process (no torchrun): run directory contract, resume, recipes, bad input.
+"""jobs.training.train in one process (no torchrun): run directory contract, resume, recipes, bad input.
 The multi-worker and fault behaviour is in test_elastic.py."""
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import pytest
 import torch
 from conftest import assert_one_line_error, make_synthetic_cifar, run_job
 
-from jobs import checkpoint, cli, recipes, train
+from jobs import cli
+from jobs.training import checkpoint
+from jobs.training import recipes
+from jobs.training import train
 
 
 def train_args(data_dir, run_dir, *extra: str) -> list[str]:
@@ -139,6 +142,6 @@ def test_bad_data_folder_fails_before_anything_is_written(tmp_path, tiny_cifar):
 
 
 def test_command_line_error_is_one_line(tmp_path):
-    result = run_job("jobs.train", "--data", str(tmp_path / "missing"), "--run-dir", str(tmp_path / "run"))
-    assert_one_line_error(result, 3, "jobs.train: error:", "missing does not exist")
+    result = run_job("jobs.training.train", "--data", str(tmp_path / "missing"), "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(result, 3, "jobs.training.train: error:", "missing does not exist")
     assert not (tmp_path / "run").exists()

@@ -1,11 +1,11 @@
-"""jobs.transforms: batched augmentation and normalisation on tensors."""
+"""jobs.data.transforms: batched augmentation and normalisation on tensors."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from jobs.transforms import Normalization, random_flip_and_crop
+from jobs.data.transforms import Normalization, random_flip_and_crop
 
 
 def images(count: int = 64) -> torch.Tensor:

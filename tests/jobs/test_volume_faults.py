@@ -10,7 +10,9 @@ import pytest
 from conftest import assert_one_line_error, run_job
 from volumes import file_size_limit, remount_read_only, tmpfs
 
-from jobs import checkpoint, cli, train
+from jobs import cli
+from jobs.training import checkpoint
+from jobs.training import train
 
 
 def train_args(data_dir, run_dir, *extra: str) -> list[str]:
@@ -33,7 +35,7 @@ def test_a_volume_that_fills_up_ends_the_run_in_one_line_with_exit_3(tmp_path, t
     termination_log.write_text("")
     with tmpfs(tmp_path / "volume", f"{int(checkpoint_bytes * 2.5) // 1024}k") as volume:
         run_dir = volume / "run"
-        result = run_job("jobs.train", *train_args(tiny_cifar, run_dir, "--epochs", "3"),
+        result = run_job("jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "3"),
                          JOBS_TERMINATION_LOG=str(termination_log))  # fmt: skip
         line = assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {run_dir / 'checkpoint.pt'}",
                                      "No space left on device", "the volume is full")  # fmt: skip
@@ -41,7 +43,7 @@ def test_a_volume_that_fills_up_ends_the_run_in_one_line_with_exit_3(tmp_path, t
         assert checkpoint.load(run_dir / checkpoint.CHECKPOINT_NAME, "checkpoint")["epochs_done"] == 2
         assert sorted(path.name for path in run_dir.iterdir() if path.name.startswith(".")) == []  # no temporary
         assert not (run_dir / checkpoint.MODEL_NAME).exists()
-        assert termination_log.read_text() == line.replace("jobs.train: error: ", "jobs.train: ")
+        assert termination_log.read_text() == line.replace("jobs.training.train: error: ", "jobs.training.train: ")
 
 
 def test_a_file_size_limit_fails_the_same_way_without_privileges(tmp_path, tiny_cifar, checkpoint_bytes):
@@ -52,7 +54,7 @@ def test_a_file_size_limit_fails_the_same_way_without_privileges(tmp_path, tiny_
     from torchrun_harness import REPO_ROOT, agent_environment
 
     run_dir = tmp_path / "run"
-    result = subprocess.run([sys.executable, "-m", "jobs.train", *train_args(tiny_cifar, run_dir, "--epochs", "1")],
+    result = subprocess.run([sys.executable, "-m", "jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "1")],
                             cwd=REPO_ROOT, env=agent_environment(), capture_output=True, text=True, timeout=120,
                             preexec_fn=file_size_limit(checkpoint_bytes // 2))  # fmt: skip
     assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {run_dir / 'checkpoint.pt'}", "File too large")
@@ -66,7 +68,7 @@ def test_a_read_only_run_directory_is_one_line_and_exit_3(tmp_path, tiny_cifar):
     with tmpfs(tmp_path / "volume", "4m") as volume:
         (volume / "run").mkdir()
         remount_read_only(volume)
-        result = run_job("jobs.train", *train_args(tiny_cifar, volume / "run", "--epochs", "1"),
+        result = run_job("jobs.training.train", *train_args(tiny_cifar, volume / "run", "--epochs", "1"),
                          JOBS_TERMINATION_LOG=str(termination_log))  # fmt: skip
         assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {volume / 'run'}",
                               "Read-only file system", "mounted read-only")  # fmt: skip
@@ -77,14 +79,14 @@ def test_metrics_out_on_a_read_only_volume_is_one_line(tmp_path, tiny_cifar, tra
     """Before: a traceback from the clean-up of the temporary, which the read-only volume refused too."""
     with tmpfs(tmp_path / "volume", "1m") as volume:
         remount_read_only(volume)
-        result = run_job("jobs.evaluate", "--data", str(tiny_cifar), "--model", str(trained_run / "model.pt"),
+        result = run_job("jobs.results.evaluate", "--data", str(tiny_cifar), "--model", str(trained_run / "model.pt"),
                          "--metrics-out", str(volume / "metrics.json"))  # fmt: skip
         assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write metrics to {volume / 'metrics.json'}",
                               "Read-only file system")  # fmt: skip
 
 
 def test_a_missing_data_folder_is_one_line_and_exit_3(tmp_path):
-    result = run_job("jobs.train", *train_args(tmp_path / "missing", tmp_path / "run"))
+    result = run_job("jobs.training.train", *train_args(tmp_path / "missing", tmp_path / "run"))
     assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"data folder {tmp_path / 'missing'} does not exist")
     assert not (tmp_path / "run").exists()
 
@@ -92,6 +94,6 @@ def test_a_missing_data_folder_is_one_line_and_exit_3(tmp_path):
 def test_a_run_directory_that_cannot_be_created_is_one_line(tmp_path, tiny_cifar):
     with tmpfs(tmp_path / "volume", "1m") as volume:
         remount_read_only(volume)
-        result = run_job("jobs.train", *train_args(tiny_cifar, volume / "new" / "run"))
+        result = run_job("jobs.training.train", *train_args(tiny_cifar, volume / "new" / "run"))
         assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "cannot write run directory", "Read-only file system")
     shutil.rmtree(tmp_path / "volume", ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Real processes for the jobs tests: an etcd server and torchrun agents, bounded and killed by PID.
+"""Real processes for the jobs tests: the rendezvous store and torchrun agents, bounded and killed by PID.
 
 Reusable outside tests/jobs (e.g. to run the torchrun command line rendered from the
 ElasticJob spec): `sys.path` gets tests/jobs when pytest loads tests/jobs/conftest.py;
@@ -10,24 +10,24 @@ Process rules learnt the hard way (reference/offline-testing-details.md §5):
   every descendant of every agent while the job runs and, at the end, kill workers first,
   then agents, each by PID (checking the PID still names the same process).
 - Every job gets a hard deadline: a hang becomes a failed test, never a stuck suite.
-- etcd's rendezvous state for an id lives for 2 hours: every job needs a fresh rdzv id.
+- the store keeps a closed rendezvous until it restarts: every job needs a fresh rdzv id.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from jobs.elastic.rendezvous import BACKEND
+from jobs.elastic.store_server import READY as STORE_READY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,98 +107,124 @@ def descendants_of(pid: int) -> list[int]:
     return found
 
 
-# --- etcd -------------------------------------------------------------------------------------
+# --- the rendezvous store ---------------------------------------------------------------------
+
+
+# jobs.elastic.store_server, its modules loaded, started once the file named first exists.
+GATED_STORE = """
+import pathlib, sys, time
+from jobs import cli
+from jobs.elastic import store_server
+gate = pathlib.Path(sys.argv.pop(1))
+while not gate.exists():
+    time.sleep(0.02)
+cli.run(store_server.main, "jobs.elastic.store_server", clean_up_on_sigterm=False)
+"""
+
+
+# A new agent whose Python and torch are loaded already (a pod whose image is on its node): it runs
+# jobs.elastic.torchrun with the arguments after the file named first, once that file exists.
+GATED_AGENT = """
+import pathlib, sys, time
+from jobs.elastic import torchrun
+gate = pathlib.Path(sys.argv[1])
+while not gate.exists():
+    time.sleep(0.02)
+sys.exit(torchrun.main(sys.argv[2:]))
+"""
+
+
+def gated_agent_command(gate: Path, torchrun_args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-c", GATED_AGENT, str(gate), *torchrun_args]
 
 
 class PortTaken(RuntimeError):
-    """Another process bound the port between our probe and etcd's bind."""
+    """Another process bound the port between our probe and the store's bind."""
 
 
-class EtcdServer:
-    """A single-member etcd (Debian's etcd-server 3.4) with the v2 API that torchrun's etcd
-    rendezvous needs, bound to 127.0.0.1 on free ports, with its data in `workdir`."""
+class StoreServer:
+    """The rendezvous store as its pod runs it (`python -m jobs.elastic.store_server`), on 127.0.0.1.
 
-    def __init__(self, workdir: Path):
+    Its port is chosen once (free when probed) and kept across restarts, as the store's Service
+    keeps its address when the pod is replaced; a restarted store is empty, as a new pod is."""
+
+    def __init__(self, workdir: Path, port: int = 0):
         self.workdir = Path(workdir)
-        self.client_port = free_port()
-        self.peer_port = free_port()
-        # A member name no other etcd on this machine has: the readiness check asks the server on
-        # the port for its members, so it never mistakes another process's etcd for this one.
-        self.name = f"test-{uuid.uuid4().hex[:12]}"
+        self.port = port or free_port()
         self.process: subprocess.Popen | None = None
+        self.starts = 0
 
     @property
     def endpoint(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20, attempts: int = 3) -> EtcdServer:
-        """Start etcd; a port probed free can be taken before etcd binds it (the pytest process
-        beside this one starts servers too): then etcd exits with "address already in use" and
-        it is started again on fresh ports."""
+    def start(self, timeout: float = 60, attempts: int = 3) -> StoreServer:
+        """Start the store and wait until it listens; a port probed free can be taken before it
+        binds (the pytest process beside this one starts servers too): then it is started again on
+        a fresh port."""
         for _ in range(attempts - 1):
             try:
                 return self._start_once(timeout)
             except PortTaken:
-                self.client_port, self.peer_port = free_port(), free_port()
+                self.port = free_port()
         return self._start_once(timeout)
 
-    def _start_once(self, timeout: float, keep_data: bool = False) -> EtcdServer:
-        binary = shutil.which("etcd")
-        if binary is None:
-            raise RuntimeError("etcd is not installed: run scripts/install-system-deps.sh (Debian package etcd-server)")
-        peer_url, client_url = f"http://127.0.0.1:{self.peer_port}", f"http://{self.endpoint}"
+    def launch(self, gate: Path | None = None) -> StoreServer:
+        """Start the store's process and return at once (Python and torch take seconds to load on a
+        busy machine, as in a new pod): `is_ready()` says when it listens. With a `gate`, the process
+        loads them and waits for that file before it serves: a fault injection can then choose the
+        moment the store is back, whatever the machine's load."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if not keep_data:
-            shutil.rmtree(self.workdir / "data", ignore_errors=True)  # a failed attempt's member data
-        self.log_path = self.workdir / "etcd.log"
+        self.starts += 1
+        self.log_path = self.workdir / f"store-{self.starts}.log"
+        program = ["-c", GATED_STORE, str(gate)] if gate else ["-m", "jobs.elastic.store_server"]
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
-                [
-                    binary, "--name", self.name, "--data-dir", str(self.workdir / "data"), "--enable-v2=true",
-                    "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
-                    "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-                    "--initial-cluster", f"{self.name}={peer_url}", "--logger=zap", "--log-level=warn",
-                ],
-                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [sys.executable, *program, "--host", "127.0.0.1", "--port", str(self.port)],
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
+                env=agent_environment(),
             )  # fmt: skip
+        return self
+
+    def is_ready(self) -> bool:
+        """Listening: its one line is in its log. Raises if it exited instead."""
+        log = self.log_path.read_text(errors="replace")
+        if f"{STORE_READY} 127.0.0.1:{self.port}" in log:
+            return True
+        if self.process.poll() is not None:
+            if "Address already in use" in log:  # strerror of EADDRINUSE, in the store's one-line error
+                raise PortTaken(f"the store could not bind {self.endpoint}")
+            raise RuntimeError(f"the store exited with {self.process.returncode}: {log[-2000:]}")
+        return False
+
+    def _start_once(self, timeout: float) -> StoreServer:
+        self.launch()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                log = self.log_path.read_text()
-                if "address already in use" in log:  # Go's text for EADDRINUSE, as etcd logs its bind error
-                    raise PortTaken(f"etcd could not bind {client_url} or {peer_url}")
-                raise RuntimeError(f"etcd exited with {self.process.returncode}: {log[-2000:]}")
-            # GET /v2/members lists {"members": [{"id", "name", "peerURLs", "clientURLs"}]} (etcd docs,
-            # v2 Members API); a member not yet started has an empty name, so this also waits for ours.
-            try:
-                with urllib.request.urlopen(f"{client_url}/v2/members", timeout=1) as response:
-                    names = [member.get("name") for member in json.loads(response.read()).get("members", [])]
-                    if response.status == 200 and names == [self.name]:
-                        return self
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.1)
+            if self.is_ready():
+                return self
+            time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"etcd did not answer on {client_url} within {timeout} s")
+        raise RuntimeError(f"the store did not listen on {self.endpoint} within {timeout} s")
 
     def kill(self) -> None:
-        """SIGKILL, as an OOM kill or a lost node ends the etcd pod (by PID: exactly this process)."""
+        """SIGKILL, as an OOM kill or a lost node ends the store's pod (by PID: exactly this process)."""
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
 
-    def restart(self, keep_data: bool, timeout: float = 20) -> EtcdServer:
-        """Start etcd again on the same address, as a rescheduled etcd pod behind the same Service:
-        with the data it had (`keep_data`: a volume that outlives the pod) or empty (an emptyDir).
-        Same ports, so a port taken in between fails the restart (no silent move)."""
+    def restart(self, timeout: float = 60, wait: bool = True, gate: Path | None = None) -> StoreServer:
+        """Start the store again on the same address, as a rescheduled store pod behind the same
+        Service: empty. Same port, so a port taken in between fails the restart (no silent move).
+        `wait=False`: return once it is started, not listening yet (see `is_ready` and `launch`)."""
         self.stop()
-        return self._start_once(timeout, keep_data=keep_data)
+        return self._start_once(timeout) if wait else self.launch(gate)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()  # by PID: Popen signals exactly this process
             try:
-                self.process.wait(timeout=5)
+                self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
@@ -207,18 +233,21 @@ class EtcdServer:
 # --- torchrun agents --------------------------------------------------------------------------
 
 
-def cluster_style_torchrun_flags(etcd_endpoint: str, run_name: str, max_restarts: int = 3, nnodes: str = "1:2") -> list[str]:
-    """torchrun flags in the shape the ElasticJob produces on the cluster: the four the
-    controller prepends, then ours (whose later --rdzv_id wins; argparse keeps the last).
-    A fresh hash in the id: etcd keeps a finished rendezvous for 2 hours."""
+def cluster_style_torchrun_flags(store_endpoint: str, run_name: str, max_restarts: int = 3, nnodes: str = "1:2") -> list[str]:
+    """torchrun flags in the shape the ElasticJob produces on the cluster: the four the archived
+    controller prepends (its --rdzv_backend=etcd included), then the template's, whose later
+    --rdzv_backend and --rdzv_id win (argparse keeps the last). A fresh hash in the id: the store
+    keeps a finished rendezvous (closed) until it restarts."""
     unique = uuid.uuid4().hex[:8]
     return [
-        "--rdzv_backend=etcd", f"--rdzv_endpoint={etcd_endpoint}", f"--rdzv_id=train-{run_name}", f"--nnodes={nnodes}",
-        "--nproc_per_node=1", f"--max_restarts={max_restarts}", "--local_addr=127.0.0.1", f"--rdzv_id={run_name}-{unique}",
+        "--rdzv_backend=etcd", f"--rdzv_endpoint={store_endpoint}", f"--rdzv_id=train-{run_name}", f"--nnodes={nnodes}",
+        f"--rdzv_backend={BACKEND}", "--nproc_per_node=1", f"--max_restarts={max_restarts}", "--local_addr=127.0.0.1",
+        f"--rdzv_id={run_name}-{unique}",
     ]  # fmt: skip
 
 
 def torchrun_command(torchrun_flags: Sequence[str], module: str, module_args: Sequence[str]) -> list[str]:
+    """Plain torchrun (torch.distributed.run): our backend through its `torchrun.handlers` entry point."""
     return [sys.executable, "-m", "torch.distributed.run", *torchrun_flags, "-m", module, *module_args]
 
 

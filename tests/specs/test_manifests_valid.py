@@ -100,7 +100,7 @@ def _upstream_sample() -> dict[str, Any]:
         "apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
         "metadata": {"name": "imagenet", "namespace": "elastic-job"},
         "spec": {
-            "rdzvEndpoint": "etcd-service:2379", "minReplicas": 1, "maxReplicas": 2,
+            "rdzvEndpoint": "rendezvous-store:29400", "minReplicas": 1, "maxReplicas": 2,
             "replicaSpecs": {"Worker": {
                 "replicas": 2, "restartPolicy": "ExitCode",
                 "template": {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{
@@ -120,7 +120,7 @@ def _workshop_sample() -> dict[str, Any]:
         "apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
         "metadata": {"name": "cifar10-train"},
         "spec": {
-            "rdzvEndpoint": "etcd-service:2379", "minReplicas": 1, "maxReplicas": 128,
+            "rdzvEndpoint": "rendezvous-store:29400", "minReplicas": 1, "maxReplicas": 128,
             "replicaSpecs": {"Worker": {
                 "replicas": 2, "restartPolicy": "ExitCode",
                 "template": {

@@ -33,7 +33,7 @@ def waits_for(resources: list[dict], urn: str) -> set[str]:
 
 def test_every_pod_maker_waits_for_every_policy_of_its_namespace(dev):
     policies = dev.of_type(POLICY)
-    assert {p["inputs"]["metadata"]["name"] for p in policies} >= {"deny-ingress", "etcd-from-training", "training-peers"}
+    assert {p["inputs"]["metadata"]["name"] for p in policies} >= {"deny-ingress", "store-from-training", "training-peers"}
     makers = [r for r in dev.resources if r["type"] in POD_MAKERS]
     assert {r["inputs"]["kind"] for r in makers} == {"Deployment", "Job", "ElasticJob"}
     for maker in makers:

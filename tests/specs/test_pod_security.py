@@ -55,7 +55,7 @@ def test_every_pod_the_api_server_creates_passes_restricted(synth_stack, stack):
     synth = synth_stack(stack)
     owners = [m for m in synth.manifests if m["kind"] in ("Deployment", "Job")]
     names = {m["metadata"]["name"] for m in owners}
-    assert {"etcd", elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {"prep-", "eval-"}, names
+    assert {elastic_specs.STORE_NAME, elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {"prep-", "eval-"}, names
     for obj in owners:
         pod = template_pod(obj)
         assert violations(pod, RESTRICTED) == {}, f"{obj['kind']}/{obj['metadata']['name']}"

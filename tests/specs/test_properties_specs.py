@@ -39,8 +39,8 @@ def test_the_elastic_job_wires_each_worker_count_to_its_own_field():
     (worker,) = pod["containers"]
     assert worker["name"] == workloads.WORKER_CONTAINER and worker["image"] == IMAGE
     assert worker["command"] == workloads.WORKER_COMMAND
-    assert worker["args"] == ["--rdzv_backend=etcd", "--nproc_per_node=1", "--max_restarts=6", "--local_addr=$(POD_IP)", "--rdzv_id=x",
-                              "-m", "jobs.train", "--data", workloads.DATA_DIR, "--run-dir", "/efs-shared/runs/r-8",
+    assert worker["args"] == ["--rdzv_backend=reconnecting-c10d", "--nproc_per_node=1", "--max_restarts=6", "--local_addr=$(POD_IP)", "--rdzv_id=x",
+                              "-m", "jobs.training.train", "--data", workloads.DATA_DIR, "--run-dir", "/efs-shared/runs/r-8",
                               "--epochs", "7", "--batch-size", "64", "--checkpoint-every-seconds", "13"]
     assert worker["resources"]["requests"] == worker["resources"]["limits"] == {"cpu": "3", "memory": "5Gi"}
     assert pod["nodeSelector"] == {"elastic-training/role": "worker"}
@@ -77,7 +77,7 @@ def test_data_prep_passes_the_source_and_its_checksum_and_nothing_else(source, m
     job = workloads.data_prep_job(s, IMAGE)
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["args"] == workloads.data_prep_args(s) and container["command"] == ["python", "-m", "jobs.prepare"]
+    assert container["args"] == workloads.data_prep_args(s) and container["command"] == ["python", "-m", "jobs.data.prepare"]
     on_s3 = source.startswith("s3://")
     assert workloads.reads_from_s3(s) is on_s3
     # Only an s3:// source gets an AWS identity and the bucket's region.
@@ -120,23 +120,23 @@ def by_name(policies):
     return {p["metadata"]["name"]: p for p in policies}
 
 
-def test_etcd_admits_training_pods_on_its_client_port_only():
+def test_the_store_admits_training_pods_on_its_port_only():
     policies = by_name(elastic.workload_network_policies("ml"))
-    assert set(policies) == {"deny-ingress", "etcd-from-training", "training-peers"}
-    etcd = policies["etcd-from-training"]
-    assert etcd["metadata"]["namespace"] == "ml"
-    assert etcd["spec"] == {
-        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "etcd"}},
+    assert set(policies) == {"deny-ingress", "store-from-training", "training-peers"}
+    store = policies["store-from-training"]
+    assert store["metadata"]["namespace"] == "ml"
+    assert store["spec"] == {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "rendezvous-store"}},
         "policyTypes": ["Ingress"],
         "ingress": [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "training"},
                                                "matchExpressions": [{"key": "elastic-training/job", "operator": "Exists"}]}}],
-                     "ports": [{"protocol": "TCP", "port": 2379}]}]}
-    # The port the policy opens is the one etcd listens on and its Service targets.
-    service, _claim, _budget, deployment = elastic.etcd_objects("ml", "gp3")
-    assert service["spec"]["ports"][0]["targetPort"] == etcd["spec"]["ingress"][0]["ports"][0]["port"]
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 2379
-    assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == "etcd"
-    assert elastic.rendezvous_endpoint() == "etcd-service:2379"
+                     "ports": [{"protocol": "TCP", "port": 29400}]}]}
+    # The port the policy opens is the one the store listens on and its Service targets.
+    service, _budget, deployment = elastic.store_objects("ml", "trainer:1", "IfNotPresent")
+    assert service["spec"]["ports"][0]["targetPort"] == store["spec"]["ingress"][0]["ports"][0]["port"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 29400
+    assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == "rendezvous-store"
+    assert elastic.rendezvous_endpoint() == "rendezvous-store:29400"
 
 
 def test_training_peers_admit_training_pods_only_and_everything_else_is_denied():
@@ -202,7 +202,8 @@ def test_the_controller_runs_from_the_training_image_and_reads_the_shared_volume
     assert elastic.CONTROLLER_SHARED_MOUNT == workloads.MOUNT_PATH  # the workers' run directories are paths there too
 
 
-@pytest.mark.parametrize("objects", [controller_objects(), elastic.etcd_objects("ml", "gp3")], ids=["controller", "etcd"])
+@pytest.mark.parametrize("objects", [controller_objects(), elastic.store_objects("ml", "trainer:1", "IfNotPresent")],
+                         ids=["controller", "store"])
 def test_each_deployment_selects_its_own_pods_and_they_meet_the_restricted_level(objects):
     from pod_security import violations
 
@@ -217,15 +218,13 @@ def test_each_deployment_selects_its_own_pods_and_they_meet_the_restricted_level
         assert service["spec"]["selector"] == selector
 
 
-def test_etcd_serves_the_v2_api_on_the_port_the_endpoint_names():
-    *_, deployment = elastic.etcd_objects("ml", "gp3")
+def test_the_store_serves_on_the_port_the_endpoint_names():
+    *_, deployment = elastic.store_objects("ml", "trainer:1", "IfNotPresent")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert "--enable-v2=true" in container["args"]
-    assert "--listen-client-urls=http://0.0.0.0:2379" in container["args"]
-    assert f"--advertise-client-urls=http://{elastic.rendezvous_endpoint()}" in container["args"]
+    assert f"--port={elastic.rendezvous_endpoint().rsplit(':', 1)[1]}" in container["args"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert container[probe]["httpGet"] == {"path": "/health", "port": 2379}
-    assert {o["metadata"]["namespace"] for o in elastic.etcd_objects("ml", "gp3")} == {"ml"}
+        assert container[probe]["tcpSocket"] == {"port": 29400}
+    assert {o["metadata"]["namespace"] for o in elastic.store_objects("ml", "trainer:1", "IfNotPresent")} == {"ml"}
 
 
 def test_the_claim_is_pre_bound_to_the_volume_of_the_class_the_driver_serves():
@@ -248,8 +247,8 @@ def platform_objects() -> dict[str, object]:
 
     return {
         "controller": elastic.controller_objects("training", IMAGE, "efs-pvc"),
-        "etcd": elastic.etcd_objects("training", rendezvous_store.EBS_STORAGE_CLASS),
-        "rendezvous-store": [rendezvous_store.priority_class(), rendezvous_store.ebs_storage_class()],
+        "rendezvous-store": [*elastic.store_objects("training", "TRAINING_IMAGE", "IfNotPresent"),
+                             rendezvous_store.priority_class()],
         "network-policies": elastic.workload_network_policies("training"),
         "namespaces": [elastic.namespace("training", "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)],
         "storage": [storage.storage_class("efs-sc"), storage.persistent_volume("efs-pv", "efs-sc", "fs-1::fsap-1"),
@@ -287,11 +286,11 @@ def test_suppressions_apply_to_their_kind_and_component_only_and_number_from_one
     assert suppressions.suppressions_for({"kind": "Deployment"}) == []
     assert suppressions.suppressions_for({"kind": "Deployment", "metadata": {}}) == []
     assert suppressions.suppressions_for({"kind": "Service", "metadata": {"labels": {"app.kubernetes.io/component": "rendezvous"}}}) == []
-    etcd = {"kind": "Deployment", "metadata": {"labels": {"app.kubernetes.io/component": "rendezvous"}}}
-    annotated = suppressions.annotate(etcd)
-    assert annotated is etcd
+    controller = {"kind": "Deployment", "metadata": {"labels": {"app.kubernetes.io/component": "elastic-controller"}}}
+    annotated = suppressions.annotate(controller)
+    assert annotated is controller
     assert annotated["metadata"]["annotations"] == {f"checkov.io/skip{i}": f"{check}={reason}" for i, (check, reason)
-                                                    in enumerate(suppressions.SUPPRESSIONS[suppressions.ETCD], start=1)}
+                                                    in enumerate(suppressions.SUPPRESSIONS[suppressions.CONTROLLER], start=1)}
     plain = {"kind": "Service", "metadata": {"name": "x"}}
     assert suppressions.annotate(plain) == {"kind": "Service", "metadata": {"name": "x"}}
 
@@ -313,7 +312,7 @@ def test_each_third_party_image_reason_names_its_image():
     from infra import versions
     from infra.specs import suppressions
 
-    for key, image in ((suppressions.ETCD, versions.ETCD_IMAGE),):
+    for key, image in ((suppressions.DEVICE_PLUGIN, versions.NVIDIA_DEVICE_PLUGIN_IMAGE),):
         reason = dict(suppressions.SUPPRESSIONS[key])["CKV_K8S_43"]
         assert suppressions._third_party_image(image) == reason and image in reason
 
@@ -382,7 +381,7 @@ def test_the_export_job_sends_this_runs_files_to_the_destination_as_the_export_a
     assert job["metadata"]["namespace"] == "ml" and job["spec"]["backoffLimit"] == 2
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"] == ["python", "-m", "jobs.export"]
+    assert container["command"] == ["python", "-m", "jobs.results.export"]
     assert container["args"] == ["--run-dir", "/efs-shared/runs/r-8", "--dest", "s3://artifacts/runs/r-8"]
     assert container["image"] == IMAGE and {"name": "AWS_REGION", "value": "eu-west-1"} in container["env"]
     account = workloads.export_service_account(s, "arn:aws:iam::123456789012:role/export")
@@ -465,10 +464,10 @@ def test_tag_rows_go_to_our_jobs_only_are_added_after_an_objects_own_rows_and_ne
                 "spec": {"template": {"spec": {"containers": [{"image": image}]}}}}
 
     tag = "registry.example/trainer:1.0"
-    for component in suppressions.WORKLOAD_COMPONENTS:
-        found = suppressions.suppressions_for(obj("Job", component, tag))
+    for kind, component in suppressions.IMAGE_COMPONENTS - {suppressions.CONTROLLER}:
+        found = suppressions.suppressions_for(obj(kind, component, tag))
         assert found == suppressions.TAG_PINNED_IMAGE and found is not suppressions.TAG_PINNED_IMAGE
-        assert suppressions.suppressions_for(obj("Job", component, IMAGE)) == []
+        assert suppressions.suppressions_for(obj(kind, component, IMAGE)) == []
         assert suppressions.suppressions_for(obj("CronJob", component, tag)) == []
     assert suppressions.suppressions_for(obj("Job", "export", tag)) == []
     assert suppressions.suppressions_for(obj("Job", "training", tag)) == []

@@ -72,7 +72,7 @@ def test_elasticjob_contract(dev):
     elasticjob = dev.manifest("ElasticJob")
     spec = elasticjob["spec"]
     assert elasticjob["metadata"]["name"] == "train-run-1" and elasticjob["metadata"]["namespace"] == "training"
-    assert spec["rdzvEndpoint"] == "etcd-service:2379"
+    assert spec["rdzvEndpoint"] == "rendezvous-store:29400"
     assert (spec["minReplicas"], spec["replicaSpecs"]["Worker"]["replicas"], spec["maxReplicas"]) == (1, 2, 2)
     # Inert with this controller (nothing sets status.startTime: kubeflow/common @ 0b3a4c3
     # pkg/controller.v1/common/job.go pastActiveDeadline); ElasticJobCompletion keeps the deadline.
@@ -84,9 +84,9 @@ def test_elasticjob_contract(dev):
     # template is overridden, with a SettedPodTemplateRestartPolicy warning event on every pod.
     assert "restartPolicy" not in pod
     (container,) = pod["containers"]
-    assert container["name"] == "elasticjob-worker" and container["command"] == ["python", "-m", "jobs.agent"]
+    assert container["name"] == "elasticjob-worker" and container["command"] == ["python", "-m", "jobs.elastic.agent"]
     args = container["args"]
-    assert args[args.index("-m") + 1] == "jobs.train"
+    assert args[args.index("-m") + 1] == "jobs.training.train"
     assert args[args.index("--epochs") + 1] == "10" and args[args.index("--batch-size") + 1] == "128"
     assert args[args.index("--run-dir") + 1] == "/efs-shared/runs/run-1"
     # The worker pool's nodes (Karpenter launches them for these pods), never a system node.
@@ -111,8 +111,8 @@ def worker_command_line(elasticjob: dict) -> list[str]:
 
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
     command = worker_command_line(dev.manifest("ElasticJob"))
-    assert command[:7] == ["python", "-m", "jobs.agent", "--rdzv_endpoint=etcd-service:2379",
-                           "--rdzv_id=train-run-1", "--nnodes=1:2", "--rdzv_backend=etcd"]
+    assert command[:7] == ["python", "-m", "jobs.elastic.agent", "--rdzv_endpoint=rendezvous-store:29400",
+                           "--rdzv_id=train-run-1", "--nnodes=1:2", "--rdzv_backend=reconnecting-c10d"]
     rdzv_ids = [a for a in command if a.startswith("--rdzv_id=")]
     # Ours comes last, so it is the one torchrun uses (tests/jobs/test_rendered_elasticjob.py
     # asserts that through torchrun's own parser).
@@ -122,7 +122,7 @@ def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
 def test_data_prep_and_test_jobs(dev, synth_stack):
     prep = dev.manifest("Job", "prep-run-1")
     container = prep["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["python", "-m", "jobs.prepare"]
+    assert container["command"] == ["python", "-m", "jobs.data.prepare"]
     assert container["args"] == ["--dest", "/efs-shared/data", "--source",
                                  "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
                                  "--md5", "c58f30108f718f92721af3b95e74349a"]
@@ -130,7 +130,7 @@ def test_data_prep_and_test_jobs(dev, synth_stack):
     assert smoke_prep["spec"]["template"]["spec"]["containers"][0]["args"] == ["--dest", "/efs-shared/data", "--synthetic", "500"]
     test = dev.manifest("Job", "eval-run-1")
     container = test["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["python", "-m", "jobs.evaluate"]
+    assert container["command"] == ["python", "-m", "jobs.results.evaluate"]
     assert container["args"] == ["--data", "/efs-shared/data/cifar-10-batches-py", "--model", "/efs-shared/runs/run-1/model.pt",
                                  "--metrics-out", "/efs-shared/runs/run-1/metrics.json", "--min-accuracy", "0.7",
                                  "--run-cost", "{}"]   # the wait's runCost (infra/components/run_cost.py), none under mocks
@@ -151,7 +151,7 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     platform = {dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
                 dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"]}
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-controller-deployment-elasticjob-controller")["urn"])
-    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-etcd-deployment")["urn"])
+    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-store-deployment")["urn"])
     platform.add(dev.one("aws:eks/addon:Addon", "storage-efs-csi-driver")["urn"])
     assert platform <= set(prep["dependsOn"])
     assert {prep["urn"]} | platform <= set(training["dependsOn"])
@@ -266,7 +266,7 @@ def _pod_templates(synth) -> dict[str, dict]:
 
 def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
     """A drain may evict workers only down to minWorkers, and the budget counts the run's worker
-    pods and nothing else: not data-prep, test, etcd or the controller, and not another run's
+    pods and nothing else: not data-prep, test, the rendezvous store or the controller, and not another run's
     workers. The Job copies the template's labels onto each worker pod; the controller and the Job
     controller add their own (controller/render.py; batch.kubernetes.io/job-completion-index)."""
     budget = dev.manifest("PodDisruptionBudget", "train-")
@@ -285,12 +285,12 @@ def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
 
 
 def test_eviction_settings_of_the_workers(synth_stack):
-    """SIGTERM is answered by jobs.agent (exit 143, retried by the controller); the grace period
+    """SIGTERM is answered by jobs.elastic.agent (exit 143, retried by the controller); the grace period
     covers torchrun's own shutdown wait and stays under a Spot notice's two minutes;
     --max_restarts comes from config."""
     synth = synth_stack("dev", "maxRestarts=7")
     pod = synth.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"] == ["python", "-m", "jobs.agent"]
+    assert container["command"] == ["python", "-m", "jobs.elastic.agent"]
     assert specs.TORCHRUN_SHUTDOWN_SECONDS < pod["terminationGracePeriodSeconds"] == specs.WORKER_GRACE_SECONDS < 120
     assert [a for a in container["args"] if a.startswith("--max_restarts")] == ["--max_restarts=7"]

@@ -1,6 +1,6 @@
 """Put CIFAR-10, or a synthetic stand-in, into DIR/cifar-10-batches-py: the data-prep Job.
 
-    python -m jobs.prepare --dest DIR [--source URL|PATH|s3://bucket/key] [--md5 HEX] [--synthetic N]
+    python -m jobs.data.prepare --dest DIR [--source URL|PATH|s3://bucket/key] [--md5 HEX] [--synthetic N]
 
 - Default source: the official CIFAR-10 python tarball, checked against its published MD5.
 - The download is streamed to disk while its MD5 is computed, extracted, and every file is
@@ -8,7 +8,7 @@
   inside DIR and renamed to `cifar-10-batches-py` as the last step, so a reader (or a training
   pod starting early) never sees a half-extracted folder under that name.
 - A folder this tool already prepared from the same source (recorded in its `.prepared.json`,
-  with every file's SHA-256: jobs.data_record) makes a rerun a no-op once every file still matches
+  with every file's SHA-256: jobs.data.data_record) makes a rerun a no-op once every file still matches
   its digest (a fraction of a second for CIFAR-10's 180 MB). A file that does not match (flipped,
   truncated, deleted) makes the rerun build the folder again, saying which. Data prepared from
   another source is replaced.
@@ -41,7 +41,9 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from jobs import cli, data, data_record
+from jobs import cli
+from jobs.data import cifar as data
+from jobs.data import data_record
 
 OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
@@ -50,7 +52,7 @@ MAX_SYNTHETIC_PER_CLASS = 5000  # CIFAR-10's own size; more only costs memory an
 _CHUNK_BYTES = 1 << 20
 _HTTP_TIMEOUT_SECONDS = 60
 
-log = logging.getLogger("jobs.prepare")
+log = logging.getLogger("jobs.data.prepare")
 
 
 class SourceError(cli.JobError):
@@ -82,7 +84,7 @@ class _HashingWriter:
 
 
 def _fetch_http(url: str, writer_for) -> _HashingWriter:
-    request = urllib.request.Request(url, headers={"User-Agent": "jobs.prepare"})
+    request = urllib.request.Request(url, headers={"User-Agent": "jobs.data.prepare"})
     try:
         with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_SECONDS) as response:
             length = response.headers.get("Content-Length")
@@ -236,7 +238,7 @@ def _check_source(source: str) -> str:
 
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
-        prog="python -m jobs.prepare",
+        prog="python -m jobs.data.prepare",
         description="Download, check and extract CIFAR-10 (or generate a synthetic stand-in) into DEST/cifar-10-batches-py.",
     )
     parser.add_argument("--dest", required=True, type=Path, help="folder that receives cifar-10-batches-py/ (required)")
@@ -322,4 +324,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    cli.run(main, "jobs.prepare")
+    cli.run(main, "jobs.data.prepare")

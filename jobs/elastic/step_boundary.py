@@ -1,11 +1,11 @@
 """What the workers do between two steps: checkpoint by time, and stop on SIGTERM, all together.
 
-The workers vote (jobs.step_vote) every quarter second of training: "stop" if one got SIGTERM
-(jobs.stopping), "checkpoint" if rank 0's clock says `--checkpoint-every-seconds` will have passed
+The workers vote (jobs.elastic.step_vote) every quarter second of training: "stop" if one got SIGTERM
+(jobs.elastic.stopping), "checkpoint" if rank 0's clock says `--checkpoint-every-seconds` will have passed
 since the last save by the time the vote takes effect. When a vote carries, every worker acts on it
 at the same step boundary:
 - checkpoint: the epoch's loss and accuracy sums are added up over the workers and rank 0 writes
-  checkpoint.pt (atomically, jobs.checkpoint) with the position reached;
+  checkpoint.pt (atomically, jobs.training.checkpoint) with the position reached;
 - stop: the same save, then a barrier, so that no worker exits (and lets its agent start the
   next group, which reads checkpoint.pt) before the file is complete; then every worker exits 143.
 
@@ -28,13 +28,13 @@ from pathlib import Path
 
 import torch
 
-from jobs import checkpoint
-from jobs.distributed import WorkerPlace, sum_over_workers, wait_for_all_workers_on_cpu
-from jobs.progress import CheckpointClock, Progress
-from jobs.step_vote import Outcome, StepVote, proposed_gap
-from jobs.stopping import EXIT_STOPPED, StopSignal
+from jobs.training import checkpoint
+from jobs.training.distributed import WorkerPlace, sum_over_workers, wait_for_all_workers_on_cpu
+from jobs.training.progress import CheckpointClock, Progress
+from jobs.elastic.step_vote import Outcome, StepVote, proposed_gap
+from jobs.elastic.stopping import EXIT_STOPPED, StopSignal
 
-log = logging.getLogger("jobs.train")
+log = logging.getLogger("jobs.training.train")
 
 
 class StepBoundary:

@@ -1,13 +1,13 @@
 """How far a run has got, as RUN_DIR/checkpoint.pt records it, and when to record it again.
 
 A checkpoint holds the weights, the optimizer state and the place in the data: `epochs_done`
-finished epochs plus `position` images of the next epoch's order (jobs.sampling), with the loss
+finished epochs plus `position` images of the next epoch's order (jobs.data.sampling), with the loss
 and accuracy sums of that partial epoch so its history line covers all of it. Position 0 is an
 epoch boundary, the only kind of checkpoint older versions wrote (they have no `position`).
 
 Rank 0 writes it at the end of every epoch, every `--checkpoint-every-seconds` of training, and
-when the workers stop on SIGTERM (jobs.stopping). The one before it stays as
-checkpoint.previous.pt: a checkpoint that fails its content check (jobs.checkpoint) is never
+when the workers stop on SIGTERM (jobs.elastic.stopping). The one before it stays as
+checkpoint.previous.pt: a checkpoint that fails its content check (jobs.training.checkpoint) is never
 trained from; the run resumes from the previous one, with one line saying which file and why.
 
 An epoch-end checkpoint also carries that epoch's history line, so a worker killed between the
@@ -21,9 +21,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from jobs import checkpoint, cli
+from jobs import cli
+from jobs.training import checkpoint
 
-log = logging.getLogger("jobs.train")
+log = logging.getLogger("jobs.training.train")
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ class CheckpointClock:
     """Rank 0's timer for checkpoints by time. `interval` 0: only at epoch ends (and on SIGTERM).
 
     A checkpoint voted for now happens `lookahead` seconds of training later, at the next voting
-    boundary (jobs.step_vote), so the vote goes out that much early: two saved states are never
+    boundary (jobs.elastic.step_vote), so the vote goes out that much early: two saved states are never
     more than `interval` apart, and neither is the work a worker lost without warning costs (plus
     the step in progress). The interval counts from the state saved, not from the end of its save."""
 

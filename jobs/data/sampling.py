@@ -24,7 +24,7 @@ import torch
 
 
 def order_seed(seed: int, epoch: int) -> int:
-    # The formula jobs.train always used, so a run's order did not change with this module.
+    # The formula jobs.training.train always used, so a run's order did not change with this module.
     return seed * 100_003 + epoch
 
 
@@ -56,7 +56,7 @@ def next_step(position: int, num_images: int, world_size: int, batch_size: int, 
 
     The shares are contiguous and differ by at most one image: for a full step every rank gets
     exactly B. A rank gets nothing only when fewer images than workers are left, which happens
-    only after the world grew mid-epoch; jobs.train then lets it take the step with a
+    only after the world grew mid-epoch; jobs.training.train then lets it take the step with a
     zero-weight sample (DistributedDataParallel needs every rank in every step)."""
     if not 0 <= position < num_images:
         raise ValueError(f"position {position} is outside the epoch's 0..{num_images - 1}")

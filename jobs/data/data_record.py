@@ -1,15 +1,15 @@
-"""The record jobs.prepare keeps of the data it published: DIR/cifar-10-batches-py/.prepared.json.
+"""The record jobs.data.prepare keeps of the data it published: DIR/cifar-10-batches-py/.prepared.json.
 
     {"request": {...what was asked for...}, "images": N,
      "files": {"data_batch_1": {"bytes": 31035704, "sha256": "..."}, ...}}
 
-Sizes alone miss a flipped byte, so every file's SHA-256 is recorded. jobs.prepare rechecks every
-digest on each run (a mismatch: the folder is built again), and jobs.train checks each file it
+Sizes alone miss a flipped byte, so every file's SHA-256 is recorded. jobs.data.prepare rechecks every
+digest on each run (a mismatch: the folder is built again), and jobs.training.train checks each file it
 reads against its digest as it reads it (no second read): a mismatch refuses the data in one line.
 hashlib's SHA-256 runs in C without the GIL on large buffers, so the files are hashed in parallel
 threads, in large reads.
 
-numpy-free and torch-free: jobs.prepare must start fast.
+numpy-free and torch-free: jobs.data.prepare must start fast.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def describe_files(folder: Path) -> dict[str, dict]:
 
 
 def read(folder: Path) -> dict | None:
-    """The record of `folder`, or None where there is none (a folder jobs.prepare did not write)
+    """The record of `folder`, or None where there is none (a folder jobs.data.prepare did not write)
     or it is not a record of this version (file sizes only, unreadable)."""
     try:
         record = json.loads((Path(folder) / MANIFEST_NAME).read_text())

@@ -1,10 +1,10 @@
 """The training worker's entrypoint: torchrun, with SIGTERM meaning "stopped from outside, retry".
 
-    python -m jobs.agent TORCHRUN_ARGS...      e.g. --standalone --nproc_per_node=2 -m jobs.train ...
+    python -m jobs.elastic.agent TORCHRUN_ARGS...      e.g. --standalone --nproc_per_node=2 -m jobs.training.train ...
 
 It runs `torchrun TORCHRUN_ARGS...` as a child and waits for it, so it runs the same in a pod
-and on a laptop. The child is jobs.torchrun: torch.distributed.run with an etcd rendezvous that
-outlasts a restart of etcd, and exits 138 (retryable) when etcd stays away too long.
+and on a laptop. The child is jobs.elastic.torchrun: torch.distributed.run with a rendezvous that outlasts a
+restart of its store, and exits 138 (retryable) when the store stays away too long.
 
 Why it exists: Kubernetes stops a pod it evicts (a node drained for an upgrade or scale-in, a
 Spot interruption, kubelet pressure) with SIGTERM. torchrun answers SIGTERM by stopping its
@@ -19,7 +19,7 @@ from the container named `elasticjob-worker`); 1 is permanent, so one routine dr
 So this wrapper forwards SIGTERM to torchrun, lets it stop its workers, and then exits 143
 (128 + SIGTERM): the controller recreates the worker pod, which rejoins the rendezvous once there
 is a node for it. Every other outcome keeps torchrun's own exit code (a child killed by signal N
-gives 128 + N, as a shell reports it), 138 from jobs.torchrun included.
+gives 128 + N, as a shell reports it), 138 from jobs.elastic.torchrun included.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jobs import exit_codes, termination, torchrun_options
+from jobs import exit_codes, termination
+from jobs.elastic import torchrun_options
 
 EXIT_STOPPED_FROM_OUTSIDE = exit_codes.TERMINATED  # 143: retryable for the controller
 # A group re-formed this often this fast is not elastic churn (a preemption or a scale-up re-forms
@@ -45,7 +46,7 @@ _POLL_SECONDS = 0.2
 
 
 def torchrun_command(torchrun_args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "jobs.torchrun", *torchrun_args]
+    return [sys.executable, "-m", "jobs.elastic.torchrun", *torchrun_args]
 
 
 def exit_code(returncode: int, stopped_from_outside: bool) -> int:
@@ -102,13 +103,13 @@ class GroupWatch:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        print("jobs.agent: error: no torchrun arguments (usage: python -m jobs.agent TORCHRUN_ARGS...; "
-              "`python -m jobs.agent --help` shows torchrun's)", file=sys.stderr)
+        print("jobs.elastic.agent: error: no torchrun arguments (usage: python -m jobs.elastic.agent TORCHRUN_ARGS...; "
+              "`python -m jobs.elastic.agent --help` shows torchrun's)", file=sys.stderr)
         return 2
     try:
         torchrun_options.check(args)
     except torchrun_options.BadOption as error:
-        line = f"jobs.agent: error: {error} (see torchrun --help)"
+        line = f"jobs.elastic.agent: error: {error} (see torchrun --help)"
         print(line, file=sys.stderr, flush=True)
         termination.report_permanent(exit_codes.USAGE, line)
         return exit_codes.USAGE
@@ -118,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def forward_sigterm(signum, frame):
         nonlocal stopped
         if not stopped:
-            print("jobs.agent: SIGTERM: stopping torchrun and its workers; exiting 143 so that the "
+            print("jobs.elastic.agent: SIGTERM: stopping torchrun and its workers; exiting 143 so that the "
                   "controller recreates this worker", file=sys.stderr, flush=True)
         stopped = True
         if torchrun is not None:
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return permanent
     code = exit_code(returncode, stopped)
     if code not in (exit_codes.OK, exit_codes.TERMINATED, exit_codes.STORE_UNAVAILABLE):
-        print(f"jobs.agent: torchrun ended with exit {code} (its workers failed more often than --max_restarts "
+        print(f"jobs.elastic.agent: torchrun ended with exit {code} (its workers failed more often than --max_restarts "
               f"allows, or its rendezvous failed: the lines above say which); exiting {code}, which the controller "
               "retries within the job's backoff limit", file=sys.stderr, flush=True)  # fmt: skip
     return code
@@ -162,13 +163,13 @@ def _wait(torchrun: subprocess.Popen, notice: Path) -> tuple[int, int | None]:
         reported = termination.read_agent_notice(notice)
         if reported is not None:
             code, line = reported
-            print(f"jobs.agent: a worker failed and a retry cannot help (exit {code}): {line}; stopping torchrun "
+            print(f"jobs.elastic.agent: a worker failed and a retry cannot help (exit {code}): {line}; stopping torchrun "
                   f"instead of restarting its workers, exiting {code}", file=sys.stderr, flush=True)  # fmt: skip
             _stop(torchrun)
             return torchrun.returncode, code
         watch.observe(_children(torchrun.pid), time.monotonic())
         if watch.too_many():
-            line = (f"jobs.agent: the worker group re-formed more than {watch.limit} times in "
+            line = (f"jobs.elastic.agent: the worker group re-formed more than {watch.limit} times in "
                     f"{watch.window:g} s: more agents joined this rendezvous than its --nnodes admits (or one "
                     f"keeps joining and leaving); stopping, exiting {exit_codes.CANNOT_CONTINUE}")  # fmt: skip
             print(line, file=sys.stderr, flush=True)

@@ -1,7 +1,7 @@
 """Where this worker sits in a torchrun job, and the process group that connects the workers.
 
 torchrun (and, on the cluster, the TorchElastic agent in every worker pod) tells each worker
-its place through environment variables. Started without torchrun, e.g. `python -m jobs.train`
+its place through environment variables. Started without torchrun, e.g. `python -m jobs.training.train`
 on a laptop, the worker is alone: rank 0 of 1, and no process group is created.
 """
 
@@ -68,7 +68,7 @@ def join_process_group(place: WorkerPlace, device: torch.device, timeout_seconds
         device_id=device if device.type == "cuda" else None,
     )
     # A second, CPU-only group for the few integers the workers agree on at every step (see
-    # jobs.step_vote): on its own gloo connections it never waits for, or is ordered among,
+    # jobs.elastic.step_vote): on its own gloo connections it never waits for, or is ordered among,
     # the gradient all-reduces that DistributedDataParallel issues on the main group, and on GPU
     # stacks reading its result never waits for the GPU.
     global _control_group

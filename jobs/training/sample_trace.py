@@ -5,7 +5,7 @@ process: a worker belongs to one group, the workers of one rendezvous round):
 
     {"group": G, "world_size": W, "rank": R, "epoch": E, "start": S, "stop": T, "indices": [...], "time": t}
 
-[S, T) are the step's positions in epoch E's order (jobs.sampling), `indices` this worker's
+[S, T) are the step's positions in epoch E's order (jobs.data.sampling), `indices` this worker's
 images, in the order it used them (empty for a worker that took the step with a zero-weight
 sample). Lines are flushed as they are written, so a worker killed mid-run leaves every step it
 finished. Tests and benchmarks/preemption.py read these files to check that an interrupted run
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from jobs.distributed import WorkerPlace
-from jobs.sampling import Step
+from jobs.training.distributed import WorkerPlace
+from jobs.data.sampling import Step
 
 
 class SampleTrace:

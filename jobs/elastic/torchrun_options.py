@@ -1,4 +1,4 @@
-"""Bounds on torchrun's own options, checked by jobs.agent before it starts torchrun.
+"""Bounds on torchrun's own options, checked by jobs.elastic.agent before it starts torchrun.
 
 torchrun turns a bad value into an assertion deep inside its launcher (`--nnodes=0`,
 `--nproc_per_node=-1`, `--max_restarts=-5`: 17 lines of traceback) or accepts it; the worker pod
@@ -103,7 +103,7 @@ def check(torchrun_args: Sequence[str]) -> None:
             raise BadOption(f"--monitor_interval={args.monitor_interval}: must be a number > 0 and <= "
                             f"{MAX_MONITOR_INTERVAL:g} (seconds)")  # fmt: skip
     if args.training_script is None:
-        raise BadOption("no training script or module (e.g. -m jobs.train ...)")
+        raise BadOption("no training script or module (e.g. -m jobs.training.train ...)")
 
 
 def _script_start(args: Sequence[str]) -> int:

@@ -2,7 +2,7 @@
 
 At a voting boundary every worker casts "stop" (it got SIGTERM) and "checkpoint" (rank 0's clock
 says so), and rank 0 proposes how many steps until the next vote; the all-reduce (MAX: yes if any
-worker says yes) runs in the background on the CPU control group (jobs.distributed) while the
+worker says yes) runs in the background on the CPU control group (jobs.training.distributed) while the
 workers compute, and its outcome is read at the next voting boundary. So all workers learn the
 same outcome at the same boundary and checkpoint, or stop, after the same step, and a step never
 waits for the vote (on a GPU not even for the device).
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from jobs.distributed import control_group
+from jobs.training.distributed import control_group
 
 VOTE_SECONDS = 0.25
 MAX_GAP = 10_000

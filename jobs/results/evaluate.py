@@ -1,6 +1,6 @@
 """Test a trained model on CIFAR-10's test split; the quality gate of the test Job.
 
-    python -m jobs.evaluate --data DIR/cifar-10-batches-py --model RUN_DIR/model.pt [--metrics-out FILE] [--min-accuracy F]
+    python -m jobs.results.evaluate --data DIR/cifar-10-batches-py --model RUN_DIR/model.pt [--metrics-out FILE] [--min-accuracy F]
 
 Prints overall and per-class accuracy, writes them as JSON (default: metrics.json next to the
 model), and exits 3 when accuracy is below --min-accuracy (no gate by default; the stack's test Job
@@ -18,12 +18,15 @@ from pathlib import Path
 
 import torch
 
-from jobs import checkpoint, cli, data, data_record
-from jobs.model import ARCHITECTURE, WorkshopCNN
-from jobs.runtime import choose_device, configure_cpu_threads
-from jobs.transforms import Normalization
+from jobs import cli
+from jobs.training import checkpoint
+from jobs.data import cifar as data
+from jobs.data import data_record
+from jobs.training.model import ARCHITECTURE, WorkshopCNN
+from jobs.training.runtime import choose_device, configure_cpu_threads
+from jobs.data.transforms import Normalization
 
-log = logging.getLogger("jobs.evaluate")
+log = logging.getLogger("jobs.results.evaluate")
 MAX_BATCH_SIZE = 65_536
 
 
@@ -42,9 +45,9 @@ def fraction(text: str) -> float:
 
 
 def build_parser() -> cli.ArgumentParser:
-    parser = cli.ArgumentParser(prog="python -m jobs.evaluate", description="Accuracy of a trained model on the test split.")
+    parser = cli.ArgumentParser(prog="python -m jobs.results.evaluate", description="Accuracy of a trained model on the test split.")
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
-    parser.add_argument("--model", required=True, type=Path, help="RUN_DIR/model.pt written by jobs.train (required)")
+    parser.add_argument("--model", required=True, type=Path, help="RUN_DIR/model.pt written by jobs.training.train (required)")
     parser.add_argument("--metrics-out", type=Path, default=None,
                         help="JSON file to write (default: metrics.json next to --model)")  # fmt: skip
     parser.add_argument("--min-accuracy", type=fraction, default=None, help="fail (exit 3) below this fraction, 0..1 (default: no gate; the stack's test Job passes minAccuracy)")
@@ -62,7 +65,7 @@ def parse_args(argv: Sequence[str] | None):
 def load_model(path: Path, device: torch.device) -> tuple[WorkshopCNN, Normalization]:
     saved = checkpoint.load(path, "model")
     if saved.get("architecture") != ARCHITECTURE:
-        raise cli.JobError(f"{path} is not a {ARCHITECTURE} model written by jobs.train (a checkpoint.pt, perhaps?)")
+        raise cli.JobError(f"{path} is not a {ARCHITECTURE} model written by jobs.training.train (a checkpoint.pt, perhaps?)")
     model = WorkshopCNN(num_classes=len(saved["class_names"]))
     try:
         model.load_state_dict(saved["state_dict"])
@@ -166,4 +169,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    cli.run(main, "jobs.evaluate")
+    cli.run(main, "jobs.results.evaluate")

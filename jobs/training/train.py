@@ -1,6 +1,6 @@
 """Elastic data-parallel training of the workshop CNN on CIFAR-10.
 
-    torchrun ... -m jobs.train --data DIR/cifar-10-batches-py --run-dir RUN_DIR [--epochs 10] [--batch-size 128]
+    torchrun ... -m jobs.training.train --data DIR/cifar-10-batches-py --run-dir RUN_DIR [--epochs 10] [--batch-size 128]
                                [--checkpoint-every-seconds 30] [--[no-]save-on-sigterm] [--trace-samples DIR]
 
 Every worker, in this order:
@@ -10,17 +10,17 @@ Every worker, in this order:
  3. reads RUN_DIR/checkpoint.pt if there is one: after a worker restart or a change of
     membership the job continues at the step after the last checkpoint instead of starting over;
  4. joins the process group and checks that all workers start from the same place;
- 5. trains: every epoch one order of all images, the same at any world size (jobs.sampling), each
+ 5. trains: every epoch one order of all images, the same at any world size (jobs.data.sampling), each
     step the next W x B images of it split over the W workers. Rank 0 writes the checkpoint after
     every epoch and every --checkpoint-every-seconds, and model.pt at the end. On SIGTERM (a Spot
     notice, a drain, or torchrun re-forming the group) all workers stop after the current step,
-    rank 0 having saved it (jobs.step_boundary, jobs.stopping).
+    rank 0 having saved it (jobs.elastic.step_boundary, jobs.elastic.stopping).
 
-Without torchrun (`python -m jobs.train ...`) it trains alone, the same way.
+Without torchrun (`python -m jobs.training.train ...`) it trains alone, the same way.
 
 What a retry cannot fix ends the run with one line and exit 3 (jobs.exit_codes), also written to
 the history (where it is writable) and the container's termination message (jobs.termination): a
-checkpoint that fails its check with no good one before it, data that does not match jobs.prepare's
+checkpoint that fails its check with no good one before it, data that does not match jobs.data.prepare's
 record, a full or read-only run directory, a non-finite loss (caught before any checkpoint or
 model.pt is written from it).
 
@@ -45,11 +45,14 @@ from pathlib import Path
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from jobs import checkpoint, cli, data, data_record
-from jobs.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers
-from jobs.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch
-from jobs.model import ARCHITECTURE, WorkshopCNN
-from jobs.progress import (
+from jobs import cli
+from jobs.training import checkpoint
+from jobs.data import cifar as data
+from jobs.data import data_record
+from jobs.training.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers
+from jobs.training.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch
+from jobs.training.model import ARCHITECTURE, WorkshopCNN
+from jobs.training.progress import (
     CheckpointClock,
     Progress,
     SavedState,
@@ -59,14 +62,14 @@ from jobs.progress import (
     set_rejected_aside,
     time_left,
 )
-from jobs.recipes import RECIPES, RunSettings, build_optimizer
-from jobs.runtime import choose_device, configure_cpu_threads
-from jobs.sample_trace import SampleTrace
-from jobs.step_boundary import StepBoundary
-from jobs.stopping import StopSignal
-from jobs.transforms import Normalization
+from jobs.training.recipes import RECIPES, RunSettings, build_optimizer
+from jobs.training.runtime import choose_device, configure_cpu_threads
+from jobs.training.sample_trace import SampleTrace
+from jobs.elastic.step_boundary import StepBoundary
+from jobs.elastic.stopping import StopSignal
+from jobs.data.transforms import Normalization
 
-log = logging.getLogger("jobs.train")
+log = logging.getLogger("jobs.training.train")
 
 
 # Checkpoints by time, the fallback for a worker lost without a usable SIGTERM (no notice, a
@@ -109,7 +112,7 @@ def _save_model(run_dir, model, settings, normalization, split: data.CifarSplit,
 
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
-        prog="python -m jobs.train",
+        prog="python -m jobs.training.train",
         description="Train the workshop CNN on CIFAR-10 (run under torchrun for several workers).",
     )
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
@@ -181,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Everything that can fail on bad input is checked before anything is written.
     recorded = data_record.read(args.data) if args.data.is_dir() else None
     if recorded is None and args.data.is_dir():
-        log.warning("WARNING: %s has no record of jobs.prepare (%s): its files cannot be checked for damage",
+        log.warning("WARNING: %s has no record of jobs.data.prepare (%s): its files cannot be checked for damage",
                     args.data, data_record.MANIFEST_NAME)  # fmt: skip
     split = data.load_split(args.data, "train", recorded)
     if split.synthetic:
@@ -326,7 +329,7 @@ def train_run(
 
 
 if __name__ == "__main__":
-    # SIGTERM: jobs.stopping, installed around the training loop only (before and after it, the
+    # SIGTERM: jobs.elastic.stopping, installed around the training loop only (before and after it, the
     # default action ends the worker at once, which is what torchrun and the kubelet expect).
-    cli.run(main, "jobs.train", clean_up_on_sigterm=False,
+    cli.run(main, "jobs.training.train", clean_up_on_sigterm=False,
             skip_interpreter_teardown=WorkerPlace.from_environment().launched_by_torchrun)  # fmt: skip

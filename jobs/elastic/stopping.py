@@ -3,12 +3,12 @@
 Who sends it (torch 2.13.0, torch/distributed/elastic/agent/server/api.py and
 local_elastic_agent.py): torchrun's agent stops its workers with SIGTERM, then SIGKILLs them
 after `--shutdown-timeout` (default 30 s, multiprocessing/api.py `_close`). It does so when its
-own pod is stopped (a Spot interruption or a drain: the kubelet SIGTERMs jobs.agent, which
+own pod is stopped (a Spot interruption or a drain: the kubelet SIGTERMs jobs.elastic.agent, which
 forwards it), and also when a new node waits to join (`_restart_workers` after
 `num_nodes_waiting() > 0`): growing the world stops every worker too.
 
 While training, SIGTERM therefore must not kill the worker: it sets `requested`, and the
-training loop stops at a step boundary after saving (see jobs.train). Two cases still end the
+training loop stops at a step boundary after saving (see jobs.training.train). Two cases still end the
 process at once, with 143 (128 + SIGTERM, what the default action reports):
 - before training starts and after it has finished, when there is nothing to save
   (`watching()` is only active around the loop);
@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-log = logging.getLogger("jobs.train")
+log = logging.getLogger("jobs.training.train")
 
 EXIT_STOPPED = 128 + signal.SIGTERM  # 143, as if SIGTERM's default action had ended the worker
 STUCK_SECONDS = 10.0

@@ -1,6 +1,6 @@
 """Export a finished run's results to S3.
 
-    python -m jobs.export --run-dir RUN --dest s3://BUCKET/PREFIX
+    python -m jobs.results.export --run-dir RUN --dest s3://BUCKET/PREFIX
 
 Uploads RUN/model.pt and RUN/metrics.json (both required) and RUN/history.jsonl (if present) to
 s3://BUCKET/PREFIX/<name>, each with its SHA-256 checksum, and prints each object's URI. Exit 0 when
@@ -69,7 +69,7 @@ destination.__name__ = "S3 destination"
 
 
 def build_parser() -> cli.ArgumentParser:
-    parser = cli.ArgumentParser(prog="jobs.export", description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="jobs.results.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", type=Path, required=True, help="the run directory (model.pt, metrics.json)")
     parser.add_argument("--dest", type=destination, required=True, help="s3://BUCKET/PREFIX")
     return parser
@@ -158,4 +158,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    cli.run(main, "jobs.export")
+    cli.run(main, "jobs.results.export")

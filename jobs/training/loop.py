@@ -1,7 +1,7 @@
 """One epoch of training: the loop benchmarks/train_throughput.py measures.
 
 Each step takes this worker's share of the next W x B images of the epoch's order
-(jobs.sampling), augments and normalises them as one batch, and takes an optimizer step; the
+(jobs.data.sampling), augments and normalises them as one batch, and takes an optimizer step; the
 caller's `after_step` runs between steps (checkpoints by time, stopping on SIGTERM).
 
 A non-finite loss ends the run (NonFiniteLoss, exit 3) before anything is saved from it. The check
@@ -22,14 +22,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from jobs import cli, sampling
-from jobs.distributed import WorkerPlace, sum_over_workers
-from jobs.progress import Progress, time_left
-from jobs.recipes import RunSettings, learning_rate
-from jobs.sample_trace import SampleTrace
-from jobs.transforms import Normalization, random_flip_and_crop
+from jobs import cli
+from jobs.data import sampling
+from jobs.training.distributed import WorkerPlace, sum_over_workers
+from jobs.training.progress import Progress, time_left
+from jobs.training.recipes import RunSettings, learning_rate
+from jobs.training.sample_trace import SampleTrace
+from jobs.data.transforms import Normalization, random_flip_and_crop
 
-log = logging.getLogger("jobs.train")
+log = logging.getLogger("jobs.training.train")
 
 
 class NonFiniteLoss(cli.RunCannotContinue):
@@ -96,7 +97,7 @@ def train_one_epoch(
     trace: SampleTrace | None = None,
 ) -> EpochResult:
     """Train epoch `epoch` from `start` (its position and the sums before it; rank 0 adds those
-    in) to its end. `after_step(epoch, position, sums)` runs between steps (jobs.step_boundary)."""
+    in) to its end. `after_step(epoch, position, sums)` runs between steps (jobs.elastic.step_boundary)."""
     device = train_data.images.device
     num_images = len(train_data.images)
     order = sampling.epoch_order(num_images, settings.seed, epoch).to(device)

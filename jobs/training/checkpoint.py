@@ -152,16 +152,16 @@ def load(path: Path, what: str) -> dict:
     except OSError as error:
         raise CorruptFile(f"cannot read {what} {path}: {error.strerror or error}") from None
     except Exception as error:
-        raise CorruptFile(f"{what} {path} is not readable as a file written by jobs.train "
+        raise CorruptFile(f"{what} {path} is not readable as a file written by jobs.training.train "
                           f"({_why_unreadable(error)}; {size} bytes)") from None  # fmt: skip
     if not isinstance(payload, dict):
-        raise CorruptFile(f"{what} {path} is not a file written by jobs.train")
+        raise CorruptFile(f"{what} {path} is not a file written by jobs.training.train")
     expected = payload.pop(DIGEST_KEY, None)
     if expected is not None:
         try:
             actual = content_digest(payload)
         except TypeError as error:
-            raise CorruptFile(f"{what} {path} is not a file written by jobs.train ({error})") from None
+            raise CorruptFile(f"{what} {path} is not a file written by jobs.training.train ({error})") from None
         if actual != expected:
             raise CorruptFile(f"{what} {path} is corrupted: its content does not match the SHA-256 saved with it "
                               f"({actual[:12]}... instead of {expected[:12]}...)")  # fmt: skip

@@ -1,0 +1,245 @@
+"""torch's dynamic rendezvous on our rendezvous store (jobs.elastic.store_server), made to outlast the store.
+
+    torchrun --rdzv_backend=reconnecting-c10d --rdzv_endpoint=HOST:PORT ...
+
+The algorithm is torch 2.13.0's maintained one, DynamicRendezvousHandler
+(torch/distributed/elastic/rendezvous/dynamic_rendezvous.py): each node keeps the round's state
+(participants, wait list, heartbeats) in one key of the store and changes it by compare-and-set.
+What is ours (registered as BACKEND through torchrun's `torchrun.handlers` entry point, in
+pyproject.toml and jobs/elastic/rendezvous_plugin.py, and by jobs.elastic.torchrun in its own process):
+
+- the store's client, jobs.elastic.store_client.ReconnectingStore: it connects again after the store
+  restarted, and raises StoreUnavailable (exit 138) only past `store_outage_timeout`;
+- ReseedingBackend, in place of torch's C10dRendezvousBackend, which reads a missing key as a
+  stale state (`TCPStore.compare_set` on a missing key returns the expected value and writes
+  nothing: upstream-facts-3.md fact 9). An emptied store (a restarted store pod) gets back this
+  node's last state, so the group stays one group; a node that has none (a new pod) starts a state
+  as torch does. After any outage the heartbeats in the state are renewed once: nobody could write
+  one meanwhile, and torch's sanitizer would otherwise drop every node whose heartbeat is older
+  than keep_alive_interval x keep_alive_max_attempt, the living ones included;
+- OutlastingRendezvousHandler, torch's handler plus two rules: a node that is no longer a
+  participant of the round it trains in (another node started a state on the emptied store before
+  the group put its own back: the newcomer race) asks its group to re-form, by reporting a node
+  waiting, as torch's agent does for a newcomer; and after giving up on the store it does not close
+  the rendezvous (torch closes it in launcher/api.py `launch_agent` on any exception: the recreated
+  pods could never join it again);
+- TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torch's shared store (`_bootstrap_store_info`, cached across
+  rounds) breaks a node joining a running group and the loss of rank 0's node (fact 10);
+- our default timeouts (DEFAULTS), which a `--rdzv_conf` key overrides; docs/design-notes.md says
+  why each.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from base64 import b64decode, b64encode
+from datetime import datetime, timedelta, timezone
+
+from torch.distributed.elastic.rendezvous.api import (
+    RendezvousGracefulExitError,
+    RendezvousHandler,
+    RendezvousInfo,
+    RendezvousParameters,
+    RendezvousStateError,
+)
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
+    DynamicRendezvousHandler,
+    RendezvousBackend,
+    RendezvousTimeout,
+    Token,
+)
+from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
+
+from jobs.elastic.store_client import Outage, ReconnectingStore, StoreUnavailable, say
+
+BACKEND = "reconnecting-c10d"
+DEFAULT_PORT = 29400  # torch's c10d backend's port (c10d_rendezvous_backend.py DEFAULT_PORT): the store's
+OUTAGE_KEY = "store_outage_timeout"
+# Seconds. Longer than a store pod takes to come back on another system node when its own died
+# (docs/design-notes.md, "Rendezvous store"), shorter than the training wait's bound on a store
+# without a ready pod (15 minutes: infra/components/rendezvous_health.py).
+STORE_OUTAGE_TIMEOUT = 600
+# Seconds a read waits for a key that is not there yet (torch's c10d backend: read_timeout, 60).
+READ_TIMEOUT = 60
+# The rendezvous timeouts, `--rdzv_conf` keys of torch's create_handler, in seconds (torch's
+# defaults: join 600, last call 30, close 30, heartbeat 5, keep-alive every 5 s, 3 missed = dead).
+# A node lost without notice is noticed keep_alive_interval x keep_alive_max_attempt after its last
+# heartbeat (6 s), and the survivors' round closes last_call after the minimum is there (5 s): with
+# the workers' start that is under 20 s here. A node that brings the group to maxWorkers closes the
+# round at once, whatever the last call. docs/design-notes.md, "Rendezvous timeouts".
+DEFAULTS = {
+    "join_timeout": 600,
+    "last_call_timeout": 5,
+    "close_timeout": 30,
+    "heartbeat_timeout": 5,
+    "keep_alive_interval": 2,
+    "keep_alive_max_attempt": 3,
+}
+SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+# compare_set(key, MISSING, MISSING) reads a key without blocking: on a missing key it returns
+# MISSING and writes nothing; an existing key is returned as it is. Never a base64 state.
+MISSING = "<no rendezvous state>"
+
+
+class SpareNotAdmitted(Exception):
+    """The rendezvous closed (the run is over) while this node waited as a spare: the group was full.
+
+    torch 2.13.0 turns this case (a node in the redundancy list when the rendezvous closes:
+    dynamic_rendezvous.py `_RendezvousJoinOp` raises RendezvousGracefulExitError) into a crash of its
+    launcher (launcher/api.py `launch_agent` calls `is_failed()` on the None that agent.run returned),
+    exit 1, which a controller would retry for ever; jobs.elastic.torchrun exits 3 with this line."""
+
+
+class ReseedingBackend(RendezvousBackend):
+    """The round's state in one key of the store, put back from this node's last state when the
+    store lost it (see the module docstring). States are base64 text; the token is that text."""
+
+    def __init__(self, store: ReconnectingStore, run_id: str, clock=lambda: datetime.now(timezone.utc)):
+        if not run_id:
+            raise ValueError("The run id must be a non-empty string.")
+        self._store = store
+        self._key = f"torch.rendezvous.{run_id}"  # the key torch's c10d backend uses
+        self._clock = clock
+        self._last: bytes | None = None  # the last state this node read or wrote, base64
+
+    @property
+    def name(self) -> str:
+        return BACKEND
+
+    def get_state(self) -> tuple[bytes, Token] | None:
+        value = self._store.compare_set(self._key, MISSING, MISSING)
+        if value == MISSING.encode():
+            if self._last is None:
+                return None  # a new rendezvous, or a new node on an emptied store: torch starts a state
+            value = self._reseed(self._last)
+        elif self._store.recovered():
+            value = self._renew_heartbeats(value)
+        return self._decoded(value)
+
+    def set_state(self, state: bytes, token: Token | None = None) -> tuple[bytes, Token, bool] | None:
+        desired = b64encode(state)
+        expected = token if isinstance(token, bytes) else b""  # b"": only if there is no state yet
+        value = self._store.compare_set(self._key, expected, desired)
+        if expected and value == expected != desired:
+            # On a missing key compare_set returns the expected value and writes nothing: the store
+            # lost the state since we read it. Ours is the newest the group had: put it back.
+            value = self._store.compare_set(self._key, b"", desired)
+            if value == desired:
+                _said_put_back(desired)
+        if self._store.recovered():
+            value = self._renew_heartbeats(value)
+        state_bits, new_token = self._decoded(value)
+        return state_bits, new_token, value == desired
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _reseed(self, last: bytes) -> bytes:
+        seed = self._with_fresh_heartbeats(last)
+        value = self._store.compare_set(self._key, b"", seed)  # another node may have been first
+        if value == seed:
+            _said_put_back(seed)
+        self._store.recovered()  # the heartbeats are renewed already
+        return value
+
+    def _renew_heartbeats(self, value: bytes) -> bytes:
+        """After an outage: every heartbeat in the state renewed as of now, by compare-and-set (a
+        few tries: the other nodes do the same at about the same time; one renewal is enough)."""
+        for _ in range(5):
+            renewed = self._with_fresh_heartbeats(value)
+            result = self._store.compare_set(self._key, value, renewed)
+            if result == renewed:
+                return result
+            if result == value:  # the key is missing: the store was emptied in between
+                return self._reseed(value)
+            value = result
+        return value
+
+    def _with_fresh_heartbeats(self, value: bytes) -> bytes:
+        state = pickle.loads(b64decode(value))
+        now = self._clock()
+        state.last_heartbeats = {node: max(beat, now) for node, beat in state.last_heartbeats.items()}
+        return b64encode(pickle.dumps(state))
+
+    def _decoded(self, value: bytes) -> tuple[bytes, Token]:
+        try:
+            state = b64decode(value, validate=True)
+        except ValueError as error:
+            raise RendezvousStateError(f"the rendezvous state in the store is not base64 ({error})") from error
+        self._last = value
+        return state, value
+
+
+def _said_put_back(value: bytes) -> None:
+    state = pickle.loads(b64decode(value))
+    say(f"the rendezvous store lost this run's state; put back this node's last one (round {state.round}, "
+        f"{len(state.participants)} participants)")
+
+
+class OutlastingRendezvousHandler(DynamicRendezvousHandler):
+    """torch's DynamicRendezvousHandler with the two rules of the module docstring."""
+
+    _round: int | None = None
+    _reforming = False
+    _store_outage: Outage
+
+    @property
+    def use_agent_store(self) -> bool:
+        return False  # fact 10; torch reads the variable, which create_handler sets, for the rest
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        try:
+            info = super().next_rendezvous()
+        except RendezvousGracefulExitError:
+            raise SpareNotAdmitted(
+                f"the rendezvous {self._settings.run_id} closed while this node waited as a spare: its group was "
+                f"full at {self._settings.max_nodes} nodes (--nnodes MIN:MAX admits no more agents than MAX)") from None
+        self._round, self._reforming = self._state_holder.state.round, False
+        return info
+
+    def num_nodes_waiting(self) -> int:
+        waiting = super().num_nodes_waiting()
+        state = self._state_holder.state
+        if self._round is None or (state.round == self._round and self._this_node in state.participants):
+            return waiting
+        if not self._reforming:
+            say(f"this node is not in the rendezvous round it trains in any more (the store holds round "
+                f"{state.round} with {len(state.participants)} participants): re-forming the group from the "
+                "last checkpoint")
+            self._reforming = True
+        return max(waiting, 1)  # torch's agent restarts its workers and joins the next round
+
+    def shutdown(self) -> bool:
+        if self._store_outage.gave_up:
+            say("leaving the rendezvous open for the recreated workers")
+            self._stop_heartbeats()
+            return False
+        return super().shutdown()
+
+
+def _config(params: RendezvousParameters, key: str) -> int:
+    value = params.get_as_int(key, DEFAULTS.get(key))
+    if value is None or value <= 0:
+        raise ValueError(f"--rdzv_conf {key}={params.get(key)}: must be a whole number of seconds above 0")
+    return value
+
+
+def create_handler(params: RendezvousParameters) -> RendezvousHandler:
+    """The handler torchrun builds for `--rdzv_backend=BACKEND` (torch's create_handler, with our
+    store, backend and default timeouts)."""
+    os.environ[SHARE_STORE_VARIABLE] = "1"
+    host, port = parse_rendezvous_endpoint(params.endpoint, default_port=DEFAULT_PORT)
+    outage = Outage(f"{host}:{port}", _config(params, OUTAGE_KEY) if params.get(OUTAGE_KEY) else STORE_OUTAGE_TIMEOUT)
+    store = ReconnectingStore(host, port, timedelta(seconds=params.get_as_int("read_timeout", READ_TIMEOUT)), outage)
+    backend = ReseedingBackend(store, params.run_id)
+    timeout = RendezvousTimeout(*(timedelta(seconds=_config(params, f"{name}_timeout"))
+                                  for name in ("join", "last_call", "close", "heartbeat")))
+    handler = OutlastingRendezvousHandler.from_backend(
+        params.run_id, store, backend, params.min_nodes, params.max_nodes, params.local_addr, timeout,
+        keep_alive_interval=_config(params, "keep_alive_interval"),
+        keep_alive_max_attempt=_config(params, "keep_alive_max_attempt"))
+    handler._store_outage = outage
+    return handler
+
+
+__all__ = ["BACKEND", "DEFAULT_PORT", "SpareNotAdmitted", "StoreUnavailable", "create_handler"]
