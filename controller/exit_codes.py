@@ -4,8 +4,8 @@ jobs/ exits with). The Job the controller renders carries it as its podFailurePo
 
 - 0 done;
 - RETRYABLE: the pod is replaced and the failure is not counted: 130 SIGINT, 143 SIGTERM (a
-  preemption or a drain: jobs.agent and jobs.stopping exit 143), 138 the rendezvous store stayed
-  unreachable past its bound (jobs.torchrun EXIT_STORE_UNAVAILABLE);
+  preemption or a drain: jobs.elastic.agent and jobs.elastic.stopping exit 143), 138 the rendezvous store stayed
+  unreachable past its bound (jobs.elastic.torchrun EXIT_STORE_UNAVAILABLE; jobs/exit_codes.py is the workers' table, which a test compares);
 - PERMANENT: the index fails at once, a retry cannot help: 2 bad input or usage (argparse's
   convention), 3 the run cannot go on (non-finite loss, no valid checkpoint, ...), 126 and 127 the
   image cannot run the command (POSIX shells' "cannot execute" and "not found");

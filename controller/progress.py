@@ -1,6 +1,6 @@
 """status.progress: how far the run has got, read from its history on the shared volume.
 
-jobs.train's rank 0 appends one JSON line per event to <run dir>/history.jsonl (jobs/checkpoint.py
+jobs.training.train's rank 0 appends one JSON line per event to <run dir>/history.jsonl (jobs/training/checkpoint.py
 append_history; every line has `time`, Unix seconds): `start` (epochs_done, position, epochs,
 world_size, restart_count), `epoch` (epoch, loss, train_accuracy, images_per_second, seconds,
 world_size), `checkpoint` and `stop` (epochs_done, position: jobs/step_boundary.py), `finished`.

@@ -106,8 +106,8 @@ class Controller:
 def elasticjob(name: str, ns: str, replicas: int = 2, low: int = 1, high: int = 2, run_for: str = "4s",
                run_dir: str = "/efs-shared/runs/x", **spec: Any) -> dict[str, Any]:
     """An ElasticJob whose workers kwok runs for `run_for`, then ends 0; restricted-compliant."""
-    container = {"name": render.WORKER_CONTAINER, "image": IMAGE, "command": ["python", "-m", "jobs.agent"],
-                 "args": ["--rdzv_backend=etcd", "-m", "jobs.train", "--run-dir", run_dir],
+    container = {"name": render.WORKER_CONTAINER, "image": IMAGE, "command": ["python", "-m", "jobs.elastic.agent"],
+                 "args": ["--rdzv_backend=reconnecting-c10d", "-m", "jobs.training.train", "--run-dir", run_dir],
                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
                  "securityContext": container_security_context()}
     template = {"metadata": {"labels": {"app.kubernetes.io/component": "training", elastic.JOB_LABEL: name},

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from controller import progress
-from jobs import checkpoint
+from jobs.training import checkpoint
 
 
 def worker_elasticjob(run_dir: str) -> dict:
     return {"spec": {"replicaSpecs": {"Worker": {"template": {"spec": {"containers": [
-        {"name": "elasticjob-worker", "args": ["--nnodes=1:2", "-m", "jobs.train", "--run-dir", run_dir, "--epochs", "4"]}]}}}}}}
+        {"name": "elasticjob-worker", "args": ["--nnodes=1:2", "-m", "jobs.training.train", "--run-dir", run_dir, "--epochs", "4"]}]}}}}}}
 
 
 def write_history(run_dir: Path, records: list[dict]) -> None:
