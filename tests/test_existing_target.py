@@ -89,15 +89,16 @@ def test_synth_local_counts(synth_stack):
     types = [r["type"] for r in synth.resources]
     assert not [t for t in types if t.startswith(("aws:", "eks:"))]
     kinds = sorted(m["kind"] for m in synth.manifests)
-    assert kinds == sorted(["CustomResourceDefinition", "Namespace", "Namespace", "ClusterRole", "ClusterRoleBinding",
-                            "Role", "RoleBinding", "ServiceAccount", "Deployment", "Deployment", "Service",
-                            "NetworkPolicy", "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
+    # One namespace: the controller runs in the workload namespace with a namespaced Role (issue 33).
+    assert kinds == sorted(["CustomResourceDefinition", "Namespace", "Role", "RoleBinding", "ServiceAccount",
+                            "Deployment", "Deployment", "Service",
+                            "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
                             "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob",
                             # the rendezvous store's disruption budget and priority (issue 22); no volume (issue 31)
                             "PodDisruptionBudget", "PriorityClass"])
-    assert len(synth.resources) == 30  # 22 objects, the provider, the wait, 2 Jobs' guards, 4 components
+    assert len(synth.resources) == 27  # 18 objects, the provider, the wait, 2 Jobs' guards, 5 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
-        "ExistingCluster", "Elastic", "SharedVolume", "Workloads"}
+        "ExistingCluster", "Elastic", "ElasticController", "SharedVolume", "Workloads"}
     pvc = next(m for m in synth.manifests if m["kind"] == "PersistentVolumeClaim" and m["spec"]["resources"]["requests"]["storage"] == "5Gi")
     assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
                            "resources": {"requests": {"storage": "5Gi"}}}

@@ -151,7 +151,7 @@ def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_
     return [annotate(service_account), annotate(role), annotate(binding), annotate(deployment, image_by_tag=image_by_tag)]
 
 
-def store_objects(namespace_name: str, image: Any, pull_policy: str) -> list[dict[str, Any]]:
+def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_tag: bool = False) -> list[dict[str, Any]]:
     """The rendezvous store: one pod of the training image serving a TCPStore in memory (no volume,
     so any system node in any zone can run it), at a priority above the workloads, behind a
     disruption budget (rendezvous_store.py). A restart empties it and the agents put their state
@@ -209,7 +209,8 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str) -> list[dic
             },
         },
     }
-    return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector), annotate(deployment)]
+    return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector),
+            annotate(deployment, image_by_tag=image_by_tag)]
 
 
 def rendezvous_endpoint() -> str:

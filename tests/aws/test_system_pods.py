@@ -100,8 +100,9 @@ def test_karpenter_row_is_the_chart_values_we_set():
 def test_our_deployments_rows_are_what_the_specs_render():
     rendered = {m["metadata"]["name"]: m for m in elastic.store_objects("ns", "trainer:1", "IfNotPresent")
                 if m["kind"] == "Deployment"}
-    rendered.update({m["metadata"]["name"]: m for m in elastic.controller_objects() if m["kind"] == "Deployment"})
-    for name in (elastic.STORE_NAME, "elastic-job-k8s-controller"):
+    rendered.update({m["metadata"]["name"]: m for m in elastic.controller_objects("ns", "trainer:1", "efs-pvc")
+                     if m["kind"] == "Deployment"})
+    for name in (elastic.STORE_NAME, elastic.CONTROLLER_NAME):
         (row,) = [p for p in system_pods.SYSTEM_PODS if p.name == name]
         deployment = rendered[name]
         assert node_daemonsets.pod_request(deployment["spec"]["template"]["spec"]) == (row.cpu_millicores, row.memory_mib)

@@ -74,7 +74,7 @@ def test_pod_failure_policy_is_the_exit_code_table():
 
 def test_rendezvous_prefix_comes_before_the_templates_own_args():
     args = render.job(stack_elasticjob())["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[:3] == ["--rdzv_endpoint=etcd-service:2379", "--rdzv_id=train-run-1", "--nnodes=1:2"]
+    assert args[:3] == ["--rdzv_endpoint=rendezvous-store:29400", "--rdzv_id=train-run-1", "--nnodes=1:2"]
     assert args[3:] == stack_elasticjob()["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
     assert not any(a.startswith("--rdzv_backend") for a in args[:3])
 
