@@ -171,7 +171,8 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
             failing_run = f"{first_run}-fails"
             failing = workload_specs.names(failing_run).training
             controller.stop()
-            controller.start_when_granted(before_start=lambda: make_workers_fail(plane, namespace, failing, controller.stopping))
+            controller.start_when_granted(
+                before_start=lambda: make_workers_fail(plane, namespace, failing, controller.stopping))
             project.set_config({"elastic-training:runId": failing_run})
             failed = step("up, failing run", "up")
             assert not failed.ok, f"up succeeded although every worker exits 1:\n{failed.output}"
