@@ -12,9 +12,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -157,3 +158,46 @@ def end_pod(plane: ControlPlane, ns: str, pod: str, exit_code: int) -> float:
     asked = time.time()
     plane.kubectl("patch", "pod", pod, "-n", ns, "--type=merge", "-p", json.dumps(patch))
     return asked
+
+
+class StackController:
+    """`python -m controller` as the ServiceAccount a stack creates (for the engine test): started once
+    the stack's RoleBinding for it exists, so that `up` itself makes the account the controller runs as.
+    Stands in for the stack's controller Deployment, whose pod kwok only marks Running."""
+
+    def __init__(self, plane: ControlPlane, ns: str, identity: str = "engine-test"):
+        self.plane, self.ns, self.identity = plane, ns, identity
+        self.process: Controller | None = None
+        self.exit_codes: list[int] = []
+        self.errors: list[str] = []
+        self.stopping = threading.Event()  # set by stop(): a start still waiting gives up
+        self._thread: threading.Thread | None = None
+
+    def start_when_granted(self, before_start: Callable[[], None] | None = None) -> None:
+        """In the background: wait for the controller's RoleBinding, run `before_start`, then start."""
+        self.stopping.clear()
+        def run() -> None:
+            try:
+                wait_until(f"RoleBinding {self.ns}/{elastic.CONTROLLER_NAME}", lambda: self.stopping.is_set() or
+                           self.plane.kubectl("get", "rolebinding", elastic.CONTROLLER_NAME, "-n", self.ns,
+                                              check=False).returncode == 0, timeout=600, every=0.5)
+                if before_start and not self.stopping.is_set():
+                    before_start()
+                if not self.stopping.is_set():
+                    self.process = Controller(self.plane, self.ns, self.identity)
+            except Exception as error:  # noqa: BLE001 - kept for the test to report
+                self.errors.append(repr(error))
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._thread:
+            self._thread.join(timeout=60)
+        if self.process:
+            self.exit_codes.append(self.process.stop())
+            self.process = None
+
+    def output(self) -> str:
+        log = self.plane.dir / f"controller-{self.ns}-{self.identity}.log"
+        return log.read_text(errors="replace") if log.exists() else ""

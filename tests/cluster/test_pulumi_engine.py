@@ -9,23 +9,33 @@ engine's provider host, reading the control plane through the kubeconfig the sta
 
 The stack is `local` (target existing) with its own stack file; only `kubeconfig` and `kubeContext` point
 at the control plane. Its node is kind's (scripts/cluster_nodes.py), kwok plays the pods' lifecycles
-(scripts/kwok-stages/: Job pods succeed, a pod with the fail label ends with exit code 1), and what a kind
-cluster and the ElasticJob controller would add is played by played_parts.py: kind's `standard`
-StorageClass and its local-path provisioner, and the controller's status part. The maintained controller
-(branch `ctrl`) is not merged into main yet, so this test creates the worker pods and marks the job
-Succeeded the way the archived controller does; once `python -m controller` is in main, run it here
-instead of PlayedController.
+(scripts/kwok-stages/: Job pods succeed, a pod with the fail label ends with exit code 1), and kind's
+`standard` StorageClass and its local-path provisioner are played (played_parts.py). The ElasticJob
+controller is ours, `python -m controller` of this checkout, run as a process (controller_harness.
+StackController) as the ServiceAccount the stack's `up` creates, under the stack's Role, in the stack's
+workload namespace: it stands in for the stack's controller Deployment, whose pod kwok only marks
+Running. It runs each ElasticJob as an Indexed Job of the real Job controller.
+
+The failing run: its workers end with exit code 1 (kwok's fail label). The stack has no way to put that
+label on its pods, so the test adds it to the run's ElasticJob template while the controller is stopped
+(as across a controller restart), before the controller renders its Job. Exit 1 counts against
+backoffLimitPerIndex (the stack sets no backoffLimit: controller/render.py's default, 2), so each index is
+retried twice; the local stack's workers = minWorkers makes the Job's maxFailedIndexes 0, so the first index
+out of retries fails the Job (MaxFailedIndexesExceeded), and the controller marks the ElasticJob Failed with
+the Job's reason.
 
 Steps, each a real CLI command: preview; up; preview again (no changes); refresh (no drift); up with a
-new runId (a new run: the old run's objects replaced); up with a run whose worker fails (the CLI prints the
-wait's one-line verdict, no traceback); destroy (nothing of the project left in the API server).
+new runId (a new run: the old run's objects replaced); up with a run whose workers exit 1 (retried, then Failed:
+the CLI prints the wait's one-line verdict, no traceback); destroy (nothing of the project left in the API server).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,12 +43,12 @@ from typing import Any
 import pytest
 
 from cluster_nodes import stack_nodes, tools_version
-from kube import as_list
-from played_parts import KIND_STORAGE_CLASS, LocalPathProvisioner, PlayedController
+from kube import as_list, wait_until
+from controller_harness import EXIT_CODE, FAIL, StackController
+from played_parts import KIND_STORAGE_CLASS, LocalPathProvisioner
 from pulumi_engine import EngineProject
 from synth_support import REPO
 from infra.specs import workloads as workload_specs
-from infra.specs.elastic import JOB_LABEL
 from infra.specs.labels import PART_OF
 
 ENGINE_TOOLS = ("pulumi", "pulumi-kubernetes")
@@ -89,6 +99,16 @@ def state_objects(project: EngineProject) -> list[dict[str, Any]]:
     return objects
 
 
+def make_workers_fail(plane, namespace: str, name: str, stopping: threading.Event) -> None:
+    """The run's workers end with exit code 1 (scripts/kwok-stages/pod-failed.yaml): the fail label and the
+    exit code on its ElasticJob's pod template, which the Job copies onto every worker pod."""
+    wait_until(f"ElasticJob {namespace}/{name}", lambda: stopping.is_set() or plane.kubectl(
+        "get", "elasticjob", name, "-n", namespace, check=False).returncode == 0, timeout=600)
+    template = {"metadata": {"labels": {FAIL: "true"}, "annotations": {EXIT_CODE: "1"}}}
+    patch = {"spec": {"replicaSpecs": {"Worker": {"template": template}}}}
+    plane.kubectl("patch", "elasticjob", name, "-n", namespace, "--type=merge", "-p", json.dumps(patch))
+
+
 def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, engine_bin, tmp_path):
     plane, timings = control_plane, {}
     synth = rendering["local"].result()
@@ -113,7 +133,9 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
         timings[name] = round(time.monotonic() - begun, 1)
         return outcome
 
-    with LocalPathProvisioner(plane) as provisioner, PlayedController(plane, namespace, JOB_LABEL) as controller:
+    controller = StackController(plane, namespace)
+    controller.start_when_granted()
+    with LocalPathProvisioner(plane) as provisioner:
         try:
             preview = step("preview", "preview")
             assert preview.ok, preview.output
@@ -124,7 +146,9 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
             assert set(up.result.outputs) == OUTPUT_KEYS, sorted(up.result.outputs)
             training = workload_specs.names(first_run).training
             assert up.result.outputs["trainingResult"].value == f"ElasticJob {namespace}/{training} succeeded"
-            assert training in controller.succeeded
+            ran = json.loads(plane.kubectl("get", "elasticjob", training, "-n", namespace, "-o", "json").stdout)["status"]
+            assert ran["replicaStatuses"] == {"Worker": {"active": 0, "succeeded": 2, "failed": 0}}, ran
+            assert plane.kubectl("get", "job", training, "-n", namespace, check=False).returncode == 0, "no Job of ours"
 
             again = step("preview again", "preview")
             assert again.ok, again.output
@@ -146,14 +170,21 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
 
             failing_run = f"{first_run}-fails"
             failing = workload_specs.names(failing_run).training
-            controller.failing.add(failing)
+            controller.stop()
+            controller.start_when_granted(
+                before_start=lambda: make_workers_fail(plane, namespace, failing, controller.stopping))
             project.set_config({"elastic-training:runId": failing_run})
             failed = step("up, failing run", "up")
-            assert not failed.ok, f"up succeeded although a worker failed:\n{failed.output}"
-            verdict = (f"ElasticJob {namespace}/{failing}: worker {failing}-worker-0 failed with exit code 1 (Error); "
-                       f"the controller does not restart it under restartPolicy ExitCode")
-            assert verdict in failed.output, failed.output
+            assert not failed.ok, f"up succeeded although every worker exits 1:\n{failed.output}"
             assert "Traceback" not in failed.output, failed.output
+            verdict = re.search(rf"ElasticJob {namespace}/{failing} failed: ([^\n]*)", failed.output)
+            assert verdict, failed.output
+            # The Job's reason (maxFailedIndexes = workers - minWorkers = 0 here, controller/render.py, so the
+            # first index out of retries fails the Job), then the last failure: exit 1, counted, so retried.
+            assert verdict.group(1).startswith("MaxFailedIndexesExceeded: "), verdict.group(0)
+            assert re.search(rf"; last failure: worker {failing}-\S+ \(index [01]\) exited 1 "
+                             rf"\(Error, counted against the retry limit\)", verdict.group(0)), verdict.group(0)
+            controller.stop()
 
             created = state_objects(project)
             kinds = sorted({f"{o['kind']}.{o['apiVersion'].split('/')[0]}" if "/" in o["apiVersion"] else o["kind"]
@@ -174,9 +205,11 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
         finally:
             timings["total"] = round(time.monotonic() - started, 1)
             print(f"\nengine test timings (s): {timings}")
+            controller.stop()
             if not destroyed:
                 project.run("destroy")
             plane.kubectl("delete", "storageclass", "standard", "--ignore-not-found", check=False)
     plane.kubectl("delete", "pv", "--all", "--wait=true", "--timeout=60s", check=False)
     plane.kubectl("delete", "nodes", "--all", "--wait=true", "--timeout=60s")
     assert not provisioner.errors and not controller.errors, (provisioner.errors, controller.errors)
+    assert controller.exit_codes == [0, 0], (controller.exit_codes, controller.output()[-3000:])

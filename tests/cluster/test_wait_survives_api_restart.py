@@ -4,9 +4,9 @@ The wait is the real one (infra/components/completion.py wait_for) reading throu
 (infra/components/kubernetes_reader.py KubernetesCluster, the official client) with the control
 plane's kubeconfig file, as on target `existing`. The `local` stack's CRD, namespace and ElasticJob are
 applied; while the wait polls, the API server process is killed (SIGKILL) and started again (etcd
-keeps the state); then the test plays the controller's status part (no controller runs in this tier) and marks
-the ElasticJob Succeeded. The wait must ride out the outage and report success; a wait that gave up on
-the first refused connection would report failure instead.
+keeps the state); then the test plays the controller's status part (no controller runs in this test,
+which is about the wait) and marks the ElasticJob Succeeded. The wait must ride out the outage and
+report success; a wait that gave up on the first refused connection would report failure instead.
 """
 
 from __future__ import annotations
