@@ -72,14 +72,17 @@ def changes(summary: dict[str, int]) -> dict[str, int]:
     return {op: count for op, count in summary.items() if op != "same" and count}
 
 
-def project_objects(plane, kinds: list[str], namespaces: set[str]) -> list[str]:
+def project_objects(plane, kinds: list[str], namespaces: set[str], since: str) -> list[str]:
     """Every object of these kinds, in every namespace, that is the project's: labelled as part of it, or in
-    one of its namespaces."""
+    one of its namespaces; created at `since` (RFC 3339, UTC) or later. Earlier ones are other tests' on the
+    shared control plane (the controller tests' namespaces hold the stack's labelled Role and ServiceAccount)."""
     result = plane.kubectl("get", ",".join(kinds), "-A", "-o", "json", check=False)
     assert result.returncode == 0, result.stderr
     found = []
     for obj in json.loads(result.stdout)["items"]:
         meta = obj["metadata"]
+        if meta["creationTimestamp"] < since:
+            continue
         if (meta.get("labels") or {}).get(PART_OF_LABEL) == PART_OF or meta.get("namespace") in namespaces:
             found.append(f"{obj['kind']} {meta.get('namespace', '')}/{meta['name']}")
     return found
@@ -122,6 +125,8 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
     context = plane.kubectl("config", "current-context").stdout.strip()
 
     started = time.monotonic()
+    # The API server runs on this machine's clock; its timestamps have whole seconds.
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
     project = EngineProject(tmp_path, engine_bin, "local")
     project.set_config({"elastic-training:kubeconfig": str(plane.kubeconfig), "elastic-training:kubeContext": context})
     first_run = project.stack.get_config("elastic-training:runId").value
@@ -191,14 +196,14 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
                             for o in created} | {"Pod"})
             namespaces = {o["name"] for o in created if o["kind"] == "Namespace"}
             listing = [k for k in kinds if not k.startswith("ElasticJob")]  # gone with the CRD (checked below)
-            before = project_objects(plane, listing, namespaces)
+            before = project_objects(plane, listing, namespaces, since="")  # all: `up` may adopt the CRD
             missing = [f"{o['kind']} {o['namespace'] or ''}/{o['name']}" for o in created if o["kind"] != "ElasticJob"
                        and f"{o['kind']} {o['namespace'] or ''}/{o['name']}" not in before]
             assert not missing, f"the listing does not see what the state holds, so it proves nothing: {missing}"
             destroy = step("destroy", "destroy")
             destroyed = destroy.ok
             assert destroy.ok, destroy.output
-            left = project_objects(plane, listing, namespaces)
+            left = project_objects(plane, listing, namespaces, since)
             assert left == [], f"left in the API server after destroy: {left}"
             crds = plane.kubectl("get", "crd", "-o", "name").stdout.split()
             assert not [c for c in crds if "elastic" in c], crds
