@@ -144,7 +144,7 @@ def test_deleting_the_elasticjob_leaves_nothing(running_controller):
 def test_progress_is_read_back_from_the_runs_history_and_status_prints_it(running_controller, capsys):
     plane, ctl, shared = running_controller
     from infra.cli import status as status_command
-    from jobs import checkpoint
+    from jobs.training import checkpoint
 
     run_dir = shared / "runs" / "progress"
     run_dir.mkdir(parents=True)

@@ -1,11 +1,11 @@
-"""The torchrun command line of the worker pod the TorchElastic controller creates from our rendered
-ElasticJob (tests/controller_model.py: the controller's injected arguments in front of ours) runs
+"""The torchrun command line of the worker pod our controller's Indexed Job creates from our rendered
+ElasticJob (tests/worker_pods.py, through controller/render.py: its injected arguments in front of ours) runs
 here: 2 agents, our rendezvous on the real store, a finished model. Which backend, rendezvous id and node range torchrun
 really uses is read through torchrun's own argument parser.
 
 Only what the cluster itself provides is substituted: the kubelet expands $(POD_IP), the store's
-Service name resolves to our local store, the EFS claim is mounted at /efs-shared. The archived
-controller's --rdzv_backend=etcd stays in front, as on the cluster: the template's later one wins.
+Service name resolves to our local store, the EFS claim is mounted at /efs-shared. (The archived
+controller's --rdzv_backend=etcd prefix is run in tests/jobs/test_torchrun_entry.py.)
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_rendered_elasticjob_command_trains_with_two_agents(store_server, tiny_c
     command = command_line(worker_pod(elasticjob), specs.WORKER_CONTAINER)
 
     # What torchrun makes of it: jobs.elastic.agent hands every argument on to jobs.elastic.torchrun, which parses
-    # them with torchrun's own parser; the controller's --rdzv_backend=etcd and --rdzv_id=<job name>
+    # them with torchrun's own parser; the controller's --rdzv_id=<job name>
     # come first, ours later, and argparse keeps the last; --nnodes is the controller's min:max.
     assert command[:3] == ["python", "-m", "jobs.elastic.agent"]
     torchrun_argv = agent.torchrun_command(command[3:])
@@ -61,7 +61,8 @@ def test_rendered_elasticjob_command_trains_with_two_agents(store_server, tiny_c
     (mount / "data" / "cifar-10-batches-py").symlink_to(tiny_cifar)
     local = local_command(command, store_server.endpoint, str(mount))
     backends = [arg for arg in local if arg.startswith("--rdzv_backend=")]
-    assert backends == ["--rdzv_backend=etcd", f"--rdzv_backend={rendezvous.BACKEND}"]  # the archived prefix, then ours
+    # Our controller prepends only where and who (controller/render.py); the template names the backend.
+    assert backends == [f"--rdzv_backend={rendezvous.BACKEND}"]
     assert f"--rdzv_endpoint={store_server.endpoint}" in local
 
     results = run_torchrun_agents([local, local], tmp_path / "logs", deadline_seconds=150, name=run_id, LOGLEVEL="INFO")
@@ -71,5 +72,5 @@ def test_rendered_elasticjob_command_trains_with_two_agents(store_server, tiny_c
     # both agents joined one rendezvous: a world of 2 (the jobs' log lines carry "rank R/W")
     logs = "\n".join(r.log for r in results)
     assert "rank 0/2" in logs and "rank 1/2" in logs
-    # with the controller's --rdzv_backend=etcd in front, jobs.elastic.rendezvous's handler ran (torchrun logs its config)
+    # jobs.elastic.rendezvous's handler ran (torchrun logs its config)
     assert f"rdzv_backend             : {rendezvous.BACKEND}" in logs
