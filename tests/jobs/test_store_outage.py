@@ -18,13 +18,9 @@ pod's command, with the flags the ElasticJob gives them), each run with its own 
   recreates the pod (below), until the store is back (empty) and the run resumes from its
   checkpoint; the training wait, reading what the controller recorded, names the store.
 
-The controller's part, modelled from kubeflow/common @ 0b3a4c3fca853dcca31f16bcb56960557130ef06
-(the version pytorch/elastic kubernetes/go.mod pins), pkg/controller.v1/common/pod.go ReconcilePods:
-a worker pod in phase Failed whose `elasticjob-worker` container exited with a code that
-pkg/util/train/train_util.go IsRetryableExitCode accepts (130, 137, 138, 143) is deleted, and the
-next reconcile finds the replica's slot empty and creates a new pod from the same template: the
-same command, started again. Any other code leaves the pod Failed for good. On the way it records an
-event on the ElasticJob, reason ExitedWithCode, "Pod: <ns>.<pod> exited with code <code>".
+The controller's part: the ElasticJob's Indexed Job replaces a worker pod that exited 130, 138 or 143
+without counting it (controller/render.py's podFailurePolicy, from controller/exit_codes.py): the same
+command, started again; the failed pod stays, with its exit code in its status.
 
 The runs go at the same time (each its own store and rendezvous id), as in test_elastic.py.
 """
@@ -44,6 +40,7 @@ from torchrun_harness import (StoreServer, TorchrunJob, agent_environment, clust
                               run_torchrun_jobs)
 
 from infra.components import rendezvous_health
+from infra.specs.workloads import WORKER_CONTAINER
 from jobs.training import checkpoint
 from jobs.results import evaluate
 from jobs.elastic import rendezvous
@@ -308,14 +305,16 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     resumed = [r for r in history if r["event"] == "start" and r["time"] > run.back_at]
     assert resumed and resumed[0]["epochs_done"] == stopped[-1]["epoch"] and resumed[0]["world_size"] == 2, history
 
-    # The wait's verdict on a store that does not come back: the controller's events for these
-    # exits (one per 138, as ReconcilePods records them) and a Deployment without a ready pod.
-    events = [{"reason": "ExitedWithCode", "message": f"Pod: training.train-gone-worker-{index} exited with code {code}"}
-              for index, code, _ in run.exits]
+    # The wait's verdict on a store that does not come back: the failed worker pods the ElasticJob's
+    # Job keeps, one per exit, with the worker's code in its status (controller/render.py), and a
+    # Deployment without a ready pod.
+    pods = [{"metadata": {"name": f"train-gone-{index}-x{number}"}, "status": {"phase": "Failed", "containerStatuses": [
+                {"name": WORKER_CONTAINER, "state": {"terminated": {"exitCode": code}}}]}}
+            for number, (index, code, _) in enumerate(run.exits)]
     watch = rendezvous_health.StoreWatch("training")
     down = rendezvous_health.StoreState(False, "no store pod")
-    assert watch.problem(down, events, 0) is None
-    verdict = watch.problem(down, events, rendezvous_health.STORE_DOWN_SECONDS)
+    assert watch.problem(down, pods, 0) is None
+    verdict = watch.problem(down, pods, rendezvous_health.STORE_DOWN_SECONDS)
     gave_up = codes.count(EXIT_STORE_UNAVAILABLE)
     assert verdict.startswith("the rendezvous store rendezvous-store:29400 (Deployment training/rendezvous-store)")
     assert f"workers gave up on it (exit 138) {gave_up} times" in verdict and "\n" not in verdict
