@@ -41,7 +41,7 @@ from jobs.training.sample_trace import committed_and_lost, read_traces, traced_s
 
 DEADLINE_SECONDS = 150
 EPOCHS = 3
-BATCH = 5  # 200 images: about 14 steps an epoch at 3 workers, 20 at 2, 40 alone
+BATCH = 5  # 300 images: about 20 steps an epoch at 3 workers, 30 at 2, 60 alone
 
 
 # The replacement "pod": torchrun's modules loaded (the slow part of a start on this busy machine,
@@ -137,7 +137,9 @@ def _drive_alone(run: Alone) -> None:
 @pytest.fixture(scope="module")
 def runs(store_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("preemption")
-    data_dir = make_synthetic_cifar(base / "data", train_per_class=20, test_per_class=2)
+    # 300 images: long enough that the replacement, let in once the group of 2 has trained, joins before
+    # the run ends even on a loaded machine (200 ended first once, with the cluster tier beside it).
+    data_dir = make_synthetic_cifar(base / "data", train_per_class=30, test_per_class=2)
 
     # The reference runs beside the others, as a process of its own with the same one thread as
     # the "kill"/"term" processes: the same arithmetic, so their models can be compared bit for bit.
