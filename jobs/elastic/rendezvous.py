@@ -37,6 +37,7 @@ from base64 import b64decode, b64encode
 from datetime import datetime, timedelta, timezone
 
 from torch.distributed.elastic.rendezvous.api import (
+    RendezvousClosedError,
     RendezvousGracefulExitError,
     RendezvousHandler,
     RendezvousInfo,
@@ -80,6 +81,14 @@ SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # compare_set(key, MISSING, MISSING) reads a key without blocking: on a missing key it returns
 # MISSING and writes nothing; an existing key is returned as it is. Never a base64 state.
 MISSING = "<no rendezvous state>"
+
+
+class ArrivedAfterTheEnd(Exception):
+    """The rendezvous was closed before this node ever joined a round of it: the group it was to join
+    (a replacement let in late, say) finished first. torch's join raises RendezvousClosedError
+    (dynamic_rendezvous.py `_RendezvousJoinOp`), which its launcher prints as a traceback and exit 1,
+    a failure the Job would count; jobs.elastic.torchrun exits 0 with this line instead: nothing is
+    left for this node to do."""
 
 
 class SpareNotAdmitted(Exception):
@@ -190,6 +199,12 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
     def next_rendezvous(self) -> RendezvousInfo:
         try:
             info = super().next_rendezvous()
+        except RendezvousClosedError:
+            if self._round is not None:
+                raise
+            raise ArrivedAfterTheEnd(
+                f"the rendezvous {self._settings.run_id} was closed before this node joined it: the group it was "
+                "to join has finished, so there is nothing left for this node to do") from None
         except RendezvousGracefulExitError:
             raise SpareNotAdmitted(
                 f"the rendezvous {self._settings.run_id} closed while this node waited as a spare: its group was "
@@ -242,4 +257,4 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     return handler
 
 
-__all__ = ["BACKEND", "DEFAULT_PORT", "SpareNotAdmitted", "StoreUnavailable", "create_handler"]
+__all__ = ["ArrivedAfterTheEnd", "BACKEND", "DEFAULT_PORT", "SpareNotAdmitted", "StoreUnavailable", "create_handler"]

@@ -49,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jobs.elastic.torchrun: {line}", file=sys.stderr, flush=True)
         termination.write_termination_message(line)
         return EXIT_STORE_UNAVAILABLE
+    except rendezvous.ArrivedAfterTheEnd as error:
+        print(f"jobs.elastic.torchrun: {error}; exiting 0", file=sys.stderr, flush=True)
+        return exit_codes.OK
     except rendezvous.SpareNotAdmitted as error:
         line = f"jobs.elastic.torchrun: {error}; exiting {exit_codes.CANNOT_CONTINUE}"
         print(line, file=sys.stderr, flush=True)
