@@ -13,8 +13,7 @@ from infra.components.k8s_object import KubernetesObject
 from infra.components.naming import component_type
 from infra.specs import elastic as specs
 from infra.specs import rendezvous_store
-from infra.specs.suppressions import pinned_by_tag
-from infra.specs.workloads import pull_policy
+from infra.specs.workloads import image_by_tag, pull_policy
 
 
 @dataclass
@@ -52,9 +51,8 @@ class Elastic(pulumi.ComponentResource):
         # The store: its priority class (cluster-scoped) exists before its pod (rendezvous_store.py).
         priority = KubernetesObject(f"{name}-store-priorityclass", rendezvous_store.priority_class(), in_cluster)
         # The store runs the training image: an `imageUri` pinned by a tag gets the tag rows (suppressions.py).
-        by_tag = pinned_by_tag(settings.image_uri) if settings.image_uri else False
         store_objects = {obj["kind"]: obj for obj in specs.store_objects(settings.namespace, args.image, pull_policy(settings),
-                                                                         image_by_tag=by_tag)}
+                                                                         image_by_tag=image_by_tag(settings))}
         KubernetesObject(f"{name}-store-service", store_objects["Service"], after_ns)
         KubernetesObject(f"{name}-store-poddisruptionbudget", store_objects["PodDisruptionBudget"], after_ns)
         self.store = KubernetesObject(f"{name}-store-deployment", store_objects["Deployment"], pulumi.ResourceOptions.merge(

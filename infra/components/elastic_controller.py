@@ -13,8 +13,7 @@ from infra.components.k8s_object import KubernetesObject
 from infra.components.naming import component_type
 from infra.config import Settings
 from infra.specs import elastic as specs
-from infra.specs.suppressions import pinned_by_tag
-from infra.specs.workloads import pull_policy
+from infra.specs.workloads import image_by_tag, pull_policy
 
 
 @dataclass
@@ -33,9 +32,8 @@ class ElasticController(pulumi.ComponentResource):
         super().__init__(component_type("ElasticController"), name, None, opts)
         settings = args.settings
         objects: list[KubernetesObject] = []
-        by_tag = pinned_by_tag(settings.image_uri) if settings.image_uri else False
         for obj in specs.controller_objects(settings.namespace, args.image_ref, settings.pvc_name, pull_policy(settings),
-                                            by_tag):
+                                            image_by_tag(settings)):
             objects.append(KubernetesObject(
                 f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*args.depends_on, *objects])))

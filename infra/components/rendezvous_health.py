@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infra.specs.elastic import STORE_NAME, STORE_SELECTOR, rendezvous_endpoint
+from infra.specs.workloads import WORKER_CONTAINER
 
 DEPLOYMENT = STORE_NAME
 # Longer than the workers ride out an outage (jobs.elastic.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
@@ -27,7 +28,6 @@ DEPLOYMENT = STORE_NAME
 # replaced on any system node in any zone after its 30 s toleration, plus the image's pull there.
 STORE_DOWN_SECONDS = 15 * 60
 GAVE_UP_CODE = 138  # jobs/torchrun.py EXIT_STORE_UNAVAILABLE
-WORKER_CONTAINER = "elasticjob-worker"
 
 
 @dataclass(frozen=True)

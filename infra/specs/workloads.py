@@ -138,7 +138,8 @@ def _pod_spec(containers: list[dict[str, Any]], volumes: list[dict[str, Any]], *
     }
 
 
-def _image_by_tag(settings: Settings) -> bool:
+def image_by_tag(settings: Settings) -> bool:
+    """Whether the stack's own `imageUri` names a tag (not a digest): its objects get the tag rows (suppressions.py)."""
     return pinned_by_tag(settings.image_uri) if settings.image_uri else False
 
 
@@ -161,7 +162,7 @@ def _job(name: str, component: str, settings: Settings, container: dict[str, Any
             "template": {"metadata": {"labels": labels},
                          "spec": {"restartPolicy": "Never", **_pod_spec([container], volumes, **pod_extra)}},
         },
-    }, image_by_tag=_image_by_tag(settings))
+    }, image_by_tag=image_by_tag(settings))
 
 
 def reads_from_s3(settings: Settings) -> bool:
