@@ -43,23 +43,45 @@ except Exception:
 PY
 }
 
+# pip, retried: the CUDA build pulls about 3 GB in wheels of up to 700 MB, and one connection cut
+# mid-wheel (seen in CI: nvidia_cublas stopped at 324.5 of 423.1 MB and every in-process resume got
+# nothing more) fails the whole setup. A new pip process opens new connections; the wheels it had
+# finished stay in pip's cache, so a retry fetches only what is missing. pip 25.1 and newer also
+# resume a cut download in-process (--resume-retries); older pips only get the outer retries.
+pip_install() {
+  local resume=() attempt pause=${INSTALL_TORCH_RETRY_PAUSE_S:-15}
+  if "$python" -m pip install --help 2>/dev/null | grep -q -- --resume-retries; then
+    resume=(--resume-retries 10)
+  fi
+  for attempt in 1 2 3; do
+    if "$python" -m pip install ${resume[@]+"${resume[@]}"} "$@"; then
+      return 0
+    fi
+    [ "$attempt" = 3 ] && break
+    echo "install-torch: pip failed (attempt $attempt of 3); retrying in $((attempt * pause)) s" >&2
+    sleep $((attempt * pause))
+  done
+  echo "install-torch: pip failed 3 times; see its messages above" >&2
+  return 1
+}
+
 installed=$("$python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)
 if [ "$gpu" = 0 ] && [ "${installed%%+*}" = "$TORCH_VERSION" ]; then
   echo "install-torch: torch $installed is installed"
   exit 0
 fi
 if [ "$gpu" = 1 ]; then
-  exec "$python" -m pip install "$@" "torch===$TORCH_VERSION"
+  pip_install "$@" "torch===$TORCH_VERSION"
 elif [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ] && ! cpu_index_reachable; then
   # A machine that reaches PyPI but not PyTorch's CPU index (a mirror-only network, say): PyPI's build,
   # which is CUDA-enabled but runs on the CPU, rather than no torch at all.
   echo "install-torch: PyTorch's CPU index ($TORCH_CPU_INDEX) is not reachable; taking PyPI's torch==$TORCH_VERSION (the CUDA build, about 3 GB; it runs on the CPU)" >&2
-  exec "$python" -m pip install "$@" "torch===$TORCH_VERSION"
+  pip_install "$@" "torch===$TORCH_VERSION"
 elif [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ]; then
   # torch alone from the CPU index, then its dependencies from the usual indexes: pip asks every
   # index for every package, and the CPU index is needed for one.
-  "$python" -m pip install "$@" --no-deps --extra-index-url "$TORCH_CPU_INDEX" "torch==$TORCH_VERSION+cpu"
-  exec "$python" -m pip install "$@" "torch==$TORCH_VERSION+cpu"
+  pip_install "$@" --no-deps --extra-index-url "$TORCH_CPU_INDEX" "torch==$TORCH_VERSION+cpu"
+  pip_install "$@" "torch==$TORCH_VERSION+cpu"
 else
-  exec "$python" -m pip install "$@" "torch==$TORCH_VERSION"
+  pip_install "$@" "torch==$TORCH_VERSION"
 fi

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.server
 import os
 import re
 import site
 import subprocess
 import sys
+import threading
 import tomllib
 import zipfile
 from pathlib import Path
@@ -76,8 +78,8 @@ def world(tmp_path):
             (bin_dir / "uname").write_text(f'#!/bin/sh\ncase "$1" in -s) echo {system[0]};; -m) echo {system[1]};; esac\n')
             (bin_dir / "uname").chmod(0o755)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-        clean.update(PATH=f"{bin_dir}:{os.environ['PATH']}", PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=pypi,
-                     PIP_DISABLE_PIP_VERSION_CHECK="1", TORCH_CPU_INDEX=cpu, **env)
+        clean.update({"PATH": f"{bin_dir}:{os.environ['PATH']}", "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": pypi,
+                      "PIP_DISABLE_PIP_VERSION_CHECK": "1", "TORCH_CPU_INDEX": cpu, **env})
         return subprocess.run(["bash", str(SCRIPT), str(venv / "bin" / "python"), *args, "--", "--quiet"],
                               capture_output=True, text=True, env=clean, timeout=300)
 
@@ -161,3 +163,77 @@ def test_setup_passes_gpu_to_the_torch_step_and_test_paths_take_the_default():
     assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec bash scripts/test.sh")
     readme_calls = re.findall(r"bash scripts/setup\.sh([^`\n]*)", (REPO / "README.md").read_text())
     assert readme_calls and {call.split("&&")[0].strip() for call in readme_calls} <= {"", "--gpu"}
+
+
+class _CutsTheFirstDownload(http.server.BaseHTTPRequestHandler):
+    """A PEP 503 index over HTTP whose wheel download breaks the way CI's did: the first GET sends
+    half the wheel and drops the connection, and every resume (a Range request) gets its 206 header
+    and no bytes. Later plain GETs get the whole wheel."""
+
+    root: Path
+    cuts_left = 1
+    requests: list[str]
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.requests.append(f"{self.path} {self.headers.get('Range', '')}".strip())
+        path = self.root / self.path.lstrip("/")
+        if path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            self.send_error(404)
+            return
+        body = path.read_bytes()
+        wheel = path.suffix == ".whl"
+        if wheel and self.headers.get("Range"):
+            start = int(self.headers["Range"].removeprefix("bytes=").split("-")[0])
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            self.send_header("Content-Length", str(len(body) - start))
+            self.end_headers()
+            self.close_connection = True
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "application/octet-stream" if wheel else "text/html")
+        self.end_headers()
+        if wheel and type(self).cuts_left > 0:
+            type(self).cuts_left -= 1
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_download_cut_mid_wheel_is_retried_by_a_new_pip(world, tmp_path):
+    run, make_venv, _ = world
+    root = tmp_path / "flaky"
+    simple_index(root, torch_pin())
+    handler = type("Handler", (_CutsTheFirstDownload,), {"root": root, "requests": [], "cuts_left": 1})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        venv = make_venv("venv-flaky")
+        result = run(venv, MACOS_ARM64, PIP_INDEX_URL=f"http://127.0.0.1:{server.server_port}/simple",
+                     PIP_NO_CACHE_DIR="1", INSTALL_TORCH_RETRY_PAUSE_S="0")
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    assert installed_torch(venv) == "2.13.0"
+    assert "install-torch: pip failed (attempt 1 of 3); retrying in 0 s" in result.stderr
+    downloads = [r for r in handler.requests if r.endswith(".whl") or ".whl " in r]
+    assert downloads[0].endswith(".whl") and any("bytes=" in r for r in downloads[1:-1]), handler.requests
+    assert downloads[-1].endswith(".whl")
+
+
+def test_pip_failing_three_times_ends_with_one_line_and_exit_1(world, tmp_path):
+    run, make_venv, _ = world
+    venv = make_venv("venv-no-index")
+    empty = tmp_path / "empty" / "simple"
+    empty.mkdir(parents=True)
+    result = run(venv, MACOS_ARM64, PIP_INDEX_URL=empty.as_uri(), INSTALL_TORCH_RETRY_PAUSE_S="0")
+    assert result.returncode == 1
+    assert result.stderr.count("install-torch: pip failed (attempt") == 2
+    assert result.stderr.rstrip().splitlines()[-1] == "install-torch: pip failed 3 times; see its messages above"
