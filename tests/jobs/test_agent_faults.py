@@ -10,7 +10,8 @@ import time
 
 import pytest
 from conftest import assert_one_line_error
-from torchrun_harness import REPO_ROOT, TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_jobs
+from torchrun_harness import (REPO_ROOT, TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_agents,
+                              run_torchrun_jobs)
 
 from jobs import exit_codes
 from jobs.elastic import torchrun_options
@@ -121,3 +122,22 @@ def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(store_
     for result in stopped:  # jobs.elastic.torchrun's line, which jobs.elastic.agent repeats as it stops
         said = [line for line in result.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
         assert len(said) == 1 and "waited as a spare" in said[0] and "--nnodes" in said[0], result.log[-2000:]
+
+
+def test_an_agent_that_arrives_after_its_group_finished_exits_0_with_one_line(store_server, tmp_path):
+    """A replacement let in late (a recreated pod) whose group finished before it joined: torch's join
+    raises RendezvousClosedError, which its launcher prints as a traceback and exit 1, a failure the
+    Job counts (seen in the 3-2-3 preemption test on a loaded machine). jobs.elastic.torchrun says one
+    line and exits 0: nothing is left for it to do."""
+    script = tmp_path / "worker.py"
+    script.write_text("print('worker up', flush=True)")
+    flags = cluster_style_torchrun_flags(store_server.endpoint, "late", nnodes="1:2")
+    command = [sys.executable, "-m", "jobs.elastic.agent", *flags, str(script)]
+    (first,) = run_torchrun_agents([command], tmp_path / "first", deadline_seconds=120, name="first")
+    assert first.returncode == 0, first.log[-2000:]
+
+    (late,) = run_torchrun_agents([command], tmp_path / "late", deadline_seconds=120, name="late")
+    assert late.returncode == 0, late.log[-2000:]
+    said = [line for line in late.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
+    assert len(said) == 1 and "was closed before this node joined it" in said[0] and said[0].endswith("exiting 0"), late.log[-2000:]
+    assert "Traceback" not in late.log and "worker up" not in late.log
