@@ -128,19 +128,27 @@ def _fetch_s3(source: str, writer_for) -> _HashingWriter:
 
 
 def _fetch_local(source: str, writer_for) -> _HashingWriter:
+    """Only the reads are the source's errors: a write that fails (the volume full or read-only) raises
+    its OSError for main, which names the volume, not the source."""
     path = Path(source.removeprefix("file://"))
     try:
-        with open(path, "rb") as file:
-            writer = writer_for(os.fstat(file.fileno()).st_size)
-            while chunk := file.read(_CHUNK_BYTES):
-                writer.write(chunk)
+        file = open(path, "rb")  # noqa: SIM115 (closed below; the reads and writes are told apart)
     except FileNotFoundError:
         raise SourceError(f"source file {path} does not exist") from None
     except IsADirectoryError:
         raise SourceError(f"source {path} is a folder; pass the .tar.gz file") from None
     except OSError as error:
         raise SourceError(f"cannot read source file {path}: {error.strerror}") from None
-    return writer
+    with file:
+        writer = writer_for(os.fstat(file.fileno()).st_size)
+        while True:
+            try:
+                chunk = file.read(_CHUNK_BYTES)
+            except OSError as error:
+                raise SourceError(f"cannot read source file {path}: {error.strerror}") from None
+            if not chunk:
+                return writer
+            writer.write(chunk)
 
 
 def fetch(source: str, destination: Path) -> str:

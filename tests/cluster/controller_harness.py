@@ -20,7 +20,7 @@ from typing import Any, Callable
 import yaml
 
 from control_plane import ControlPlane
-from kube import apply, wait_established, wait_until
+from kube import apply, delete, wait_established, wait_until
 from cluster_nodes import KWOK_ANNOTATION
 from controller import render
 from infra.specs import elastic
@@ -58,7 +58,8 @@ def nodes(plane: ControlPlane, count: int = 2) -> list[str]:
 
 
 def namespace(plane: ControlPlane, name: str) -> None:
-    """The workload namespace as the stack makes it (restricted), the CRD, and the controller's RBAC."""
+    """The workload namespace as the stack makes it (restricted), the CRD, and the controller's RBAC.
+    remove_namespace takes it away again (the CRD stays: kube.delete says why)."""
     ns = elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)
     assert ns["metadata"]["labels"] == {**ns["metadata"]["labels"], **pod_security_labels("restricted")}
     crd = elastic.elasticjob_crd()
@@ -66,6 +67,12 @@ def namespace(plane: ControlPlane, name: str) -> None:
     wait_established(plane, [crd["metadata"]["name"]])
     rbac = [o for o in elastic.controller_objects(name, IMAGE, "efs-pvc") if o["kind"] != "Deployment"]
     apply(plane, rbac)
+
+
+def remove_namespace(plane: ControlPlane, name: str) -> None:
+    """Deletes the namespace and waits until it is gone: its ElasticJobs, Jobs, pods and RBAC go with it,
+    so later tests on the shared control plane (the engine test's count of the project's objects) see none."""
+    delete(plane, [elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)])
 
 
 def controller_kubeconfig(plane: ControlPlane, ns: str) -> Path:

@@ -49,3 +49,4 @@ def test_one_leads_and_the_other_takes_over_when_it_stops(control_plane, record_
     finally:
         for process in (first, second):
             process.stop()
+        h.remove_namespace(plane, NS)

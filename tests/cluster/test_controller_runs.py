@@ -31,6 +31,7 @@ def running_controller(control_plane, tmp_path_factory):
     ctl = h.Controller(control_plane, NS, "only", shared_root=shared)
     yield control_plane, ctl, shared
     assert ctl.stop() == 0, ctl.output()[-3000:]
+    h.remove_namespace(control_plane, NS)
 
 
 def test_a_run_that_succeeds_writes_only_status(running_controller):

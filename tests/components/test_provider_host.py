@@ -19,6 +19,7 @@ sys.path's PathFinder on sys.meta_path (setuptools' __editable___*_finder.py ins
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import os
 import re
@@ -55,6 +56,9 @@ def completion_inputs(kubeconfig: str) -> dict:
     """What the program registers for the wait, as the SDK builds it (the provider pickled by
     pulumi/dynamic/dynamic.py serialize_provider), with secrets unwrapped as the engine sends them to
     a provider that does not accept secrets."""
+    # A loop of its own: the SDK's mocks and pulumi.runtime.test use the current one, and a test run
+    # alone may find none (an asyncio.run earlier in the process leaves the policy with None).
+    asyncio.set_event_loop(asyncio.new_event_loop())
     mocks = RecordingMocks("elastic-training", "dev", "us-west-2")
     mocks.install()
     found: dict = {}

@@ -5,9 +5,13 @@ and the termination message. Real volumes: a small tmpfs fills up, a tmpfs remou
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pytest
-from conftest import assert_one_line_error, run_job
+from archive_server import make_tarball
+from conftest import assert_one_line_error, make_synthetic_cifar, run_job
+from torchrun_harness import REPO_ROOT, agent_environment
 from volumes import file_size_limit, remount_read_only, tmpfs
 
 from jobs import cli
@@ -48,11 +52,6 @@ def test_a_volume_that_fills_up_ends_the_run_in_one_line_with_exit_3(tmp_path, t
 
 def test_a_file_size_limit_fails_the_same_way_without_privileges(tmp_path, tiny_cifar, checkpoint_bytes):
     """Where no tmpfs can be mounted: RLIMIT_FSIZE makes the checkpoint's write fail (EFBIG)."""
-    import subprocess
-    import sys
-
-    from torchrun_harness import REPO_ROOT, agent_environment
-
     run_dir = tmp_path / "run"
     result = subprocess.run([sys.executable, "-m", "jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "1")],
                             cwd=REPO_ROOT, env=agent_environment(), capture_output=True, text=True, timeout=120,
@@ -97,3 +96,17 @@ def test_a_run_directory_that_cannot_be_created_is_one_line(tmp_path, tiny_cifar
         result = run_job("jobs.training.train", *train_args(tiny_cifar, volume / "new" / "run"))
         assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "cannot write run directory", "Read-only file system")
     shutil.rmtree(tmp_path / "volume", ignore_errors=True)
+
+
+def test_prepare_from_a_local_archive_onto_a_volume_that_fills_up_names_the_volume(tmp_path):
+    """The archive is read from a local file and written to the volume: a write that fails is the
+    volume's fault, not the source's. Before: "cannot read source file <archive>: File too large"."""
+    archive = tmp_path / "cifar-10-python.tar.gz"
+    archive.write_bytes(make_tarball(make_synthetic_cifar(tmp_path / "src", train_per_class=20, test_per_class=5)))
+    dest = tmp_path / "volume" / "data"
+    result = subprocess.run([sys.executable, "-m", "jobs.data.prepare", "--dest", str(dest), "--source", str(archive)],
+                            cwd=REPO_ROOT, env=agent_environment(), capture_output=True, text=True, timeout=120,
+                            preexec_fn=file_size_limit(archive.stat().st_size // 2))  # fmt: skip
+    line = assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "cannot write ", "File too large")
+    assert str(archive) not in line.split("cannot write ")[1].split(":")[0], line
+    assert not dest.exists()  # nothing half-written: the work folder and the folder it created are gone
