@@ -51,6 +51,22 @@ def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, 
     return meta
 
 
+def _one_pod_deployment(name: str, component: str, namespace_name: str, selector: dict[str, str],
+                        pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment of one pod, replaced by Recreate: the old pod is gone before the new one starts
+    (the controller's Lease, the store's single group)."""
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": _meta(name, component, namespace_name),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": _labels(component, name)}, "spec": pod_spec},
+        },
+    }
+
+
 @cache
 def _crd_document() -> dict[str, Any]:
     return yaml.safe_load(CRD_FILE.read_text())
@@ -116,38 +132,24 @@ def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CONTROLLER_NAME},
         "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER_NAME, "namespace": ns}],
     }
-    selector = {"app.kubernetes.io/name": CONTROLLER_NAME}
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _meta(CONTROLLER_NAME, component, ns),
-        "spec": {
-            "replicas": 1,
-            # The old pod releases the Lease on SIGTERM before the new one campaigns.
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {"labels": _labels(component, CONTROLLER_NAME)},
-                "spec": {
-                    "serviceAccountName": CONTROLLER_NAME,
-                    "securityContext": pod_security_context(),
-                    "terminationGracePeriodSeconds": 10,
-                    "containers": [{
-                        "name": "controller",
-                        "image": image,
-                        "imagePullPolicy": pull_policy,
-                        "command": ["python", "-m", "controller"],
-                        "args": [f"--namespace={ns}", f"--shared-root={CONTROLLER_SHARED_MOUNT}"],
-                        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
-                        "resources": resources("100m", "256Mi"),
-                        "securityContext": container_security_context(),
-                        "volumeMounts": [{"name": "shared", "mountPath": CONTROLLER_SHARED_MOUNT, "readOnly": True}],
-                    }],
-                    "volumes": [{"name": "shared",
-                                 "persistentVolumeClaim": {"claimName": shared_claim, "readOnly": True}}],
-                },
-            },
-        },
-    }
+    # Recreate: the old pod releases the Lease on SIGTERM before the new one campaigns.
+    deployment = _one_pod_deployment(CONTROLLER_NAME, component, ns, {"app.kubernetes.io/name": CONTROLLER_NAME}, {
+        "serviceAccountName": CONTROLLER_NAME,
+        "securityContext": pod_security_context(),
+        "terminationGracePeriodSeconds": 10,
+        "containers": [{
+            "name": "controller",
+            "image": image,
+            "imagePullPolicy": pull_policy,
+            "command": ["python", "-m", "controller"],
+            "args": [f"--namespace={ns}", f"--shared-root={CONTROLLER_SHARED_MOUNT}"],
+            "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+            "resources": resources("100m", "256Mi"),
+            "securityContext": container_security_context(),
+            "volumeMounts": [{"name": "shared", "mountPath": CONTROLLER_SHARED_MOUNT, "readOnly": True}],
+        }],
+        "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": shared_claim, "readOnly": True}}],
+    })
     return [annotate(service_account), annotate(role), annotate(binding), annotate(deployment, image_by_tag=image_by_tag)]
 
 
@@ -166,49 +168,37 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     }
     # A TCP connect is what the store's clients do; the store answers it once its socket listens.
     listening = {"tcpSocket": {"port": STORE_PORT}, "timeoutSeconds": 2}
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _meta(STORE_NAME, component, namespace_name),
-        "spec": {
-            "replicas": 1,
-            # Never two stores behind the Service at once: agents on different stores would form two groups.
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {"labels": _labels(component, STORE_NAME)},
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "priorityClassName": rendezvous_store.PRIORITY_CLASS,
-                    # It stops at once on SIGTERM; a stuck one is not waited for long.
-                    "terminationGracePeriodSeconds": 10,
-                    # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
-                    # plugin gives: the workers wait for it (store_outage_timeout, jobs/elastic/rendezvous.py).
-                    "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
-                                     "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
-                    "securityContext": pod_security_context(STORE_UID, STORE_UID),
-                    "containers": [{
-                        "name": "store",
-                        "image": image,
-                        "imagePullPolicy": pull_policy,
-                        "command": ["python", "-m", "jobs.elastic.store_server"],
-                        "args": ["--host=0.0.0.0", f"--port={STORE_PORT}"],
-                        "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
-                        "ports": [{"name": "store", "containerPort": STORE_PORT, "protocol": "TCP"}],
-                        # Python and torch load in seconds; ready (in the Service) as soon as it listens.
-                        "startupProbe": {**listening, "periodSeconds": 1, "failureThreshold": 120},
-                        "readinessProbe": {**listening, "periodSeconds": 2},
-                        "livenessProbe": {**listening, "periodSeconds": 10, "failureThreshold": 3},
-                        # torch's import is most of its memory; the runs' keys are kilobytes.
-                        "resources": resources("100m", "512Mi"),
-                        "securityContext": container_security_context(),
-                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                    }],
-                    # The root filesystem is read-only; /tmp for whatever torch writes there.
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
-                },
-            },
-        },
-    }
+    # Recreate: never two stores behind the Service at once (agents on different stores would form two groups).
+    deployment = _one_pod_deployment(STORE_NAME, component, namespace_name, selector, {
+        "automountServiceAccountToken": False,
+        "priorityClassName": rendezvous_store.PRIORITY_CLASS,
+        # It stops at once on SIGTERM; a stuck one is not waited for long.
+        "terminationGracePeriodSeconds": 10,
+        # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
+        # plugin gives: the workers wait for it (store_outage_timeout, jobs/elastic/rendezvous.py).
+        "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+                         "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
+        "securityContext": pod_security_context(STORE_UID, STORE_UID),
+        "containers": [{
+            "name": "store",
+            "image": image,
+            "imagePullPolicy": pull_policy,
+            "command": ["python", "-m", "jobs.elastic.store_server"],
+            "args": ["--host=0.0.0.0", f"--port={STORE_PORT}"],
+            "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+            "ports": [{"name": "store", "containerPort": STORE_PORT, "protocol": "TCP"}],
+            # Python and torch load in seconds; ready (in the Service) as soon as it listens.
+            "startupProbe": {**listening, "periodSeconds": 1, "failureThreshold": 120},
+            "readinessProbe": {**listening, "periodSeconds": 2},
+            "livenessProbe": {**listening, "periodSeconds": 10, "failureThreshold": 3},
+            # torch's import is most of its memory; the runs' keys are kilobytes.
+            "resources": resources("100m", "512Mi"),
+            "securityContext": container_security_context(),
+            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        }],
+        # The root filesystem is read-only; /tmp for whatever torch writes there.
+        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+    })
     return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector),
             annotate(deployment, image_by_tag=image_by_tag)]
 
