@@ -44,16 +44,20 @@ EPOCHS = 3
 BATCH = 5  # 300 images: about 20 steps an epoch at 3 workers, 30 at 2, 60 alone
 
 
-# The replacement "pod": torchrun's modules loaded (the slow part of a start on this busy machine,
-# up to 10 s) before the node is there, then torchrun run in that process once the gate file
-# exists. So it joins within a second of being let in, while the group of 2 is still training.
+# The replacement "pod", started with the others and standing by: jobs.elastic.torchrun (torch's launcher
+# with our rendezvous, what a worker pod runs) imported first, the slow part of a start on this busy
+# machine (the CUDA build of torch: up to 10 s), then a ready file; torchrun runs in that process once
+# the gate file exists. So it joins within a second or two of being let in, while the group of 2 is
+# still training. (Started only once the preempted agent had exited, its import once outlasted the
+# group of 2: the run had finished when it asked to join.)
 REPLACEMENT = """
 import sys, time, pathlib
-import torch.distributed.run as torchrun
-gate = pathlib.Path(sys.argv[1])
+from jobs.elastic import torchrun
+gate, ready = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+ready.touch()
 while not gate.exists():
     time.sleep(0.05)
-torchrun.main(sys.argv[2:])
+sys.exit(torchrun.main(sys.argv[3:]))
 """
 
 
@@ -62,12 +66,12 @@ class Agents:
     job: TorchrunJob
     run_dir: Path
     trace_dir: Path
-    replacement_command: list[str]
     gate: Path
+    ready: Path  # the standing-by replacement has loaded its modules
+    replacement: int  # its index among the job's agents
     preempted_at: float | None = None  # time.time() of the SIGTERM
     preempted_agent: int | None = None
     preempted_exit: int | None = None
-    replacement: int | None = None
     events: list[str] = field(default_factory=list)
 
 
@@ -96,8 +100,8 @@ def _steps(trace_dir: Path):
 
 
 def _drive_agents(run: Agents) -> None:
-    """SIGTERM the agent of rank 0 three steps into epoch 2; once it has gone, start a replacement
-    agent, and let it join once the survivors have trained at world size 2."""
+    """SIGTERM the agent of rank 0 three steps into epoch 2; once it has gone and the survivors have
+    trained at world size 2, let the standing-by replacement join."""
     job = run.job
     now = f"{time.monotonic() - job.started_at:.1f} s"
     if run.preempted_at is None:
@@ -112,9 +116,8 @@ def _drive_agents(run: Agents) -> None:
     elif run.preempted_exit is None and job.agents[run.preempted_agent].poll() is not None:
         run.preempted_exit = job.agents[run.preempted_agent].returncode
         run.events.append(f"{now}: agent {run.preempted_agent} exited {run.preempted_exit}")
-        run.replacement = job.add_agent(run.replacement_command)  # starting up, not yet joining
-    elif not run.gate.exists():
-        if sum(s.world_size == 2 for s in _steps(run.trace_dir)) >= 2:
+    elif run.preempted_exit is not None and not run.gate.exists():
+        if sum(s.world_size == 2 for s in _steps(run.trace_dir)) >= 2 and run.ready.exists():
             run.gate.touch()
             run.events.append(f"{now}: the group of 2 has trained; replacement agent {run.replacement} let in")
 
@@ -152,9 +155,9 @@ def runs(store_server, tmp_path_factory):
     torchrun_args = [*flags, "-m", "jobs.training.train", *_train_args(data_dir, run_dir, trace_dir, "--pg-timeout", "20")]
     command = [sys.executable, "-m", "jobs.elastic.agent", *torchrun_args]
     (base / "replacement.py").write_text(REPLACEMENT)
-    replacement = [sys.executable, str(base / "replacement.py"), str(base / "gate"), *torchrun_args]
-    job = TorchrunJob("preempt", [command] * 3, base / "logs", agent_environment(LOGLEVEL="INFO"))
-    agents = Agents(job, run_dir, trace_dir, replacement, base / "gate")
+    replacement = [sys.executable, str(base / "replacement.py"), str(base / "gate"), str(base / "ready"), *torchrun_args]
+    job = TorchrunJob("preempt", [command] * 3 + [replacement], base / "logs", agent_environment(LOGLEVEL="INFO"))
+    agents = Agents(job, run_dir, trace_dir, base / "gate", base / "ready", replacement=3)
 
     alone = {}
     for name, stop_signal in [("kill", signal.SIGKILL), ("term", signal.SIGTERM)]:
