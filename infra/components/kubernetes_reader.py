@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from infra.components import rendezvous_health
-
-# The controller reads exit codes from this container only (controller/render.py WORKER_CONTAINER).
-WORKER_CONTAINER = "elasticjob-worker"
+from infra.specs.workloads import WORKER_CONTAINER  # the controller reads exit codes from it only
 ELASTICJOB_GROUP, ELASTICJOB_VERSION, ELASTICJOB_PLURAL = "elastic.pytorch.org", "v1alpha1", "elasticjobs"
 
 

@@ -28,12 +28,12 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from infra.aws import instance_catalog
+from infra.specs.workloads import WORKER_CONTAINER
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"      # ON_DEMAND or SPOT
 KARPENTER_CAPACITY_LABEL = "karpenter.sh/capacity-type"   # on-demand or spot
-WORKER_CONTAINER = "elasticjob-worker"
 
 
 @dataclass(frozen=True)

@@ -120,3 +120,11 @@ def test_an_elasticjob_that_cannot_run_is_refused_in_one_line(change, complaint)
     with pytest.raises(render.InvalidSpec, match=complaint) as error:
         render.job(elasticjob)
     assert "\n" not in str(error.value)
+
+
+def test_the_worker_container_is_the_one_the_stack_renders():
+    """The controller cannot import infra/ (it runs from the image alone), so the name it reads exit codes
+    from is written twice; the stack's ElasticJob names its worker container by infra/specs/workloads.py."""
+    from infra.specs import workloads
+
+    assert render.WORKER_CONTAINER == workloads.WORKER_CONTAINER
