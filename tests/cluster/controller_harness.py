@@ -70,8 +70,13 @@ def namespace(plane: ControlPlane, name: str) -> None:
 
 
 def remove_namespace(plane: ControlPlane, name: str) -> None:
-    """Deletes the namespace and waits until it is gone: its ElasticJobs, Jobs, pods and RBAC go with it,
-    so later tests on the shared control plane (the engine test's count of the project's objects) see none."""
+    """Takes the namespace away as `pulumi destroy` does: the ElasticJobs first (the garbage collector
+    deletes their Jobs, which frees the pods), then the namespace. Deleting the namespace of a running
+    ElasticJob directly never ends (test_namespace_deletion.py says why), so later tests on the shared
+    control plane would see its objects."""
+    plane.kubectl("delete", "elasticjobs", "--all", "-n", name, "--wait=true", "--timeout=120s", timeout=150)
+    wait_until(f"the Jobs and pods of {name} collected",
+               lambda: not plane.kubectl("get", "jobs,pods", "-n", name, "-o", "name").stdout.strip(), timeout=120)
     delete(plane, [elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)])
 
 
