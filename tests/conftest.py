@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 from synth_support import Synth, load_synth, run_synth
 
@@ -45,16 +44,19 @@ def variant(synth_stack) -> Synth:
     return synth_stack("dev", *VARIANT)
 
 
-CLUSTER_TIER = Path(__file__).parent / "cluster"
+class FileAndClusterScheduling(LoadFileScheduling):
+    """How `pytest -n 2` (scripts/test.sh) shares the tests between its two workers: each file whole to one
+    worker, as `--dist loadfile` does (so a module fixture, such as the concurrent torchrun jobs, runs
+    once), and the whole cluster tier to one worker, so that its one control plane starts once.
+
+    Not `--dist loadgroup` with xdist_group marks: xdist 3.8.0 sends a group together by appending it
+    to `item._nodeid` (xdist/remote.py), which pytest 9.2 no longer reads (Node.nodeid is `_id`), so
+    every test went alone and the heavy module fixtures ran in both workers."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return "tests/cluster" if nodeid.startswith("tests/cluster/") else super()._split_scope(nodeid)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
-    """Groups for `pytest -n 2 --dist loadgroup` (scripts/test.sh): each file is one group, as
-    `--dist loadfile` made it (module fixtures such as the concurrent torchrun jobs run once), and the
-    whole cluster tier is one group, so its one control plane starts in one worker only. tryfirst:
-    xdist's worker reads the marks in its own pytest_collection_modifyitems (xdist/remote.py)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = "cluster" if CLUSTER_TIER in item.path.parents else str(item.path)
-            item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(tryfirst=True)  # before xdist's own (trylast), which would pick by --dist
+def pytest_xdist_make_scheduler(config, log):
+    return FileAndClusterScheduling(config, log)
