@@ -250,7 +250,9 @@ def test_store_back_empty_the_group_trains_through_then_re_forms_with_the_newcom
     assert [code for _, code, _ in run.exits] == [0, 0, 0], _logs(run)
     history = _assert_finished_once_with_one_model(run, tmp_path)
     trained_in_outage = _in_outage(run, history)
-    assert len(trained_in_outage) >= 2, history  # the workers trained on while the store was away
+    # the workers trained on while the store was away: the store comes back once they have finished an
+    # epoch without it (_step), so one is what every run shows; a second only if the store is slow to start
+    assert len(trained_in_outage) >= 1, history
     # whoever reached the emptied store first, all three re-formed from the checkpoint, never the
     # newcomer alone: the group put its state back, or saw the newcomer's round was not its own
     group_logs = "".join(r.log for r in results[:2])
