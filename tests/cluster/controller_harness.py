@@ -57,10 +57,14 @@ def nodes(plane: ControlPlane, count: int = 2) -> list[str]:
     return names
 
 
+def _workload_namespace(name: str) -> dict[str, Any]:
+    return elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)
+
+
 def namespace(plane: ControlPlane, name: str) -> None:
     """The workload namespace as the stack makes it (restricted), the CRD, and the controller's RBAC.
     remove_namespace takes it away again (the CRD stays: kube.delete says why)."""
-    ns = elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)
+    ns = _workload_namespace(name)
     assert ns["metadata"]["labels"] == {**ns["metadata"]["labels"], **pod_security_labels("restricted")}
     crd = elastic.elasticjob_crd()
     apply(plane, [crd, ns])
@@ -77,7 +81,7 @@ def remove_namespace(plane: ControlPlane, name: str) -> None:
     plane.kubectl("delete", "elasticjobs", "--all", "-n", name, "--wait=true", "--timeout=120s", timeout=150)
     wait_until(f"the Jobs and pods of {name} collected",
                lambda: not plane.kubectl("get", "jobs,pods", "-n", name, "-o", "name").stdout.strip(), timeout=120)
-    delete(plane, [elastic.namespace(name, "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)])
+    delete(plane, [_workload_namespace(name)])
 
 
 def controller_kubeconfig(plane: ControlPlane, ns: str) -> Path:
