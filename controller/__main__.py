@@ -41,7 +41,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--shared-root", type=Path, default=None,
                         help="where the shared volume is mounted, read-only; progress is read from run directories under it")
     parser.add_argument("--resync-seconds", type=float, default=30.0, help="every ElasticJob is looked at this often (default 30)")
-    parser.add_argument("--kubeconfig", default=None, help="a kubeconfig file (default: the pod's service account)")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="a kubeconfig file (default: $KUBECONFIG where set, else the pod's service account)")
     options = parser.parse_args(argv)
     if not options.namespace:
         parser.error("--namespace (or $POD_NAMESPACE) is required: the namespace whose ElasticJobs to run")
@@ -165,13 +166,29 @@ def start_controller(api: Api, options: argparse.Namespace) -> None:
         threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True, name=f"{target.__name__}-{index}").start()
 
 
+class NoClusterAccess(Exception):
+    """Neither a kubeconfig nor a pod's service account to reach the API server with: the user's setup."""
+
+
 def _clients(kubeconfig: str | None) -> tuple[Api, Any]:
+    import yaml
     from kubernetes import client, config
-    if kubeconfig:
-        api_client = config.new_client_from_config(config_file=kubeconfig)
-    else:
-        config.load_incluster_config()
-        api_client = client.ApiClient()
+    try:
+        if kubeconfig or os.environ.get("KUBECONFIG"):
+            # config_file None: the client reads $KUBECONFIG itself, a list of files included
+            api_client = config.new_client_from_config(config_file=kubeconfig)
+        else:
+            config.load_incluster_config()
+            api_client = client.ApiClient()
+    except config.ConfigException as error:
+        if not (kubeconfig or os.environ.get("KUBECONFIG")):
+            raise NoClusterAccess("not running in a pod (no service account to use): outside a pod pass "
+                                  "--kubeconfig FILE or set KUBECONFIG") from None
+        source = f"--kubeconfig {kubeconfig}" if kubeconfig else f"KUBECONFIG={os.environ['KUBECONFIG']}"
+        raise NoClusterAccess(f"{source}: {error}") from None
+    except (OSError, yaml.YAMLError) as error:  # a file the client could not read, or not YAML
+        detail = error.strerror if isinstance(error, OSError) else " ".join(str(error).split())
+        raise NoClusterAccess(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: {detail}") from None
     return (Api(client.CustomObjectsApi(api_client), client.BatchV1Api(api_client), client.CoreV1Api(api_client)),
             client.CoordinationV1Api(api_client))
 
@@ -187,7 +204,11 @@ def _attempt(lock: lease.LeaseLock) -> bool:
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
-    api, coordination = _clients(options.kubeconfig)
+    try:
+        api, coordination = _clients(options.kubeconfig)
+    except NoClusterAccess as error:
+        print(f"python -m controller: {error}", file=sys.stderr)
+        return 2
     lock = lease.LeaseLock(coordination, options.namespace, options.lease_name, options.identity)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

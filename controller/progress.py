@@ -10,7 +10,8 @@ the controller mounts the same volume read-only at the same path, and reads noth
 The history has no step counter: `imagesIntoEpoch` (the last saved position in the running epoch)
 says how far into an epoch the run is. `goodput` is the share of wall time, since the first start,
 that went into epochs that were kept (their `seconds`): restarts, rendezvous, lost work and
-checkpoint saves are what it is short of 1 by. `secondsLeft` is the epochs left times the mean
+checkpoint saves are what it is short of 1 by; it is absent while no wall time has passed (the newest line stamped
+in the same millisecond as the first start: a share of no time is no figure). `secondsLeft` is the epochs left times the mean
 epoch time so far.
 """
 

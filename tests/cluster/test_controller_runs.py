@@ -152,14 +152,18 @@ def test_progress_is_read_back_from_the_runs_history_and_status_prints_it(runnin
     name = "train-progress"  # the stack's name for runId "progress" (infra/specs/workloads.py names)
     apply(plane, [h.elasticjob(name, NS, run_for="30s", run_dir=str(run_dir))])
     h.running_pods(plane, NS, name, 2)
+    # The times the test means, not the clock's: two lines appended within one millisecond would have no wall
+    # time between them, and then no goodput (issue 41). A record's own `time` wins over append_history's stamp.
+    started = round(time.time(), 3) - 2.0
     checkpoint.append_history(run_dir, {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2,
-                                        "restart_count": 0})
+                                        "restart_count": 0, "time": started})
     checkpoint.append_history(run_dir, {"event": "epoch", "epoch": 1, "loss": 1.9, "train_accuracy": 0.31,
-                                        "images_per_second": 800.0, "seconds": 0.5, "world_size": 2})
+                                        "images_per_second": 800.0, "seconds": 0.5, "world_size": 2,
+                                        "time": started + 1.0})
     progress = wait_until("status.progress", lambda: (p := h.status(plane, NS, name).get("progress")) and
                           p.get("epoch") == 1 and p, timeout=30)
     assert (progress["epochs"], progress["loss"], progress["accuracy"], progress["imagesPerSecond"]) == (5, 1.9, 0.31, 800.0)
-    assert progress["secondsLeft"] == 2 and 0 < progress["goodput"] <= 1
+    assert progress["secondsLeft"] == 2 and progress["goodput"] == 0.5  # 0.5 s of epoch in 1 s of wall time
     printed = plane.kubectl("get", "elasticjob", name, "-n", NS).stdout
     assert "EPOCH" in printed.splitlines()[0] and printed.splitlines()[1].split()[-2] == "1"
     # the command users run, through the real client, as on target existing

@@ -64,3 +64,19 @@ def test_run_dir_in_equals_form():
     elasticjob = worker_elasticjob("x")
     elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"] = ["--run-dir=/efs/runs/a"]
     assert progress.run_dir(elasticjob) == "/efs/runs/a"
+
+
+def test_no_goodput_until_wall_time_has_passed(tmp_path):
+    """Two lines stamped in the same millisecond (append_history rounds `time` to it) have no wall time between
+    them: a share of no time is no figure, so `goodput` is absent, and `status` prints the rest (issue 41)."""
+    write_history(tmp_path, [
+        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2, "restart_count": 0,
+         "time": 1000.0},
+        {"event": "epoch", "epoch": 1, "loss": 1.9, "train_accuracy": 0.31, "images_per_second": 800.0,
+         "seconds": 0.5, "world_size": 2, "time": 1000.0},
+    ])
+    result = progress.read(worker_elasticjob(str(tmp_path)), tmp_path)
+    assert "goodput" not in result and result["epoch"] == 1 and result["secondsLeft"] == 2
+    from infra.cli.status import lines
+    printed = lines({"metadata": {"namespace": "training", "name": "train-r1"}, "status": {"progress": result}})
+    assert any(line.startswith("progress: epoch 1/5") and "goodput" not in line for line in printed)
