@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pulumi
 
+from elastic_training import run_directory
 from infra.components.addons import Addons, AddonsArgs
 from infra.components.artifacts import Artifacts, ArtifactsArgs, run_prefix
 from infra.components.capacity import WorkerCapacity, WorkerCapacityArgs
@@ -97,8 +98,8 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
         "repositoryUrl": registry.repository_url,
         "efsFileSystemId": storage.file_system_id,
         "artifactsBucket": artifacts.bucket_name,
-        "modelUri": pulumi.Output.concat(results, "/model.pt"),
-        "metricsUri": pulumi.Output.concat(results, "/metrics.json"),
+        "modelUri": pulumi.Output.concat(results, "/", run_directory.MODEL),
+        "metricsUri": pulumi.Output.concat(results, "/", run_directory.METRICS),
         **_run_outputs(settings, workloads, "kubectl"),
     }
     outputs["commands"]["exportLogs"] = f"kubectl logs -n {settings.namespace} job/{workload_specs.names(settings.run_id).export}"

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from elastic_training import run_directory
+from elastic_training.elasticjob import API_VERSION, KIND, RUN_LABEL, WORKER, WORKER_CONTAINER
 from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
 from infra.specs import capacity, gpu
 from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
@@ -21,8 +23,8 @@ from infra.specs.suppressions import annotate, pinned_by_tag
 MOUNT_PATH = "/efs-shared"
 DATA_ROOT = f"{MOUNT_PATH}/data"
 DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
-WORKER_CONTAINER = "elasticjob-worker"  # the controller reads exit codes from this container name only
-RUN_LABEL = "elastic-training/run"
+# WORKER_CONTAINER (the controller reads exit codes from this container name only) and RUN_LABEL: the
+# contract's (elastic_training.elasticjob).
 # JOB_LABEL ("elastic-training/job") comes from elastic.py: its NetworkPolicies admit pods by it.
 # The worker pod runs jobs.elastic.agent: torchrun, with SIGTERM (an eviction) turned into exit code 143,
 # which the controller retries (see jobs/elastic/agent.py).
@@ -67,6 +69,14 @@ def names(run_id: str) -> WorkloadNames:
 
 def run_dir(run_id: str) -> str:
     return f"{MOUNT_PATH}/runs/{run_id}"
+
+
+def run_environment(settings: Settings) -> list[dict[str, Any]]:
+    """Where this run's directory and the prepared data are (elastic_training.run_directory): every
+    workload's container gets them, whatever command it runs; the controller reads the run directory
+    from the worker container's (controller/progress.py)."""
+    return [{"name": run_directory.RUN_DIR_ENV, "value": run_dir(settings.run_id)},
+            {"name": run_directory.DATA_DIR_ENV, "value": DATA_ROOT}]
 
 
 def rendezvous_id(settings: Settings, image: str) -> str:
@@ -211,7 +221,8 @@ def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
     region = aws_region_env(settings) if reads_from_s3(settings) else []
     container = _container("prepare", image, ["python", "-m", "jobs.data.prepare"], data_prep_args(settings),
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
+                           run_environment(settings) + region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
     return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
 
@@ -272,7 +283,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     name = names(settings.run_id).training
     labels = _labels(TRAINING_COMPONENT, name, settings.run_id)
     volumes, mounts = _volumes(settings, shm=True)
-    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}, *run_environment(settings)]
     worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
                         settings.worker_cpu, settings.worker_memory, mounts, pull_policy(settings), env)
     gpus = gpus_per_node(settings)
@@ -290,8 +301,8 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
         template_metadata["annotations"] = capacity.worker_pod_annotations()
     # Our controller never writes the spec (controller/reconcile.py), so a refresh finds it as written.
     return annotate({
-        "apiVersion": "elastic.pytorch.org/v1alpha1",
-        "kind": "ElasticJob",
+        "apiVersion": API_VERSION,
+        "kind": KIND,
         "metadata": {"name": name, "namespace": settings.namespace, "labels": labels,
                      # Completion is awaited by the ElasticJobCompletion resource, which can tell a
                      # failed worker from a deadline; the provider's generic await cannot.
@@ -309,7 +320,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
             # and one here would never reach it: its Go type reads the run policy from the key
             # "RunPolicy" (a named `json:",inline"` field, which Go's JSON inlines only when embedded)
             # and its write-back drops the key (tests/elasticjob_writeback.py).
-            "replicaSpecs": {"Worker": {
+            "replicaSpecs": {WORKER: {
                 "replicas": settings.workers,
                 # The pods' restartPolicy comes from here (ExitCode -> Never, kubeflow/common pod.go
                 # setRestartPolicy); one in the template would be overridden, with a warning event.
@@ -343,10 +354,11 @@ def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, 
     """`run_cost`: the wait's measure of the run (JSON text), which the Job keeps in the run's history."""
     volumes, mounts = _volumes(settings)
     directory = run_dir(settings.run_id)
-    args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
+    args = ["--data", DATA_DIR, "--model", f"{directory}/{run_directory.MODEL}",
+            "--metrics-out", f"{directory}/{run_directory.METRICS}",
             "--min-accuracy", str(settings.min_accuracy)] + (["--run-cost", run_cost] if run_cost is not None else [])
     container = _container("evaluate", image, ["python", "-m", "jobs.results.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
-                           pull_policy(settings))
+                           pull_policy(settings), run_environment(settings))
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
 

@@ -32,9 +32,11 @@ import threading
 import time
 from collections.abc import Iterator
 
+from elastic_training import exit_codes
+
 log = logging.getLogger("jobs.training.train")
 
-EXIT_STOPPED = 128 + signal.SIGTERM  # 143, as if SIGTERM's default action had ended the worker
+EXIT_STOPPED = exit_codes.TERMINATED  # 143, as if SIGTERM's default action had ended the worker
 STUCK_SECONDS = 10.0
 
 
