@@ -85,7 +85,7 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     if is_gpu_stack(settings):
         gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, capacity.node_pool)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
-        settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
+        settings, cluster.provider, cluster.kubeconfig, registry.workload_image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, controller.deployment, elastic.store,
                        addons.metrics_server, capacity.node_pool, *gpu_support],

@@ -13,7 +13,7 @@ from typing import Any
 
 from elastic_training import run_directory
 from elastic_training.elasticjob import API_VERSION, KIND, RUN_LABEL, WORKER, WORKER_CONTAINER
-from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
+from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib, own_training
 from infra.specs import capacity, gpu
 from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
@@ -89,6 +89,8 @@ def rendezvous_id(settings: Settings, image: str) -> str:
              "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
              "memory": settings.worker_memory, "deadline": settings.job_timeout_minutes,
              "checkpoint": settings.checkpoint_every_seconds, "grace": settings.worker_grace_seconds}
+    if settings.training_command:  # only when set: the CIFAR-10 job's runs keep their ids
+        shape["command"] = list(settings.training_command)
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
     return f"{settings.run_id}-{digest}"
 
@@ -220,7 +222,9 @@ def data_prep_args(settings: Settings) -> list[str]:
 def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
     region = aws_region_env(settings) if reads_from_s3(settings) else []
-    container = _container("prepare", image, ["python", "-m", "jobs.data.prepare"], data_prep_args(settings),
+    command, args = (list(settings.data_prep_command), []) if settings.data_prep_command else (
+        ["python", "-m", "jobs.data.prepare"], data_prep_args(settings))
+    container = _container("prepare", image, command, args,
                            SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
                            run_environment(settings) + region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
@@ -243,6 +247,16 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
         # Advertise the pod IP: peers reach it directly, without resolving the pod's hostname.
         "--local_addr=$(POD_IP)",
         rdzv_id_arg,
+        *training_target(settings),
+    ]
+
+
+def training_target(settings: Settings) -> list[str]:
+    """What torchrun runs in every worker: the stack's trainingCommand (its python dropped: torchrun starts
+    the interpreter), or the CIFAR-10 job."""
+    if settings.training_command:
+        return own_training.torchrun_target(list(settings.training_command))
+    return [
         "-m", "jobs.training.train",
         "--data", DATA_DIR,
         "--run-dir", run_dir(settings.run_id),
@@ -354,11 +368,16 @@ def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, 
     """`run_cost`: the wait's measure of the run (JSON text), which the Job keeps in the run's history."""
     volumes, mounts = _volumes(settings)
     directory = run_dir(settings.run_id)
-    args = ["--data", DATA_DIR, "--model", f"{directory}/{run_directory.MODEL}",
-            "--metrics-out", f"{directory}/{run_directory.METRICS}",
-            "--min-accuracy", str(settings.min_accuracy)] + (["--run-cost", run_cost] if run_cost is not None else [])
-    container = _container("evaluate", image, ["python", "-m", "jobs.results.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
-                           pull_policy(settings), run_environment(settings))
+    cost = ["--run-cost", run_cost] if run_cost is not None else []
+    gate = str(own_training.gate(settings))
+    # An own testCommand runs under the gate on the metric it writes (jobs.results.gate); else the CIFAR-10 evaluation.
+    command, args = (["python", "-m", "jobs.results.gate", "--metric", settings.gate_metric, "--min", gate, *cost],
+                     ["--", *settings.test_command]) if settings.test_command else (
+        ["python", "-m", "jobs.results.evaluate"],
+        ["--data", DATA_DIR, "--model", f"{directory}/{run_directory.MODEL}",
+         "--metrics-out", f"{directory}/{run_directory.METRICS}", "--min-accuracy", gate, *cost])
+    container = _container("evaluate", image, command, args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
+                           run_environment(settings))
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
 
