@@ -66,8 +66,13 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     saved = [r for r in records if r.get("event") in ("start", "checkpoint", "stop") and r.get("epochs_done") == done]
     if saved and total is not None and done < total:
         progress["imagesIntoEpoch"] = saved[-1].get("position", 0)
-    if "step" in latest:
-        progress["step"] = latest["step"]
+    # Steps: what a training script on elastic_training reports (its `progress` lines, its starts and its end).
+    stepped = [r for r in records if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool)]
+    if stepped:
+        progress["step"] = stepped[-1]["step"]
+    reported = [r for r in records if r.get("event") == "progress" and isinstance(r.get("loss"), (int, float))]
+    if reported and not epochs:
+        progress["loss"] = reported[-1]["loss"]
     if epochs:
         last = epochs[-1]
         progress.update(loss=last.get("loss"), accuracy=last.get("train_accuracy"),

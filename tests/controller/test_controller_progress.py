@@ -72,3 +72,25 @@ def test_the_run_dir_is_the_worker_containers_environment_not_its_arguments():
     assert progress.run_dir(elasticjob) == "/efs/runs/a"
     container["env"] = [{"name": "HOME", "value": "/tmp"}]
     assert progress.run_dir(elasticjob) is None
+
+
+def test_progress_of_a_script_on_the_library_is_its_steps(tmp_path):
+    """A training script on elastic_training (issue 38) reports steps, not epochs: its real history, written
+    by elastic_training.Run in one process, shows as the step reached and the last loss it logged."""
+    import os
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "runs" / "mine"
+    script = ("import elastic_training\n"
+              "run = elastic_training.Run(progress_every_seconds=0)\n"
+              "run.resume()\n"
+              "for step in range(7):\n"
+              "    run.log(step + 1, loss=1.0 / (step + 1))\n"
+              "    run.step_done(step + 1, lambda: {})\n"
+              "run.finish()\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+                   env={**os.environ, run_directory.RUN_DIR_ENV: str(run_dir)})
+    result = progress.read(worker_elasticjob(str(run_dir)), tmp_path)
+    assert result["step"] == 7 and result["loss"] == round(1 / 7, 6) and result["finished"] is True
+    assert result["epochs"] is None
