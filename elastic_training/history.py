@@ -11,7 +11,8 @@ seconds) and `event`; the fields each event carries:
 | progress | a training script reports a step (elastic_training.Run.log) | step, and its own numbers |
 | finished | model.pt is written | epochs |
 | failed | the run cannot go on (exit 3) | exit_code, reason |
-| evaluated | the test command ran | its metrics |
+| run-cost | the test Job, with the wait's measure of the run | its fields |
+| evaluated | the gate read an own testCommand's metric (jobs.results.gate) | metric, value, min |
 
 Readers ignore fields and events they do not know; a torn last line (a crash mid-append) is skipped.
 """
@@ -22,8 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-START, EPOCH, CHECKPOINT, STOP, PROGRESS, FINISHED, FAILED = (
-    "start", "epoch", "checkpoint", "stop", "progress", "finished", "failed")
+START, EPOCH, CHECKPOINT, STOP, PROGRESS, FINISHED, FAILED, RUN_COST, EVALUATED = (
+    "start", "epoch", "checkpoint", "stop", "progress", "finished", "failed", "run-cost", "evaluated")
 # A history is a few hundred bytes per epoch; a bigger file is read from its last MAX_BYTES.
 MAX_BYTES = 4 * 1024 * 1024
 

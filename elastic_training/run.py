@@ -15,7 +15,7 @@ step_done is where the workers agree, every quarter second, to checkpoint (every
 re-forming): all of them act after the same step, rank 0 saves the state the callable returns (with
 "step") atomically with its SHA-256, keeping the checkpoint before it, and on a stop every worker exits
 143, which the platform answers by replacing the pod without counting a failure. The machinery is the
-CIFAR-10 job's own: jobs.elastic.step_boundary, step_vote and stopping, jobs.training.checkpoint, and
+CIFAR-10 job's own: elastic_training.step_boundary, step_vote and stopping, jobs.training.checkpoint, and
 elastic_training.checkpoints.
 
 A failure a retry cannot fix (every checkpoint damaged, a non-finite loss, a full or read-only run
@@ -37,9 +37,9 @@ from pathlib import Path
 import torch
 
 from elastic_training import checkpoints, exit_codes, history, run_directory
+from elastic_training.step_boundary import StepBoundary
+from elastic_training.stopping import StopSignal
 from jobs import cli, termination
-from jobs.elastic.step_boundary import StepBoundary
-from jobs.elastic.stopping import StopSignal
 from jobs.training import checkpoint
 from jobs.training.distributed import (WorkerPlace, join_process_group, maxima_over_workers,
                                        wait_for_all_workers_on_cpu)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from elastic_training import exit_codes, run_directory
+from elastic_training import exit_codes, history, run_directory
 from jobs import cli
 from jobs.training import checkpoint
 
@@ -66,8 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = run_dir / run_directory.METRICS
     value = _metric(path, args.metric)
     if args.run_cost:
-        checkpoint.append_history(run_dir, {"event": "run-cost", **args.run_cost})
-    checkpoint.append_history(run_dir, {"event": "evaluated", "metric": args.metric, "value": value, "min": args.min})
+        checkpoint.append_history(run_dir, {"event": history.RUN_COST, **args.run_cost})
+    checkpoint.append_history(run_dir, {"event": history.EVALUATED, "metric": args.metric, "value": value, "min": args.min})
     if value < args.min:
         raise BelowGate(f"{args.metric} {value:g} in {path} is below the gate {args.min:g} (minGate)")
     log.info("%s %g reaches the gate %g", args.metric, value, args.min)
