@@ -66,7 +66,7 @@ def checkpoint_seconds(folder: Path, repeats: int = 7) -> dict[str, float]:
     model = WorkshopCNN()
     optimizer = build_optimizer(model, RunSettings("improved", 1, 128, 0.05, 0))
     payload = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epochs_done": 1}
-    path = folder / "checkpoint.pt"
+    path = folder / checkpoint.CHECKPOINT_NAME
     real_digest = checkpoint.content_digest
     timings: dict[str, list[float]] = {}
     for _ in range(repeats):

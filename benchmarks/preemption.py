@@ -122,7 +122,7 @@ def execute(run: Run, store: StoreServer, data_dir: Path, args) -> None:
     every = PREEMPT_EVERY_SECONDS * args.scale
     started = time.monotonic()
     run_torchrun_jobs([run.job], args.deadline, on_tick=lambda: _preempt(run, every, args.epochs), tick_seconds=0.2)
-    finished = (run.run_dir / "model.pt").exists()
+    finished = (run.run_dir / checkpoint.MODEL_NAME).exists()
     print(f"  {run.name}: {time.monotonic() - started:.0f} s, {len(run.preempted)} preemptions, "
           f"{'finished' if finished else 'NOT FINISHED (see ' + str(run.directory / 'logs') + ')'}", flush=True)
 

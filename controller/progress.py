@@ -4,8 +4,8 @@ jobs.training.train's rank 0 appends one JSON line per event to <run dir>/histor
 append_history; every line has `time`, Unix seconds): `start` (epochs_done, position, epochs,
 world_size, restart_count), `epoch` (epoch, loss, train_accuracy, images_per_second, seconds,
 world_size), `checkpoint` and `stop` (epochs_done, position: jobs/step_boundary.py), `finished`.
-The run directory is the worker's `--run-dir` argument (infra/specs/workloads.py training_args);
-the controller mounts the same volume read-only at the same path, and reads nothing outside it.
+The run directory is the worker container's ELASTIC_TRAINING_RUN_DIR (infra/specs/workloads.py sets it
+for any training command; elastic_training.run_directory); the controller mounts the same volume read-only at the same path, and reads nothing outside it.
 
 The history has no step counter: `imagesIntoEpoch` (the last saved position in the running epoch)
 says how far into an epoch the run is. `goodput` is the share of wall time, since the first start,
@@ -17,30 +17,24 @@ epoch time so far.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from controller.render import WORKER, WORKER_CONTAINER
-
-HISTORY_NAME = "history.jsonl"  # jobs/checkpoint.py HISTORY_NAME
-# A history is a few hundred bytes per epoch; a bigger file is not read whole.
-MAX_BYTES = 4 * 1024 * 1024
+from elastic_training import history, run_directory
 
 
 def run_dir(elasticjob: dict[str, Any]) -> str | None:
-    """The worker's --run-dir, or None."""
+    """The worker container's ELASTIC_TRAINING_RUN_DIR (run_directory.RUN_DIR_ENV, which the stack sets
+    whatever command the workers run), or None."""
     template = (((elasticjob.get("spec") or {}).get("replicaSpecs") or {}).get(WORKER) or {}).get("template") or {}
     for container in (template.get("spec") or {}).get("containers") or []:
         if container.get("name") != WORKER_CONTAINER:
             continue
-        args = [str(a) for a in container.get("args") or []]
-        for position, arg in enumerate(args):
-            if arg.startswith("--run-dir="):
-                return arg.partition("=")[2]
-            if arg == "--run-dir" and position + 1 < len(args):
-                return args[position + 1]
+        for variable in container.get("env") or []:
+            if variable.get("name") == run_directory.RUN_DIR_ENV and isinstance(variable.get("value"), str):
+                return variable["value"]
     return None
 
 
@@ -49,29 +43,14 @@ def history_file(elasticjob: dict[str, Any], shared_root: Path) -> Path | None:
     directory = run_dir(elasticjob)
     if not directory:
         return None
-    path = (Path(directory) / HISTORY_NAME).resolve()
+    path = (Path(directory) / run_directory.HISTORY).resolve()
     root = shared_root.resolve()
     return path if path.is_relative_to(root) else None
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The history's records; a torn last line (a crash mid-append) is skipped, as jobs/ reads it."""
-    try:
-        with open(path, "rb") as file:
-            size = file.seek(0, 2)
-            file.seek(max(0, size - MAX_BYTES))
-            text = file.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    records = []
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
+    """The history's records (its last history.MAX_BYTES); a torn last line (a crash mid-append) is skipped."""
+    return history.read(path, history.MAX_BYTES)
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -88,8 +67,13 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     saved = [r for r in records if r.get("event") in ("start", "checkpoint", "stop") and r.get("epochs_done") == done]
     if saved and total is not None and done < total:
         progress["imagesIntoEpoch"] = saved[-1].get("position", 0)
-    if "step" in latest:
-        progress["step"] = latest["step"]
+    # Steps: what a training script on elastic_training reports (its `progress` lines, its starts and its end).
+    stepped = [r for r in records if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool)]
+    if stepped:
+        progress["step"] = stepped[-1]["step"]
+    reported = [r for r in records if r.get("event") == "progress" and isinstance(r.get("loss"), (int, float))]
+    if reported and not epochs:
+        progress["loss"] = reported[-1]["loss"]
     if epochs:
         last = epochs[-1]
         progress.update(loss=last.get("loss"), accuracy=last.get("train_accuracy"),

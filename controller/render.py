@@ -32,18 +32,15 @@ from typing import Any
 
 from controller import exit_codes
 
-GROUP, VERSION, KIND, PLURAL = "elastic.pytorch.org", "v1alpha1", "ElasticJob", "elasticjobs"
-WORKER = "Worker"
-# The controller reads exit codes from this container only, as the archived one did
-# (pytorch/elastic api/v1alpha1/constants.go); it gets the rendezvous arguments.
-WORKER_CONTAINER = "elasticjob-worker"
-# On the Job and on every pod: which ElasticJob they belong to (the watches select by it).
-ELASTICJOB_LABEL = "elastic.pytorch.org/elasticjob"
+# The ElasticJob's names, the container the exit codes are read from, the label on the Job and every
+# pod (the watches select by it): the platform's contract (elastic_training.elasticjob).
+from elastic_training.elasticjob import (ELASTICJOB_LABEL, GROUP, KIND, PLURAL, SPEC_HASH_ANNOTATION,  # noqa: F401
+                                         VERSION, WORKER, WORKER_CONTAINER)
+
 # The archived controller's labels that still mean something (kubeflow/common job_controller.go
 # GenLabels, pod.go createNewPod); `replica-index` is now the Job's batch.kubernetes.io/job-completion-index
 # and `job-name` is set by the Job controller itself (to the Job's name, which is the ElasticJob's).
 COMPATIBLE_LABELS = {"group-name": GROUP, "replica-type": "worker"}
-SPEC_HASH_ANNOTATION = "elastic.pytorch.org/spec-hash"
 # Retries of one worker index for exits the table counts (1, 137 OOM, ...) when spec.backoffLimit is
 # not given. Our choice: a transient fault twice more, not a crash loop for hours.
 DEFAULT_BACKOFF_LIMIT_PER_INDEX = 2

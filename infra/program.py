@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pulumi
 
+from elastic_training import run_directory
 from infra.components.addons import Addons, AddonsArgs
 from infra.components.artifacts import Artifacts, ArtifactsArgs, run_prefix
 from infra.components.capacity import WorkerCapacity, WorkerCapacityArgs
@@ -84,7 +85,7 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     if is_gpu_stack(settings):
         gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, capacity.node_pool)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
-        settings, cluster.provider, cluster.kubeconfig, registry.image_ref,
+        settings, cluster.provider, cluster.kubeconfig, registry.workload_image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,
         prerequisites=[storage.claim, storage.csi_driver, elastic.crd, controller.deployment, elastic.store,
                        addons.metrics_server, capacity.node_pool, *gpu_support],
@@ -97,8 +98,8 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
         "repositoryUrl": registry.repository_url,
         "efsFileSystemId": storage.file_system_id,
         "artifactsBucket": artifacts.bucket_name,
-        "modelUri": pulumi.Output.concat(results, "/model.pt"),
-        "metricsUri": pulumi.Output.concat(results, "/metrics.json"),
+        "modelUri": pulumi.Output.concat(results, "/", run_directory.MODEL),
+        "metricsUri": pulumi.Output.concat(results, "/", run_directory.METRICS),
         **_run_outputs(settings, workloads, "kubectl"),
     }
     outputs["commands"]["exportLogs"] = f"kubectl logs -n {settings.namespace} job/{workload_specs.names(settings.run_id).export}"

@@ -149,7 +149,7 @@ def command_reference(name: str) -> str:
 
 # The jobs' reference blocks in docs/commands/jobs.md, by block name: the module under jobs/.
 JOBS = {"prepare": "data.prepare", "train": "training.train", "evaluate": "results.evaluate", "export": "results.export",
-        "store_server": "elastic.store_server"}
+        "store_server": "elastic.store_server", "gate": "results.gate"}
 
 
 def job_reference(name: str) -> str:

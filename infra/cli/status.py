@@ -65,7 +65,9 @@ def lines(elasticjob: dict[str, Any]) -> list[str]:
                    f"{workers.get('failed', 0)} failed")
     progress = status.get("progress")
     if progress:
-        parts = [f"epoch {progress.get('epoch')}/{progress.get('epochs')}"]
+        # A run by epochs (the CIFAR-10 job), or by steps (a script on elastic_training: no epoch count).
+        parts = ([f"epoch {progress.get('epoch')}/{progress.get('epochs')}"] if progress.get("epochs") is not None
+                 else [f"step {progress.get('step')}"] if progress.get("step") is not None else [])
         if progress.get("imagesIntoEpoch"):
             parts.append(f"{progress['imagesIntoEpoch']} images into the next")
         if progress.get("loss") is not None:

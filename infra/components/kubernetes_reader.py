@@ -15,7 +15,9 @@ from typing import Any, Callable
 
 from infra.components import rendezvous_health
 from infra.specs.workloads import WORKER_CONTAINER  # the controller reads exit codes from it only
-ELASTICJOB_GROUP, ELASTICJOB_VERSION, ELASTICJOB_PLURAL = "elastic.pytorch.org", "v1alpha1", "elasticjobs"
+from elastic_training.elasticjob import GROUP as ELASTICJOB_GROUP
+from elastic_training.elasticjob import PLURAL as ELASTICJOB_PLURAL
+from elastic_training.elasticjob import VERSION as ELASTICJOB_VERSION
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from infra.components.naming import aws_tags, component_type
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the image is built from; the tag is a hash of exactly these files.
-IMAGE_INPUTS = ("images", "jobs", ".dockerignore")
+IMAGE_INPUTS = ("images", "elastic_training", "jobs", "controller", ".dockerignore")
 # Relative to the project root (the provider's working directory): identical in every checkout.
 BUILD_CONTEXT = "."
 DOCKERFILE = "images/Dockerfile"
@@ -52,6 +52,10 @@ DOCKERFILE = "images/Dockerfile"
 # with at most 2 wildcards, 1 to 5 filters per repository.
 CONTENT_TAG_PREFIX = "src-"
 CONTENT_TAG_FILTER = f"{CONTENT_TAG_PREFIX}*"
+# imageContext's image (the user's own): tagged by its folder's content; its Dockerfile gets our image's
+# digest-pinned reference as this build argument (`ARG ELASTIC_TRAINING_IMAGE` then `FROM ${ELASTIC_TRAINING_IMAGE}`).
+OWN_TAG_PREFIX = "own-"
+OWN_IMAGE_BASE_ARG = "ELASTIC_TRAINING_IMAGE"
 
 LIFECYCLE_POLICY = json.dumps({"rules": [
     {"rulePriority": 1, "description": "Expire untagged images after 7 days",
@@ -63,10 +67,10 @@ LIFECYCLE_POLICY = json.dumps({"rules": [
 ]})
 
 
-def source_digest(root: Path = REPO_ROOT) -> str:
+def source_digest(root: Path = REPO_ROOT, inputs: tuple[str, ...] = IMAGE_INPUTS) -> str:
     """A short hash of the image's build inputs (paths and contents, caches ignored)."""
     digest = hashlib.sha256()
-    for entry in IMAGE_INPUTS:
+    for entry in inputs:
         path = root / entry
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.exists() else []
         for file in files:
@@ -80,6 +84,12 @@ def content_tag(root: Path = REPO_ROOT, variant: str = "cpu") -> str:
     """The tag the image is pushed under: the same sources and torch variant give the same tag,
     from any path; the CPU and CUDA builds of the same sources get different tags."""
     return f"{CONTENT_TAG_PREFIX}{source_digest(root)}-{variant}"
+
+
+def own_tag(image_context: str, variant: str, root: Path = REPO_ROOT) -> str:
+    """imageContext's tag: its folder's content and our image's (its base), so that a rebuilt base is a
+    new tag (the repository's tags outside src-* are immutable)."""
+    return f"{OWN_TAG_PREFIX}{source_digest(root, (image_context,))}-{source_digest(root)}-{variant}"
 
 
 def build_args(variant: str) -> dict[str, str]:
@@ -139,4 +149,25 @@ class Registry(pulumi.ComponentResource):
                 opts=child)
             self.image_ref = pulumi.Output.concat(repository.repository_url, "@", image.digest)
 
-        self.register_outputs({"repositoryUrl": self.repository_url, "imageRef": self.image_ref})
+        # The workloads' image: the user's own (imageContext, typically FROM ours) or ours. The
+        # controller and the rendezvous store always run ours.
+        self.workload_image_ref = self.image_ref
+        if settings.image_context:
+            auth = aws.ecr.get_authorization_token_output(registry_id=repository.registry_id)
+            own = docker_build.Image(
+                f"{name}-own-image",
+                context=docker_build.BuildContextArgs(location=settings.image_context),
+                dockerfile=docker_build.DockerfileArgs(location=f"{settings.image_context}/Dockerfile"),
+                platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
+                build_args={OWN_IMAGE_BASE_ARG: self.image_ref},
+                tags=[pulumi.Output.concat(repository.repository_url, ":",
+                                           own_tag(settings.image_context, image_variant(settings)))],
+                push=True,
+                build_on_preview=False,
+                registries=[docker_build.RegistryArgs(address=repository.repository_url,
+                                                      username=auth.user_name, password=auth.password)],
+                opts=child)
+            self.workload_image_ref = pulumi.Output.concat(repository.repository_url, "@", own.digest)
+
+        self.register_outputs({"repositoryUrl": self.repository_url, "imageRef": self.image_ref,
+                               "workloadImageRef": self.workload_image_ref})

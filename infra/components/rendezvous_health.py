@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from elastic_training import exit_codes
 from infra.specs.elastic import STORE_NAME, STORE_SELECTOR, rendezvous_endpoint
 from infra.specs.workloads import WORKER_CONTAINER
 
@@ -27,7 +28,7 @@ DEPLOYMENT = STORE_NAME
 # store back within that never ends a run. The store has no volume: a pod whose node died is
 # replaced on any system node in any zone after its 30 s toleration, plus the image's pull there.
 STORE_DOWN_SECONDS = 15 * 60
-GAVE_UP_CODE = 138  # jobs/torchrun.py EXIT_STORE_UNAVAILABLE
+GAVE_UP_CODE = exit_codes.STORE_UNAVAILABLE  # 138: jobs.elastic.torchrun gave up on the store
 
 
 @dataclass(frozen=True)

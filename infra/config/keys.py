@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from infra import versions
 from infra.aws import gpu_instances, instance_shapes, nvidia_gpus
-from infra.config import image_reference
+from infra.config import image_reference, own_training
 from infra.config.parsers import PARSERS, QUANTITY, parse_decimal, parse_optional_usd
 
 PROJECT = "elastic-training"
@@ -359,6 +359,28 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Ceiling in US dollars on the worker-node cost of a training run (node-hours x price, docs/costs.md): "
               "the wait stops the run once its running estimate passes it. Empty: no ceiling.",
               _positive_or_none, parse=parse_optional_usd),
+    # Your own training (infra/config/own_training.py); empty is today's CIFAR-10 job.
+    ConfigKey("trainingCommand", "training_command", "array", [],
+              "What every training worker runs under torchrun (jobs.elastic.agent), as a list: "
+              '["python", "-m", "mytrain", "--steps", "5"] or ["python", "train.py", ...]. Empty: the CIFAR-10 job.',
+              own_training.training_command_rule, parse=own_training.parse_training_command),
+    ConfigKey("imageContext", "image_context", "string", "",
+              "A folder of the project with a Dockerfile (typically FROM the project's image, passed as the build "
+              "argument ELASTIC_TRAINING_IMAGE): the stack builds it and the workloads run it (target eks only). "
+              "Empty: the project's image.", own_training.image_context_rule),
+    ConfigKey("dataPrepCommand", "data_prep_command", "array", [],
+              "The data-prep Job's command, as a list; it writes to $ELASTIC_TRAINING_DATA_DIR. Empty: the "
+              "CIFAR-10 preparation (dataSource).", own_training.command_rule, parse=own_training.parse_command),
+    ConfigKey("testCommand", "test_command", "array", [],
+              "The test Job's command, as a list; it writes $ELASTIC_TRAINING_RUN_DIR/metrics.json, whose gateMetric "
+              "must reach minGate. Empty: the CIFAR-10 evaluation.", own_training.command_rule,
+              parse=own_training.parse_command),
+    ConfigKey("gateMetric", "gate_metric", "string", "accuracy",
+              "The key of the run's metrics.json the test Job's gate reads.", own_training.gate_metric_rule),
+    ConfigKey("minGate", "min_gate", "string", "",
+              "The least value of gateMetric that passes the gate (a decimal); below it the test Job, and so "
+              "`pulumi up`, fails. Empty: minAccuracy's.", own_training.min_gate_rule,
+              parse=own_training.parse_optional_decimal),
 )
 
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}

@@ -11,6 +11,7 @@ from typing import Any
 from infra import versions
 from infra.aws import gpu_instances
 from infra.config.capacity import check_capacity
+from infra.config import own_training
 from infra.config.errors import ConfigError
 from infra.config.images import pins_the_image
 from infra.config.node_fit import check_side_jobs_fit, check_worker_fits
@@ -49,6 +50,7 @@ def check_relations(v: dict[str, Any]) -> list[str]:
     if v["target"] == EKS:
         _check_existing_only_keys(v)
     _check_image_variant(v)
+    own_training.check_own_training(v, p, EKS)
     _check_eks_image_by_digest(v)
     _check_gpu_worker_fits(v)
     check_capacity(v)

@@ -71,6 +71,12 @@ class Settings:
     worker_memory: str
     job_timeout_minutes: int
     max_run_cost_usd: float | None
+    training_command: tuple[str, ...]
+    image_context: str
+    data_prep_command: tuple[str, ...]
+    test_command: tuple[str, ...]
+    gate_metric: str
+    min_gate: float | None
     warnings: tuple[str, ...] = ()
 
 
@@ -121,7 +127,8 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
         warnings.append(
             f"config {PROJECT}:apiAllowedCidrs includes 0.0.0.0/0: the Kubernetes API endpoint is reachable "
             "from the whole internet (still authenticated by IAM); list your own ranges to close it")
-    for field in ("api_allowed_cidrs", "cluster_admin_arns", "node_instance_types"):
+    for field in ("api_allowed_cidrs", "cluster_admin_arns", "node_instance_types", "training_command",
+                  "data_prep_command", "test_command"):
         values[field] = tuple(values[field])
     return Settings(project=PROJECT, stack=stack, region=region, warnings=tuple(warnings), **values)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from elastic_training.elasticjob import GROUP, JOB_LABEL, PLURAL, TRAINING_COMPONENT
 from infra import versions
 from infra.specs import rendezvous_store
 from infra.specs.labels import PART_OF, common_labels
@@ -34,8 +35,7 @@ CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-cr
 STORE_SELECTOR = {"app.kubernetes.io/name": STORE_NAME}
 # Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
 # onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
-TRAINING_COMPONENT = "training"
-JOB_LABEL = "elastic-training/job"
+# JOB_LABEL and TRAINING_COMPONENT: the platform's contract (elastic_training.elasticjob).
 TRAINING_PODS = {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT},
                  "matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]}
 
@@ -105,9 +105,9 @@ def controller_role_rules() -> list[dict[str, Any]]:
     blockOwnerDeletion needs it where the OwnerReferencesPermissionEnforcement admission plugin runs
     (Kubernetes docs, "Admission Control": OwnerReferencesPermissionEnforcement)."""
     return [
-        {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs"], "verbs": ["get", "list", "watch", "delete"]},
-        {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/status"], "verbs": ["get", "patch"]},
-        {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch", "delete"]},
+        {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": [GROUP], "resources": [f"{PLURAL}/finalizers"], "verbs": ["update"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},

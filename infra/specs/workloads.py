@@ -11,7 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib
+from elastic_training import run_directory
+from elastic_training.elasticjob import API_VERSION, KIND, RUN_LABEL, WORKER, WORKER_CONTAINER
+from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib, own_training
 from infra.specs import capacity, gpu
 from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
@@ -21,8 +23,8 @@ from infra.specs.suppressions import annotate, pinned_by_tag
 MOUNT_PATH = "/efs-shared"
 DATA_ROOT = f"{MOUNT_PATH}/data"
 DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
-WORKER_CONTAINER = "elasticjob-worker"  # the controller reads exit codes from this container name only
-RUN_LABEL = "elastic-training/run"
+# WORKER_CONTAINER (the controller reads exit codes from this container name only) and RUN_LABEL: the
+# contract's (elastic_training.elasticjob).
 # JOB_LABEL ("elastic-training/job") comes from elastic.py: its NetworkPolicies admit pods by it.
 # The worker pod runs jobs.elastic.agent: torchrun, with SIGTERM (an eviction) turned into exit code 143,
 # which the controller retries (see jobs/elastic/agent.py).
@@ -69,6 +71,14 @@ def run_dir(run_id: str) -> str:
     return f"{MOUNT_PATH}/runs/{run_id}"
 
 
+def run_environment(settings: Settings) -> list[dict[str, Any]]:
+    """Where this run's directory and the prepared data are (elastic_training.run_directory): every
+    workload's container gets them, whatever command it runs; the controller reads the run directory
+    from the worker container's (controller/progress.py)."""
+    return [{"name": run_directory.RUN_DIR_ENV, "value": run_dir(settings.run_id)},
+            {"name": run_directory.DATA_DIR_ENV, "value": DATA_ROOT}]
+
+
 def rendezvous_id(settings: Settings, image: str) -> str:
     """torchrun's rendezvous id: the run id plus a hash of everything that shapes the training pods.
 
@@ -79,6 +89,8 @@ def rendezvous_id(settings: Settings, image: str) -> str:
              "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
              "memory": settings.worker_memory, "deadline": settings.job_timeout_minutes,
              "checkpoint": settings.checkpoint_every_seconds, "grace": settings.worker_grace_seconds}
+    if settings.training_command:  # only when set: the CIFAR-10 job's runs keep their ids
+        shape["command"] = list(settings.training_command)
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
     return f"{settings.run_id}-{digest}"
 
@@ -210,8 +222,11 @@ def data_prep_args(settings: Settings) -> list[str]:
 def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
     region = aws_region_env(settings) if reads_from_s3(settings) else []
-    container = _container("prepare", image, ["python", "-m", "jobs.data.prepare"], data_prep_args(settings),
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), region)
+    command, args = (list(settings.data_prep_command), []) if settings.data_prep_command else (
+        ["python", "-m", "jobs.data.prepare"], data_prep_args(settings))
+    container = _container("prepare", image, command, args,
+                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
+                           run_environment(settings) + region)
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
     return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
 
@@ -232,6 +247,16 @@ def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
         # Advertise the pod IP: peers reach it directly, without resolving the pod's hostname.
         "--local_addr=$(POD_IP)",
         rdzv_id_arg,
+        *training_target(settings),
+    ]
+
+
+def training_target(settings: Settings) -> list[str]:
+    """What torchrun runs in every worker: the stack's trainingCommand (its python dropped: torchrun starts
+    the interpreter), or the CIFAR-10 job."""
+    if settings.training_command:
+        return own_training.torchrun_target(list(settings.training_command))
+    return [
         "-m", "jobs.training.train",
         "--data", DATA_DIR,
         "--run-dir", run_dir(settings.run_id),
@@ -272,7 +297,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     name = names(settings.run_id).training
     labels = _labels(TRAINING_COMPONENT, name, settings.run_id)
     volumes, mounts = _volumes(settings, shm=True)
-    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}, *run_environment(settings)]
     worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
                         settings.worker_cpu, settings.worker_memory, mounts, pull_policy(settings), env)
     gpus = gpus_per_node(settings)
@@ -290,8 +315,8 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
         template_metadata["annotations"] = capacity.worker_pod_annotations()
     # Our controller never writes the spec (controller/reconcile.py), so a refresh finds it as written.
     return annotate({
-        "apiVersion": "elastic.pytorch.org/v1alpha1",
-        "kind": "ElasticJob",
+        "apiVersion": API_VERSION,
+        "kind": KIND,
         "metadata": {"name": name, "namespace": settings.namespace, "labels": labels,
                      # Completion is awaited by the ElasticJobCompletion resource, which can tell a
                      # failed worker from a deadline; the provider's generic await cannot.
@@ -309,7 +334,7 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
             # and one here would never reach it: its Go type reads the run policy from the key
             # "RunPolicy" (a named `json:",inline"` field, which Go's JSON inlines only when embedded)
             # and its write-back drops the key (tests/elasticjob_writeback.py).
-            "replicaSpecs": {"Worker": {
+            "replicaSpecs": {WORKER: {
                 "replicas": settings.workers,
                 # The pods' restartPolicy comes from here (ExitCode -> Never, kubeflow/common pod.go
                 # setRestartPolicy); one in the template would be overridden, with a warning event.
@@ -343,10 +368,16 @@ def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, 
     """`run_cost`: the wait's measure of the run (JSON text), which the Job keeps in the run's history."""
     volumes, mounts = _volumes(settings)
     directory = run_dir(settings.run_id)
-    args = ["--data", DATA_DIR, "--model", f"{directory}/model.pt", "--metrics-out", f"{directory}/metrics.json",
-            "--min-accuracy", str(settings.min_accuracy)] + (["--run-cost", run_cost] if run_cost is not None else [])
-    container = _container("evaluate", image, ["python", "-m", "jobs.results.evaluate"], args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts,
-                           pull_policy(settings))
+    cost = ["--run-cost", run_cost] if run_cost is not None else []
+    gate = str(own_training.gate(settings))
+    # An own testCommand runs under the gate on the metric it writes (jobs.results.gate); else the CIFAR-10 evaluation.
+    command, args = (["python", "-m", "jobs.results.gate", "--metric", settings.gate_metric, "--min", gate, *cost],
+                     ["--", *settings.test_command]) if settings.test_command else (
+        ["python", "-m", "jobs.results.evaluate"],
+        ["--data", DATA_DIR, "--model", f"{directory}/{run_directory.MODEL}",
+         "--metrics-out", f"{directory}/{run_directory.METRICS}", "--min-accuracy", gate, *cost])
+    container = _container("evaluate", image, command, args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
+                           run_environment(settings))
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
 

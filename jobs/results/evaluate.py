@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from elastic_training import run_directory
 from jobs import cli
 from jobs.training import checkpoint
 from jobs.data import cifar as data
@@ -129,7 +130,7 @@ def write_json_atomically(payload: dict, path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cli.configure_logging()
-    metrics_path = args.metrics_out or args.model.parent / "metrics.json"
+    metrics_path = args.metrics_out or args.model.parent / run_directory.METRICS
     test = data.load_split(args.data, "test", data_record.read(args.data) if args.data.is_dir() else None)
     if test.synthetic:
         log.warning("WARNING: %s holds SYNTHETIC images, not CIFAR-10: this accuracy says nothing about CIFAR-10", args.data)

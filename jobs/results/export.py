@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from elastic_training import run_directory
 from jobs import cli
 
 log = logging.getLogger(__name__)
 
-REQUIRED = ("model.pt", "metrics.json")
-OPTIONAL = ("history.jsonl",)
+REQUIRED = (run_directory.MODEL, run_directory.METRICS)
+OPTIONAL = (run_directory.HISTORY,)
 # Bucket names: 3-63 lowercase letters, digits, '.', '-' (S3 bucket naming rules); the prefix is optional.
 DEST = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(/(?P<prefix>[^\s]*))?")
 

@@ -31,12 +31,15 @@ import torch
 
 from jobs.cli import VOLUME_ERRNOS, RunCannotContinue, volume_error
 
-CHECKPOINT_NAME = "checkpoint.pt"
-PREVIOUS_CHECKPOINT_NAME = "checkpoint.previous.pt"
-REJECTED_CHECKPOINT_NAME = "checkpoint.rejected.pt"  # a checkpoint that failed its check, kept to look at
+from elastic_training import run_directory
+
+# The run directory's names are the platform's contract (elastic_training.run_directory).
+CHECKPOINT_NAME = run_directory.CHECKPOINT
+PREVIOUS_CHECKPOINT_NAME = run_directory.PREVIOUS_CHECKPOINT
+REJECTED_CHECKPOINT_NAME = run_directory.REJECTED_CHECKPOINT  # a checkpoint that failed its check, kept to look at
 DIGEST_KEY = "content_sha256"
-MODEL_NAME = "model.pt"
-HISTORY_NAME = "history.jsonl"
+MODEL_NAME = run_directory.MODEL
+HISTORY_NAME = run_directory.HISTORY
 _TEMPORARY_MARK = ".tmp-"
 
 

@@ -8,7 +8,8 @@ epoch boundary, the only kind of checkpoint older versions wrote (they have no `
 Rank 0 writes it at the end of every epoch, every `--checkpoint-every-seconds` of training, and
 when the workers stop on SIGTERM (jobs.elastic.stopping). The one before it stays as
 checkpoint.previous.pt: a checkpoint that fails its content check (jobs.training.checkpoint) is never
-trained from; the run resumes from the previous one, with one line saying which file and why.
+trained from; the run resumes from the previous one, with one line saying which file and why
+(elastic_training.checkpoints, which elastic_training.Run uses too).
 
 An epoch-end checkpoint also carries that epoch's history line, so a worker killed between the
 checkpoint's rename and its history line leaves nothing missing: the next start writes the line.
@@ -21,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from elastic_training import checkpoints
 from jobs import cli
 from jobs.training import checkpoint
 
@@ -44,36 +46,14 @@ class SavedState:
     rejected: tuple[str, ...] = ()  # why each newer checkpoint was refused
 
 
-def _newest_valid(run_dir: Path) -> tuple[dict, Path, tuple[str, ...]] | None:
-    """The newest checkpoint that passes its check, or None when there is none at all; a run
-    directory whose every checkpoint fails its check is refused (exit 3): starting over silently
-    would throw the run's work away, and training from a damaged one would train on garbage."""
-    candidates = [run_dir / checkpoint.CHECKPOINT_NAME, run_dir / checkpoint.PREVIOUS_CHECKPOINT_NAME]
-    rejected = []
-    for path in candidates:
-        if not path.exists():
-            continue
-        try:
-            return checkpoint.load(path, "checkpoint"), path, tuple(rejected)
-        except checkpoint.CorruptFile as error:
-            log.warning("WARNING: %s; trying the checkpoint before it", error)
-            rejected.append(str(error))
-    if rejected:
-        raise checkpoint.CorruptFile(
-            f"no usable checkpoint in {run_dir}: {'; '.join(rejected)}. Move the checkpoint files away to "
-            "start the run over, or pass a new --run-dir"
-        )
-    return None
-
-
 def read_checkpoint(run_dir: Path, settings, num_images: int) -> SavedState | None:
     """The saved state and where it stands, or None without a checkpoint. `settings` is the
     run's RunSettings: a checkpoint of other settings, or of a data set of another size (its
     positions would point at other images), is refused with one line."""
-    found = _newest_valid(run_dir)
+    found = checkpoints.newest_checkpoint(run_dir)
     if found is None:
         return None
-    saved, path, rejected = found
+    saved, path, rejected = found.state, found.path, found.rejected
     saved_settings = saved.get("settings", {})
     differences = [
         f"{name} {saved_settings.get(name)!r} there, {value!r} now"
@@ -94,12 +74,9 @@ def read_checkpoint(run_dir: Path, settings, num_images: int) -> SavedState | No
 
 
 def set_rejected_aside(run_dir: Path, saved: SavedState | None) -> None:
-    """After a fallback, the refused checkpoint.pt becomes checkpoint.rejected.pt (kept to look at):
-    the next save must not make it the fallback. Rank 0 only, once every worker has read."""
-    if saved is not None and saved.rejected and saved.path.name != checkpoint.CHECKPOINT_NAME:
-        bad = run_dir / checkpoint.CHECKPOINT_NAME
-        if bad.exists():
-            bad.replace(run_dir / checkpoint.REJECTED_CHECKPOINT_NAME)
+    """After a fallback, the refused checkpoint.pt is set aside (elastic_training.checkpoints)."""
+    if saved is not None:
+        checkpoints.set_rejected_aside(run_dir, checkpoints.Found(saved.state, saved.path, saved.rejected))
 
 
 def recover_epoch_line(run_dir: Path, saved: SavedState | None) -> bool:
@@ -119,7 +96,8 @@ def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, nu
                     epoch_record: dict | None = None) -> None:
     """`epoch_record`: the history line of the epoch this checkpoint ends (see recover_epoch_line)."""
     extra = {"epoch_record": epoch_record} if epoch_record is not None else {}
-    checkpoint.save_atomically(
+    checkpoints.save_checkpoint(
+        run_dir,
         {
             **extra,
             "settings": asdict(settings),
@@ -131,8 +109,6 @@ def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, nu
             "optimizer": optimizer.state_dict(),
             "normalization": normalization.to_dict(),
         },
-        run_dir / checkpoint.CHECKPOINT_NAME,
-        keep_previous=True,
     )
 
 

@@ -65,8 +65,8 @@ from jobs.training.progress import (
 from jobs.training.recipes import RECIPES, RunSettings, build_optimizer
 from jobs.training.runtime import choose_device, configure_cpu_threads
 from jobs.training.sample_trace import SampleTrace
-from jobs.elastic.step_boundary import StepBoundary
-from jobs.elastic.stopping import StopSignal
+from elastic_training.step_boundary import StepBoundary
+from elastic_training.stopping import StopSignal
 from jobs.data.transforms import Normalization
 
 log = logging.getLogger("jobs.training.train")

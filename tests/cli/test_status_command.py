@@ -58,3 +58,10 @@ def test_bad_input_is_one_line(capsys, argv, says, code):
     assert status.main(argv) == code
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_progress_of_a_run_by_steps():
+    """A script on elastic_training has no epoch count: its progress is the step reached (issue 38)."""
+    job_status = {"conditions": [condition("Running")],
+                  "progress": {"epoch": 0, "epochs": None, "step": 1200, "loss": 0.31234, "finished": False}}
+    assert status.lines({"metadata": META, "status": job_status})[1] == "progress: step 1200, loss 0.3123"

@@ -23,6 +23,7 @@ from control_plane import ControlPlane
 from kube import apply, delete, wait_established, wait_until
 from cluster_nodes import KWOK_ANNOTATION
 from controller import render
+from elastic_training import run_directory
 from infra.specs import elastic
 from infra.specs.security import container_security_context, pod_security_context, pod_security_labels
 
@@ -125,6 +126,7 @@ def elasticjob(name: str, ns: str, replicas: int = 2, low: int = 1, high: int = 
     """An ElasticJob whose workers kwok runs for `run_for`, then ends 0; restricted-compliant."""
     container = {"name": render.WORKER_CONTAINER, "image": IMAGE, "command": ["python", "-m", "jobs.elastic.agent"],
                  "args": ["--rdzv_backend=reconnecting-c10d", "-m", "jobs.training.train", "--run-dir", run_dir],
+                 "env": [{"name": run_directory.RUN_DIR_ENV, "value": run_dir}],
                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
                  "securityContext": container_security_context()}
     template = {"metadata": {"labels": {"app.kubernetes.io/component": "training", elastic.JOB_LABEL: name},

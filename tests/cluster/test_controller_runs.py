@@ -58,7 +58,7 @@ def test_a_worker_ending_143_is_replaced_not_counted_and_the_run_goes_on(running
     first = h.running_pods(plane, NS, "preempted", 2)
     victim = next(p for p in first if p["metadata"]["labels"][render.ELASTICJOB_LABEL] == "preempted"
                   and p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0")
-    h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.SIGTERM_EXIT)
+    h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.TERMINATED)
 
     def replacement():
         for pod in h.pods(plane, NS, "preempted"):

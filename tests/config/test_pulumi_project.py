@@ -382,8 +382,9 @@ def test_a_list_key_through_the_command_line_is_where_synth_is_looser(key):
     """The one known difference, pinned so it stays visible: synth's `-c KEY=[...]` takes a JSON list,
     while the CLI stores any `-c`/`config set` text as a string and refuses it for an array key. The
     README shows lists only through `--path` (checked above), never as `-c` JSON."""
-    text = {"apiAllowedCidrs": '["203.0.113.0/24"]', "nodeInstanceTypes": '["c5.4xlarge", "c5a.4xlarge"]'}.get(
-        key.name, '["arn:aws:iam::123456789012:role/admin"]')
+    text = {"apiAllowedCidrs": '["203.0.113.0/24"]', "nodeInstanceTypes": '["c5.4xlarge", "c5a.4xlarge"]',
+            "trainingCommand": '["python", "-m", "mytrain"]', "dataPrepCommand": '["python", "-m", "myprep"]',
+            "testCommand": '["python", "-m", "mytest"]'}.get(key.name, '["arn:aws:iam::123456789012:role/admin"]')
     assert ours_accepts(apply_overrides({}, [f"{key.name}={text}"]))
     assert not validate_config_value("array", {"type": "string"}, value_from_command_line(text).content())
     item = text[2:-2]  # the README's way: pulumi config set --path 'KEY[0]' ITEM

@@ -1,25 +1,28 @@
-"""The controller's exit-code table and the numbers jobs/ exits with are the same contract."""
+"""The controller's exit-code table is the contract's (elastic_training.exit_codes), and so are the
+numbers jobs/ exits with."""
 
 from __future__ import annotations
 
 import pytest
 
 from controller import exit_codes
+from elastic_training import exit_codes as contract
 from jobs import cli
 from jobs import exit_codes as jobs_exit_codes
 from jobs.elastic import agent, stopping, torchrun
 
 
-def test_retryable_codes_are_the_ones_the_workers_exit_with_when_stopped_from_outside():
-    assert agent.EXIT_STOPPED_FROM_OUTSIDE == stopping.EXIT_STOPPED == exit_codes.SIGTERM_EXIT
-    assert torchrun.EXIT_STORE_UNAVAILABLE == exit_codes.STORE_UNREACHABLE_EXIT
-    assert cli.EXIT_USAGE == exit_codes.USAGE_EXIT
+def test_the_codes_the_workers_exit_with_when_stopped_from_outside_are_the_contracts():
+    assert agent.EXIT_STOPPED_FROM_OUTSIDE == stopping.EXIT_STOPPED == contract.TERMINATED == 143
+    assert torchrun.EXIT_STORE_UNAVAILABLE == contract.STORE_UNAVAILABLE == 138
+    assert cli.EXIT_USAGE == contract.USAGE == 2
 
 
-def test_the_controllers_table_is_the_jobs_table():
-    """jobs/exit_codes.py is the one table the workers exit by; the controller's podFailurePolicy reads these."""
-    assert set(exit_codes.PERMANENT) == jobs_exit_codes.PERMANENT
-    assert set(exit_codes.RETRYABLE) == jobs_exit_codes.REPLACED_NOT_COUNTED
+def test_the_controller_and_the_jobs_read_the_one_table():
+    """No copy: both modules hand out the contract's own objects."""
+    assert exit_codes.PERMANENT is contract.PERMANENT is jobs_exit_codes.PERMANENT
+    assert exit_codes.RETRYABLE is contract.RETRYABLE is jobs_exit_codes.RETRYABLE
+    assert exit_codes.meaning is contract.meaning
 
 
 @pytest.mark.parametrize("code, disrupted, meaning", [

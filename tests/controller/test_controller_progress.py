@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from controller import progress
+from elastic_training import run_directory
 from jobs.training import checkpoint
 
 
 def worker_elasticjob(run_dir: str) -> dict:
     return {"spec": {"replicaSpecs": {"Worker": {"template": {"spec": {"containers": [
-        {"name": "elasticjob-worker", "args": ["--nnodes=1:2", "-m", "jobs.training.train", "--run-dir", run_dir, "--epochs", "4"]}]}}}}}}
+        {"name": "elasticjob-worker", "args": ["--nnodes=1:2", "-m", "mytrain", "--epochs", "4"],
+         "env": [{"name": "HOME", "value": "/tmp"}, {"name": run_directory.RUN_DIR_ENV, "value": run_dir}]}]}}}}}}
 
 
 def write_history(run_dir: Path, records: list[dict]) -> None:
@@ -60,10 +62,38 @@ def test_no_history_no_run_dir_no_mount(tmp_path):
     assert progress.read(worker_elasticjob(str(tmp_path)), None) is None
 
 
-def test_run_dir_in_equals_form():
-    elasticjob = worker_elasticjob("x")
-    elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"] = ["--run-dir=/efs/runs/a"]
+def test_the_run_dir_is_the_worker_containers_environment_not_its_arguments():
+    """Any training command: the controller reads ELASTIC_TRAINING_RUN_DIR, never --run-dir out of the
+    arguments (issue 38; a user's script has no such option)."""
+    elasticjob = worker_elasticjob("/efs/runs/a")
     assert progress.run_dir(elasticjob) == "/efs/runs/a"
+    container = elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["args"] = ["-m", "jobs.training.train", "--run-dir", "/efs/runs/b"]
+    assert progress.run_dir(elasticjob) == "/efs/runs/a"
+    container["env"] = [{"name": "HOME", "value": "/tmp"}]
+    assert progress.run_dir(elasticjob) is None
+
+
+def test_progress_of_a_script_on_the_library_is_its_steps(tmp_path):
+    """A training script on elastic_training (issue 38) reports steps, not epochs: its real history, written
+    by elastic_training.Run in one process, shows as the step reached and the last loss it logged."""
+    import os
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "runs" / "mine"
+    script = ("import elastic_training\n"
+              "run = elastic_training.Run(progress_every_seconds=0)\n"
+              "run.resume()\n"
+              "for step in range(7):\n"
+              "    run.log(step + 1, loss=1.0 / (step + 1))\n"
+              "    run.step_done(step + 1, lambda: {})\n"
+              "run.finish()\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+                   env={**os.environ, run_directory.RUN_DIR_ENV: str(run_dir)})
+    result = progress.read(worker_elasticjob(str(run_dir)), tmp_path)
+    assert result["step"] == 7 and result["loss"] == round(1 / 7, 6) and result["finished"] is True
+    assert result["epochs"] is None
 
 
 def test_no_goodput_until_wall_time_has_passed(tmp_path):

@@ -47,10 +47,11 @@ def test_image_requirements_are_the_jobs_extra():
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9.]*", line) for line in requirements), "pin every package exactly"
 
 
-def test_build_context_holds_only_the_jobs_and_controller_packages_and_requirements():
+def test_build_context_holds_only_the_contract_jobs_and_controller_packages_and_requirements():
     rules = [line for line in (REPO_ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     assert rules[0] == "*", "deny everything first, then allow what the image needs"
-    assert {rule for rule in rules if rule.startswith("!")} == {"!jobs/", "!controller/", "!images/requirements.txt"}
+    assert {rule for rule in rules if rule.startswith("!")} == {"!elastic_training/", "!jobs/", "!controller/",
+                                                                 "!images/requirements.txt"}
 
 
 def test_image_runs_jobs_as_a_non_root_user_without_installers():
