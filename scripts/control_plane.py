@@ -235,7 +235,11 @@ class ControlPlane:
                     f"--enable-admission-plugins={','.join(EKS_ADMISSION_PLUGINS)}",
                     "--allow-privileged=true", "--profiling=false", f"--cert-dir={d / 'apiserver-certs'}"]
         if name == "kube-controller-manager":
-            grace = [f"--node-monitor-grace-period={RUN_PODS_GRACE}"] if self.state.run_pods else []
+            # With --run-pods: the endpoints are the pod runner's (scripts/service_proxy.py): the API server
+            # refuses a pod's loopback address in an EndpointSlice, so the controllers that write them are off.
+            grace = [f"--node-monitor-grace-period={RUN_PODS_GRACE}",
+                     "--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller"
+                     ] if self.state.run_pods else []
             return [self.binary("kube-controller-manager"), f"--kubeconfig={d / 'controller-manager.kubeconfig'}", *grace,
                     "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={c / 'service-account.key'}",

@@ -112,18 +112,21 @@ class Rewriter:
     """A pod's paths, Service names and wildcard address, rewritten as the module's docstring says."""
 
     def __init__(self, root: str, mount_paths: list[str], namespace: str, services: dict[str, str], pod_ip: str):
-        # Names and the wildcard first: the paths put in after them (the pod's root) are not theirs to match.
-        self.rules: list[tuple[re.Pattern, str]] = []
+        # One pattern, one pass: what a rule puts in (the pod's root, an address) is never matched again.
+        self.hosts = {"0.0.0.0": pod_ip}
         for name, address in services.items():
             for alias in (f"{name}.{namespace}.svc.cluster.local", f"{name}.{namespace}.svc", f"{name}.{namespace}", name):
-                self.rules.append((re.compile(_BEFORE + re.escape(alias) + r"(?=[:/]|$)"), address))
-        self.rules.append((re.compile(_BEFORE + re.escape("0.0.0.0") + r"(?=[:/]|$)"), pod_ip))
-        for mount in sorted({m.rstrip("/") for m in mount_paths if m.rstrip("/")}, key=len, reverse=True):
-            # Not after a path character (so /tmp does not match in /a/tmp), followed by `/` or an end.
-            pattern = re.compile(r"(?<![\w./-])" + re.escape(mount) + r"(?=/|$|[\s:,])")
-            self.rules.append((pattern, root + mount))
+                self.hosts[alias] = address
+        self.root = root
+        mounts = sorted({m.rstrip("/") for m in mount_paths if m.rstrip("/")}, key=len, reverse=True)
+        hosts = "|".join(re.escape(h) for h in sorted(self.hosts, key=len, reverse=True))
+        # A path: not after a path character (so /tmp does not match in /a/tmp), followed by `/` or an end.
+        paths = "|".join(re.escape(m) for m in mounts) or "(?!)"
+        self.pattern = re.compile(rf"{_BEFORE}(?P<host>{hosts})(?=[:/]|$)|(?<![\w./-])(?P<path>{paths})(?=/|$|[\s:,])")
 
     def __call__(self, text: str) -> str:
-        for pattern, replacement in self.rules:
-            text = pattern.sub(lambda _: replacement, text)
-        return text
+        def one(match: re.Match) -> str:
+            if match.group("host") is not None:
+                return self.hosts[match.group("host")]
+            return self.root + match.group("path")
+        return self.pattern.sub(one, text)

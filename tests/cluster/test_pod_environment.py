@@ -55,6 +55,9 @@ def test_mount_paths_service_names_and_the_wildcard_are_rewritten():
     assert rewrite("--shared-root=/efs-shared") == "--shared-root=/pods/p/root/efs-shared"
     assert rewrite("/tmp") == "/pods/p/root/tmp"
     assert rewrite("--host=0.0.0.0") == "--host=127.1.0.2"
+    # One pass: a root that itself starts with a mount path is not rewritten again.
+    under_tmp = Rewriter("/tmp/plane/pods/p/root", ["/efs-shared", "/tmp"], "training", {}, "127.1.0.2")
+    assert under_tmp("/efs-shared/data") == "/tmp/plane/pods/p/root/efs-shared/data"
     # Not a mount path or a name where only part of a word or path matches.
     for unchanged in ("/a/tmp", "/tmpfile", "/efs-shared-other", "my-rendezvous-store:1", "/x/rendezvous-store/y",
                       "10.0.0.0", "rendezvous-store-2:1"):
