@@ -7,10 +7,11 @@ kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake kubelets)
     python scripts/control_plane.py restart-apiserver [--dir DIR]
     python scripts/control_plane.py lose-node NODE [--dir DIR]
 
-With --run-pods, kwok plays the nodes only (their Ready condition, heartbeats and Leases) and the pod
-runner (scripts/pod_runner.py) runs every pod bound to them as real processes of this checkout; each
-PersistentVolumeClaim is a folder under `<DIR>/shared-volumes/<namespace>/<claim>` (SHARED_VOLUMES in
-`env`). `lose-node` is a node lost without notice: its pods' processes SIGKILLed, its heartbeats stopped.
+With --run-pods, kwok plays the nodes only (their Ready condition, heartbeats and Leases), one kwok
+process per node (`kwok@<node>`), and the pod runner (scripts/pod_runner.py) runs every pod bound to them
+as real processes of this checkout; each PersistentVolumeClaim is a folder under
+`<DIR>/shared-volumes/<namespace>/<claim>` (SHARED_VOLUMES in `env`). `lose-node` is a node lost without
+notice: its pods' processes SIGKILLed and its kwok SIGKILLed, so its Lease and heartbeats stop.
 
 scripts/control-plane.sh is the command people use; it finds the binaries and renders the nodes. This
 module is also imported by tests/cluster (ControlPlane), which needs the same processes and a restart
@@ -75,6 +76,11 @@ IDENTITIES = {
 }
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 POD_RUNNER = "pod-runner"
+# With --run-pods, one kwok per node: a node's heartbeats stop when its kwok does. kwok cannot be told to
+# let go of one node: a node that stops matching its selector is filtered out of its watch events and
+# its Lease goes on being renewed (sigs.k8s.io/kwok v0.8.0 pkg/utils/informer/informer.go: the filter
+# drops the Modified and Deleted events of a node that no longer matches).
+NODE_KWOK = "kwok@"
 # With --run-pods kwok gets only the node Stages: with no pod Stage it starts no pod controller and never
 # writes a pod (sigs.k8s.io/kwok v0.8.0 pkg/kwok/controllers/controller.go startStageController: a
 # controller per resource that has Stages).
@@ -151,7 +157,8 @@ class ControlPlane:
 
     @property
     def components(self) -> tuple[str, ...]:
-        return COMPONENTS + ((POD_RUNNER,) if self.state.run_pods else ())
+        """The processes `up` starts (with --run-pods, the nodes' kwoks start with the nodes)."""
+        return COMPONENTS[:-1] + (POD_RUNNER,) if self.state.run_pods else COMPONENTS
 
     @property
     def shared_volumes(self) -> Path:
@@ -250,14 +257,18 @@ class ControlPlane:
             return [self.binary("kube-scheduler"), f"--kubeconfig={d / 'scheduler.kubeconfig'}",
                     "--leader-elect=false", f"--bind-address={LOOPBACK}", "--secure-port=0", "--profiling=false"]
         if name == "kwok":
-            stages = [f"--config={path}" for path in sorted(STAGES_DIR.glob("*.yaml"))
-                      if not self.state.run_pods or path.name in NODE_STAGES]
-            lease = RUN_PODS_LEASE_SECONDS if self.state.run_pods else 40
+            stages = [f"--config={path}" for path in sorted(STAGES_DIR.glob("*.yaml"))]
             return [self.binary("kwok"), f"--kubeconfig={d / 'kwok.kubeconfig'}", *stages,
                     "--manage-all-nodes=false",
                     f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
                     f"--cidr={POD_CIDR}", f"--node-ip={LOOPBACK}",
-                    f"--server-address={LOOPBACK}:{p['kwok']}", f"--node-lease-duration-seconds={lease}"]
+                    f"--server-address={LOOPBACK}:{p['kwok']}", "--node-lease-duration-seconds=40"]
+        if name.startswith(NODE_KWOK):
+            stages = [f"--config={STAGES_DIR / stage}" for stage in NODE_STAGES]
+            return [self.binary("kwok"), f"--kubeconfig={d / 'kwok.kubeconfig'}", *stages,
+                    "--manage-all-nodes=false", f"--manage-single-node={name.removeprefix(NODE_KWOK)}",
+                    f"--cidr={POD_CIDR}", f"--node-ip={LOOPBACK}", f"--server-address={LOOPBACK}:{p[name]}",
+                    f"--node-lease-duration-seconds={RUN_PODS_LEASE_SECONDS}"]
         if name == POD_RUNNER:
             python = REPO / ".venv" / "bin" / "python"
             return [str(python if python.exists() else sys.executable), str(REPO / "scripts" / "pod_runner.py"),
@@ -322,7 +333,7 @@ class ControlPlane:
     # -- the commands ----------------------------------------------------------------------------
     def up(self, nodes: str | None = None, timeout: float = 240, run_pods: bool = False) -> None:
         if self.running():
-            if set(self.running()) == set(self.components) and self.state.run_pods == run_pods:
+            if set(self.components) <= set(self.running()) and self.state.run_pods == run_pods:
                 if nodes:
                     self.apply_nodes(nodes)
                 return
@@ -360,6 +371,12 @@ class ControlPlane:
         mark each Ready."""
         self.kubectl("apply", "--server-side", "--force-conflicts", "-f", nodes_file)
         names = [n["metadata"]["name"] for n in json.loads(Path(nodes_file).read_text())["items"]]
+        if self.state.run_pods:
+            for node in names:
+                pid = self.state.pids.get(NODE_KWOK + node)
+                if pid is None or not alive(pid):
+                    self.state.ports[NODE_KWOK + node] = free_port()
+                    self._start(NODE_KWOK + node)
 
         def ready() -> bool:
             out = self.kubectl("get", "nodes", "-o", "json").stdout
@@ -367,7 +384,7 @@ class ControlPlane:
                                                  for c in n["status"].get("conditions", []))
                       for n in json.loads(out)["items"]}
             return all(states.get(name) for name in names)
-        self._wait(f"{len(names)} kwok nodes Ready", ready, timeout, "kwok")
+        self._wait(f"{len(names)} kwok nodes Ready", ready, timeout, NODE_KWOK + names[0] if self.state.run_pods else "kwok")
 
     def restart_apiserver(self, down_seconds: float = 0, how: signal.Signals = signal.SIGTERM) -> None:
         """Stops the API server (SIGTERM: a graceful stop; SIGKILL: a crash), waits, starts it again and
@@ -379,8 +396,8 @@ class ControlPlane:
 
     def lose_node(self, node: str, timeout: float = 30) -> None:
         """A node lost without notice: the pod runner SIGKILLs its pods' processes (and never writes its
-        pods again), and kwok no longer manages it (the annotation it selects nodes by, removed), so its
-        Lease and heartbeats stop and the node controller marks it NotReady, then evicts."""
+        pods again), and the node's kwok is SIGKILLed, so its Lease and heartbeats stop and the node
+        controller marks it NotReady, then evicts."""
         if not self.state.run_pods:
             raise ControlPlaneError("lose-node needs a control plane started with --run-pods")
         if self.kubectl("get", "node", node, check=False).returncode != 0:
@@ -391,10 +408,12 @@ class ControlPlane:
         done = self.dir / f"{LOST_NODES}.done"
         self._wait(f"the pod runner to stop node {node}",
                    lambda: done.exists() and node in json.loads(done.read_text() or "[]"), timeout, POD_RUNNER)
-        self.kubectl("annotate", "node", node, f"{KWOK_NODE_ANNOTATION[0]}-")
+        self._stop(NODE_KWOK + node, how=signal.SIGKILL)
 
     def down(self) -> None:
-        for name in reversed(self.components):
+        # Every process this instance started, the last started first (the nodes' kwoks and the pod runner
+        # before the control plane).
+        for name in reversed([*self.components, *(n for n in self.state.pids if n not in self.components)]):
             self._stop(name)
         left = self.running()
         if left:

@@ -120,9 +120,9 @@ class Rewriter:
         self.root = root
         mounts = sorted({m.rstrip("/") for m in mount_paths if m.rstrip("/")}, key=len, reverse=True)
         hosts = "|".join(re.escape(h) for h in sorted(self.hosts, key=len, reverse=True))
-        # A path: not after a path character (so /tmp does not match in /a/tmp), followed by `/` or an end.
+        # A path: neither after nor before a path name's character (so /tmp matches in neither /a/tmp nor /tmpfile).
         paths = "|".join(re.escape(m) for m in mounts) or "(?!)"
-        self.pattern = re.compile(rf"{_BEFORE}(?P<host>{hosts})(?=[:/]|$)|(?<![\w./-])(?P<path>{paths})(?=/|$|[\s:,])")
+        self.pattern = re.compile(rf"{_BEFORE}(?P<host>{hosts})(?=[:/]|$)|(?<![\w./-])(?P<path>{paths})(?![\w.-])")
 
     def __call__(self, text: str) -> str:
         def one(match: re.Match) -> str:

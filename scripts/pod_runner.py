@@ -242,6 +242,8 @@ class PodRunner:
         spec, root = container.spec, running.directory / "root"
         mounts = pod_volumes.link_mounts(root, spec, folders)
         container.message_file = pod_volumes.termination_log(root, spec)
+        # The termination message file is the container's too: its path is rewritten like a mount's.
+        mounts.append(spec.get("terminationMessagePath", "/dev/termination-log"))
         rewrite = Rewriter(str(root), mounts, pod["metadata"]["namespace"],
                            self.proxy.names(pod["metadata"]["namespace"]), running.ip)
         base = {"PATH": f"{REPO / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
@@ -408,9 +410,14 @@ class PodRunner:
                 raise
 
     def kill(self, running: RunningPod) -> None:
+        """SIGKILL of every process of the pod; the main ones reaped (their exit codes kept for poll())."""
         for container in running.containers:
             if container.process is not None:
                 _kill_group(container.process.pid)
+                try:
+                    container.process.wait(10)
+                except subprocess.TimeoutExpired:
+                    log.warning("%s: %s did not die of SIGKILL within 10 s", running.key, container.spec["name"])
 
     def forget(self, running: RunningPod) -> None:
         """The pod object is gone: nothing of it may run on."""

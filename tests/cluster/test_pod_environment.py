@@ -54,6 +54,8 @@ def test_mount_paths_service_names_and_the_wildcard_are_rewritten():
     assert rewrite("/efs-shared/runs/local-1") == "/pods/p/root/efs-shared/runs/local-1"
     assert rewrite("--shared-root=/efs-shared") == "--shared-root=/pods/p/root/efs-shared"
     assert rewrite("/tmp") == "/pods/p/root/tmp"
+    assert rewrite('open("/tmp/x")') == 'open("/pods/p/root/tmp/x")'
+    assert rewrite("open('/tmp')") == "open('/pods/p/root/tmp')"
     assert rewrite("--host=0.0.0.0") == "--host=127.1.0.2"
     # One pass: a root that itself starts with a mount path is not rewritten again.
     under_tmp = Rewriter("/tmp/plane/pods/p/root", ["/efs-shared", "/tmp"], "training", {}, "127.1.0.2")
