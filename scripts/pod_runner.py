@@ -27,7 +27,7 @@ first on PATH (the image's /opt/venv), whatever the pod's `image` says. A pod ge
 - node loss: a node named in `<PLANE_DIR>/lost-nodes` (control_plane.py lose-node) has its pods'
   processes SIGKILLed, and its pods are never written again (kwok stops its heartbeats).
 
-Each container's output is in `<pod dir>/<container>.log`. Not done: init containers, ephemeral
+Each container's output is in `<pod dir>/<container>.log`, its main process id in `<container>.pid`. Not done: init containers, ephemeral
 containers, resource limits, users and security contexts (processes run as this user), `readOnly`.
 """
 
@@ -255,6 +255,7 @@ class PodRunner:
                 "HOME": "/tmp"}
         env = {key: rewrite(value) for key, value in container_env(pod, spec, self.read, base).items()}
         env["POD_RUNNER_ROOT"] = str(root)
+        env["POD_RUNNER_CONTAINER"] = _tag(running, container)
         # jobs/termination.py writes the termination message where this names (its documented override).
         env["JOBS_TERMINATION_LOG"] = str(container.message_file)
         if "/tmp" in mounts:
@@ -265,6 +266,8 @@ class PodRunner:
         with open(container.log_path, "ab") as output:
             container.process = subprocess.Popen(command, env=env, cwd=REPO, stdout=output, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        # The main process's id, for tests that crash a container from outside (as an OOM kill would).
+        (running.directory / f"{spec['name']}.pid").write_text(str(container.process.pid))
         container.started_at, container.terminated = now(), None
         container.started_probe = "startupProbe" not in spec
         container.ready = "readinessProbe" not in spec and container.started_probe
@@ -294,7 +297,7 @@ class PodRunner:
         running.done = all(c.process is None and (deleting or not self.will_restart(running, c)) for c in running.containers)
 
     def exited(self, running: RunningPod, container: Container, code: int) -> None:
-        _kill_group(container.process.pid)  # the container's other processes end with its main one
+        _kill_all(_tag(running, container))  # the container's other processes end with its main one
         container.process = None
         container.ready = False
         container.terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
@@ -359,7 +362,7 @@ class PodRunner:
                     container.ready = False
             elif not ok and failures >= spec.get("failureThreshold", 3):
                 log.info("%s: %s of %s failed %d times: SIGKILL", running.key, kind, container.spec["name"], failures)
-                _kill_group(container.process.pid)
+                _kill_all(_tag(running, container))
 
     # -- status --------------------------------------------------------------------------------------
     def status(self, running: RunningPod, pod: dict[str, Any]) -> dict[str, Any]:
@@ -413,7 +416,7 @@ class PodRunner:
         """SIGKILL of every process of the pod; the main ones reaped (their exit codes kept for poll())."""
         for container in running.containers:
             if container.process is not None:
-                _kill_group(container.process.pid)
+                _kill_all(_tag(running, container))
                 try:
                     container.process.wait(10)
                 except subprocess.TimeoutExpired:
@@ -433,11 +436,21 @@ class PodRunner:
         self.proxy.close()
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _tag(running: RunningPod, container: Container) -> str:
+    return f"{running.directory}/{container.spec['name']}"
+
+
+def _kill_all(container: str) -> None:
+    """SIGKILL of every process of one container, as the end of its PID namespace does: each process whose
+    environment carries its POD_RUNNER_CONTAINER (every descendant inherits it; torchrun's workers are
+    not in the main process's process group, so a group kill would miss them)."""
+    marker = b"POD_RUNNER_CONTAINER=" + container.encode() + b"\0"
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker in environ.read_bytes():
+                os.kill(int(environ.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
 
 
 def _probe(spec: dict[str, Any], ip: str) -> bool:

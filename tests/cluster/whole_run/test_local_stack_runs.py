@@ -16,7 +16,7 @@ import pytest
 
 from kube import wait_until
 from stack_run import StackRun, index_of, seconds_since
-from conftest import start_plane, stop_plane
+from run_pods_plane import start_plane, stop_plane
 
 
 @pytest.fixture(scope="module")

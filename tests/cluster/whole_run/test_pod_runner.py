@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import start_plane, stop_plane
+from run_pods_plane import start_plane, stop_plane
 from kube import wait_until
 
 NAMESPACE = "runner"

@@ -1,11 +1,9 @@
 """Control planes whose pods run for real (`up --run-pods`, scripts/pod_runner.py), one per test module,
-with the nodes the module asks for."""
+with the nodes the module asks for (kind's shape: scripts/cluster_nodes.py)."""
 
 from __future__ import annotations
 
 import json
-
-import pytest
 
 from cluster_nodes import kind_node, tools_version
 from control_plane import ControlPlane, alive
@@ -25,6 +23,16 @@ def kind_nodes(count: int) -> list[dict]:
         node["metadata"]["labels"]["kubernetes.io/hostname"] = name
         nodes.append(node)
     return nodes
+
+
+def add_node(plane: ControlPlane, name: str) -> None:
+    """A new node of kind's worker shape (as a new instance joins), its kwok started, Ready."""
+    node = kind_nodes(2)[1]
+    node["metadata"]["name"] = name
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    path = plane.dir / f"node-{name}.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}))
+    plane.apply_nodes(str(path))
 
 
 def start_plane(directory, tools_bin, node_count: int) -> ControlPlane:
