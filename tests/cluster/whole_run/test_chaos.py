@@ -106,6 +106,12 @@ def test_a_random_fault_schedule_keeps_every_invariant(plane, synth_stack, seed)
                 done.append(f"{fault}: run already ended")
                 break
             done.append(f"{fault}: {inject(run, fault, lost)}")
+        # A lost node's instance is gone: its Node deleted (the cloud's node lifecycle controller), a new one
+        # in its place; until then the Job holds its verdict for the lost node's pods.
+        time.sleep(10 if lost else 0)
+        for node in lost:
+            replace_lost_node(run, node)
+        lost.clear()
         verdict = run.wait_verdict(VERDICT_SECONDS)
         crashed = any(f.kind in ("kill-training-process", "crash-controller") for f in plan)
         broken = invariants(run, verdict, workers_crashed=crashed)
