@@ -428,7 +428,7 @@ class PodRunner:
         for container in running.containers:
             if container.process is not None:
                 container.process.wait()
-        pod_volumes.remove(running.directory) if os.environ.get("POD_RUNNER_KEEP") is None else None
+        pod_volumes.remove(running.directory)  # its emptyDirs and files; its logs stay
 
     def shutdown(self) -> None:
         for running in self.pods.values():

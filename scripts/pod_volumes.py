@@ -16,8 +16,6 @@ container's strings name those paths (pod_environment.Rewriter). readOnly is not
 from __future__ import annotations
 
 import base64
-import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -155,9 +153,7 @@ def bind_claims(api, shared_root: Path) -> None:
 
 
 def remove(pod_dir: Path) -> None:
-    shutil.rmtree(pod_dir, ignore_errors=True)
+    """A gone pod's volumes and root (not the shared folders they link to); its logs stay."""
+    for part in ("volumes", "root"):
+        shutil.rmtree(pod_dir / part, ignore_errors=True)
 
-
-def dump(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value))
-    os.chmod(path, 0o644)

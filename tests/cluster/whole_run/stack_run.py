@@ -9,9 +9,7 @@ written and the last epoch in the run's history.jsonl (jobs/training writes one 
 from __future__ import annotations
 
 import json
-import re
 import time
-from pathlib import Path
 from typing import Any
 
 from control_plane import ControlPlane
