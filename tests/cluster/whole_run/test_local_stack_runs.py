@@ -69,4 +69,8 @@ def test_the_local_stack_trains_for_real_and_survives_a_deleted_worker(plane, sy
     args = run.test["spec"]["template"]["spec"]["containers"][0]["args"]
     gate = float(args[args.index("--min-accuracy") + 1])
     assert outcome == ("Complete" if metrics["accuracy"] >= gate else "Failed"), (outcome, metrics)
-    assert run.crashes() == [], run.crashes()
+    # No component crashed: the control plane's, the controller's, the store's, data-prep's and the test
+    # Job's logs. The workers' are the scenarios' to judge (faults.invariants): a survivor whose peer is
+    # stopped in the middle of a collective prints torch's error with a traceback (jobs/cli.py), which
+    # depends on where in the step the deletion lands.
+    assert [log for log in run.crashes() if "_train-" not in log] == [], run.crashes()
