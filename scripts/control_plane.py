@@ -1,10 +1,17 @@
 """A Kubernetes control plane on 127.0.0.1 from the binaries scripts/build-tools.sh builds: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake kubelets), as plain processes.
 
-    python scripts/control_plane.py up   --bin DIR [--dir DIR] [--nodes FILE]
+    python scripts/control_plane.py up   --bin DIR [--dir DIR] [--nodes FILE] [--run-pods]
     python scripts/control_plane.py env  [--dir DIR]
     python scripts/control_plane.py down [--dir DIR]
     python scripts/control_plane.py restart-apiserver [--dir DIR]
+    python scripts/control_plane.py lose-node NODE [--dir DIR]
+
+With --run-pods, kwok plays the nodes only (their Ready condition, heartbeats and Leases), one kwok
+process per node (`kwok@<node>`), and the pod runner (scripts/pod_runner.py) runs every pod bound to them
+as real processes of this checkout; each PersistentVolumeClaim is a folder under
+`<DIR>/shared-volumes/<namespace>/<claim>` (SHARED_VOLUMES in `env`). `lose-node` is a node lost without
+notice: its pods' processes SIGKILLed and its kwok SIGKILLed, so its Lease and heartbeats stop.
 
 scripts/control-plane.sh is the command people use; it finds the binaries and renders the nodes. This
 module is also imported by tests/cluster (ControlPlane), which needs the same processes and a restart
@@ -64,8 +71,27 @@ IDENTITIES = {
     "controller-manager": ("system:kube-controller-manager", ""),
     "scheduler": ("system:kube-scheduler", ""),
     "kwok": ("kwok-controller", "system:masters"),
+    # The pod runner is every node's kubelet at once, and the volume provisioner: an admin too.
+    "pod-runner": ("pod-runner", "system:masters"),
 }
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+POD_RUNNER = "pod-runner"
+# With --run-pods, one kwok per node: a node's heartbeats stop when its kwok does. kwok cannot be told to
+# let go of one node: a node that stops matching its selector is filtered out of its watch events and
+# its Lease goes on being renewed (sigs.k8s.io/kwok v0.8.0 pkg/utils/informer/informer.go: the filter
+# drops the Modified and Deleted events of a node that no longer matches).
+NODE_KWOK = "kwok@"
+# With --run-pods kwok gets only the node Stages: with no pod Stage it starts no pod controller and never
+# writes a pod (sigs.k8s.io/kwok v0.8.0 pkg/kwok/controllers/controller.go startStageController: a
+# controller per resource that has Stages).
+NODE_STAGES = ("node-ready.yaml", "node-heartbeat.yaml")
+# Node loss is seen sooner than with the defaults (a 40 s lease renewed every 10 s, and a 50 s
+# grace period: kube-controller-manager's --node-monitor-grace-period in 1.35), so that the scenarios
+# stay short: a 16 s lease, renewed every 4 s (kwok renews at a quarter of it, as the kubelet does), and
+# NotReady 20 s after the last renewal.
+RUN_PODS_LEASE_SECONDS = 16
+RUN_PODS_GRACE = "20s"
+LOST_NODES = "lost-nodes"
 
 
 class ControlPlaneError(Exception):
@@ -100,6 +126,7 @@ class State:
     bin: str
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
+    run_pods: bool = False
 
     @property
     def server(self) -> str:
@@ -128,6 +155,15 @@ class ControlPlane:
     def _save(self) -> None:
         self.state_file.write_text(json.dumps(asdict(self.state), indent=2) + "\n")
 
+    @property
+    def components(self) -> tuple[str, ...]:
+        """The processes `up` starts (with --run-pods, the nodes' kwoks start with the nodes)."""
+        return COMPONENTS[:-1] + (POD_RUNNER,) if self.state.run_pods else COMPONENTS
+
+    @property
+    def shared_volumes(self) -> Path:
+        return self.dir / "shared-volumes"
+
     def running(self) -> dict[str, int]:
         return {name: pid for name, pid in self.state.pids.items() if alive(pid)}
 
@@ -144,7 +180,7 @@ class ControlPlane:
     def _make_certificates(self) -> None:
         """A CA, the API server's serving certificate, one client certificate per identity, and the
         service-account signing key pair. EC P-256 keys: fast to make, accepted everywhere here."""
-        if (self.certs / "done").exists():
+        if (self.certs / "done").exists() and all((self.certs / f"{n}.crt").exists() for n in IDENTITIES):
             return
         self.certs.mkdir(parents=True, exist_ok=True)
         key = ("ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out")
@@ -206,7 +242,12 @@ class ControlPlane:
                     f"--enable-admission-plugins={','.join(EKS_ADMISSION_PLUGINS)}",
                     "--allow-privileged=true", "--profiling=false", f"--cert-dir={d / 'apiserver-certs'}"]
         if name == "kube-controller-manager":
-            return [self.binary("kube-controller-manager"), f"--kubeconfig={d / 'controller-manager.kubeconfig'}",
+            # With --run-pods: the endpoints are the pod runner's (scripts/service_proxy.py): the API server
+            # refuses a pod's loopback address in an EndpointSlice, so the controllers that write them are off.
+            grace = [f"--node-monitor-grace-period={RUN_PODS_GRACE}",
+                     "--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller"
+                     ] if self.state.run_pods else []
+            return [self.binary("kube-controller-manager"), f"--kubeconfig={d / 'controller-manager.kubeconfig'}", *grace,
                     "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={c / 'service-account.key'}",
                     f"--root-ca-file={c / 'ca.crt'}",
@@ -222,6 +263,16 @@ class ControlPlane:
                     f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
                     f"--cidr={POD_CIDR}", f"--node-ip={LOOPBACK}",
                     f"--server-address={LOOPBACK}:{p['kwok']}", "--node-lease-duration-seconds=40"]
+        if name.startswith(NODE_KWOK):
+            stages = [f"--config={STAGES_DIR / stage}" for stage in NODE_STAGES]
+            return [self.binary("kwok"), f"--kubeconfig={d / 'kwok.kubeconfig'}", *stages,
+                    "--manage-all-nodes=false", f"--manage-single-node={name.removeprefix(NODE_KWOK)}",
+                    f"--cidr={POD_CIDR}", f"--node-ip={LOOPBACK}", f"--server-address={LOOPBACK}:{p[name]}",
+                    f"--node-lease-duration-seconds={RUN_PODS_LEASE_SECONDS}"]
+        if name == POD_RUNNER:
+            python = REPO / ".venv" / "bin" / "python"
+            return [str(python if python.exists() else sys.executable), str(REPO / "scripts" / "pod_runner.py"),
+                    f"--dir={d}", f"--shared-volumes={self.shared_volumes}"]
         raise ValueError(name)
 
     def _start(self, name: str) -> None:
@@ -280,26 +331,29 @@ class ControlPlane:
         self._wait("kube-apiserver /readyz", lambda: self._https_ok("/readyz"), timeout, "kube-apiserver")
 
     # -- the commands ----------------------------------------------------------------------------
-    def up(self, nodes: str | None = None, timeout: float = 240) -> None:
+    def up(self, nodes: str | None = None, timeout: float = 240, run_pods: bool = False) -> None:
         if self.running():
-            if set(self.running()) == set(COMPONENTS):
+            if set(self.components) <= set(self.running()) and self.state.run_pods == run_pods:
                 if nodes:
                     self.apply_nodes(nodes)
                 return
             self.down()
+        self.state.run_pods = run_pods
         self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / LOST_NODES).unlink(missing_ok=True)
+        (self.dir / f"{LOST_NODES}.done").unlink(missing_ok=True)
         self._make_certificates()
         self.state.ports = {name: free_port() for name in ("etcd", "etcd-peer", "kube-apiserver", "kwok")}
         self._save()
         self._write_kubeconfig(self.kubeconfig, "admin")
-        for identity in ("controller-manager", "scheduler", "kwok"):
+        for identity in ("controller-manager", "scheduler", "kwok", "pod-runner"):
             self._write_kubeconfig(self.dir / f"{identity}.kubeconfig", identity)
         try:
             self._start("etcd")
             self._wait("etcd /health", self._etcd_ok, 60, "etcd")
             self._start("kube-apiserver")
             self.wait_apiserver(timeout)
-            for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            for name in self.components[2:]:
                 self._start(name)
             # The service-account controller (controller-manager) creates every namespace's `default`
             # ServiceAccount; pods cannot be created before it exists.
@@ -317,6 +371,12 @@ class ControlPlane:
         mark each Ready."""
         self.kubectl("apply", "--server-side", "--force-conflicts", "-f", nodes_file)
         names = [n["metadata"]["name"] for n in json.loads(Path(nodes_file).read_text())["items"]]
+        if self.state.run_pods:
+            for node in names:
+                pid = self.state.pids.get(NODE_KWOK + node)
+                if pid is None or not alive(pid):
+                    self.state.ports[NODE_KWOK + node] = free_port()
+                    self._start(NODE_KWOK + node)
 
         def ready() -> bool:
             out = self.kubectl("get", "nodes", "-o", "json").stdout
@@ -324,7 +384,7 @@ class ControlPlane:
                                                  for c in n["status"].get("conditions", []))
                       for n in json.loads(out)["items"]}
             return all(states.get(name) for name in names)
-        self._wait(f"{len(names)} kwok nodes Ready", ready, timeout, "kwok")
+        self._wait(f"{len(names)} kwok nodes Ready", ready, timeout, NODE_KWOK + names[0] if self.state.run_pods else "kwok")
 
     def restart_apiserver(self, down_seconds: float = 0, how: signal.Signals = signal.SIGTERM) -> None:
         """Stops the API server (SIGTERM: a graceful stop; SIGKILL: a crash), waits, starts it again and
@@ -334,30 +394,52 @@ class ControlPlane:
         self._start("kube-apiserver")
         self.wait_apiserver()
 
+    def lose_node(self, node: str, timeout: float = 30) -> None:
+        """A node lost without notice: the pod runner SIGKILLs its pods' processes (and never writes its
+        pods again), and the node's kwok is SIGKILLed, so its Lease and heartbeats stop and the node
+        controller marks it NotReady, then evicts."""
+        if not self.state.run_pods:
+            raise ControlPlaneError("lose-node needs a control plane started with --run-pods")
+        if self.kubectl("get", "node", node, check=False).returncode != 0:
+            raise ControlPlaneError(f"no node {node!r}")
+        path = self.dir / LOST_NODES
+        lost = set(json.loads(path.read_text())) if path.exists() else set()
+        path.write_text(json.dumps(sorted(lost | {node})))
+        done = self.dir / f"{LOST_NODES}.done"
+        self._wait(f"the pod runner to stop node {node}",
+                   lambda: done.exists() and node in json.loads(done.read_text() or "[]"), timeout, POD_RUNNER)
+        self._stop(NODE_KWOK + node, how=signal.SIGKILL)
+
     def down(self) -> None:
-        for name in reversed(COMPONENTS):
+        # Every process this instance started, the last started first (the nodes' kwoks and the pod runner
+        # before the control plane).
+        for name in reversed([*self.components, *(n for n in self.state.pids if n not in self.components)]):
             self._stop(name)
         left = self.running()
         if left:
             raise ControlPlaneError(f"still running after down: {left}")
 
     def env(self) -> str:
-        return f"export KUBECONFIG={self.kubeconfig}\nexport PATH={self.state.bin}:$PATH\n"
+        shared = f"export SHARED_VOLUMES={self.shared_volumes}\n" if self.state.run_pods else ""
+        return f"export KUBECONFIG={self.kubeconfig}\nexport PATH={self.state.bin}:$PATH\n{shared}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="control_plane.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("up", "env", "down", "restart-apiserver", "status"))
+    parser.add_argument("command", choices=("up", "env", "down", "restart-apiserver", "status", "lose-node"))
+    parser.add_argument("node", nargs="?", help="lose-node: the node")
     parser.add_argument("--dir", default=str(CACHE / "default"), help="the instance's state directory")
     parser.add_argument("--bin", help="where the binaries are (scripts/build-tools.sh prints it); up only")
     parser.add_argument("--nodes", help="a JSON v1 List of Node objects to create; up only")
+    parser.add_argument("--run-pods", action="store_true",
+                        help="run every pod for real (scripts/pod_runner.py); kwok plays the nodes only; up only")
     args = parser.parse_args(argv)
     plane = ControlPlane(args.dir, args.bin)
     try:
         if args.command == "up":
             if not args.bin:
                 raise ControlPlaneError("up needs --bin DIR (the directory scripts/build-tools.sh prints)")
-            plane.up(args.nodes)
+            plane.up(args.nodes, run_pods=args.run_pods)
             print(f"control plane up: {plane.state.server}, kubeconfig {plane.kubeconfig}", file=sys.stderr)
         elif args.command == "env":
             if not plane.state_file.exists():
@@ -367,6 +449,10 @@ def main(argv: list[str] | None = None) -> int:
             plane.down()
         elif args.command == "restart-apiserver":
             plane.restart_apiserver()
+        elif args.command == "lose-node":
+            if not args.node:
+                raise ControlPlaneError("lose-node needs the node's name")
+            plane.lose_node(args.node)
         else:
             print(json.dumps({"dir": str(plane.dir), "running": plane.running(), "ports": plane.state.ports}))
     except (ControlPlaneError, subprocess.CalledProcessError) as error:
