@@ -17,7 +17,11 @@ epoch time so far.
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,35 @@ from controller.render import WORKER, WORKER_CONTAINER
 HISTORY_NAME = "history.jsonl"  # jobs/checkpoint.py HISTORY_NAME
 # A history is a few hundred bytes per epoch; a bigger file is not read whole.
 MAX_BYTES = 4 * 1024 * 1024
+# A read that takes longer (a hung NFS server: open() and read() block in the kernel) is given up;
+# the reconcile goes on without progress (issue 36 item 8).
+READ_SECONDS = 2.0
+# The numeric fields of a history record (jobs/training/train.py and jobs/elastic/step_boundary.py
+# write them); a record where one has another type is skipped, not trusted (issue 36 item 9).
+NUMERIC_FIELDS = ("time", "epochs_done", "position", "epochs", "world_size", "restart_count", "epoch", "loss",
+                  "train_accuracy", "images_per_second", "seconds", "step")
+
+
+class Unreadable(Exception):
+    """The history exists but cannot be read as a history (not a regular file, too slow, an I/O error)."""
+
+
+@dataclass(frozen=True)
+class History:
+    """What the controller knows of a run from its history: `known` when the run directory is on the
+    mount (so a missing file means the run wrote nothing yet), `progress` its summary (None: no
+    records), `error` why it could not be read."""
+    known: bool
+    progress: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool | None:
+        """True: the run recorded its end; False: it did not (or its history cannot be read);
+        None: the controller has no history of this run to ask (no mount, no --run-dir under it)."""
+        if not self.known:
+            return None
+        return bool(self.progress and self.progress.get("finished"))
 
 
 def run_dir(elasticjob: dict[str, Any]) -> str | None:
@@ -53,22 +86,83 @@ def history_file(elasticjob: dict[str, Any], shared_root: Path) -> Path | None:
     return path if path.is_relative_to(root) else None
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The history's records; a torn last line (a crash mid-append) is skipped, as jobs/ reads it."""
+def _read_tail(path: Path) -> bytes:
+    """The last MAX_BYTES of a regular file. O_NONBLOCK: opening a FIFO for reading would otherwise
+    wait for a writer for ever; fstat then refuses anything but a regular file (a FIFO, a device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        with open(path, "rb") as file:
-            size = file.seek(0, 2)
-            file.seek(max(0, size - MAX_BYTES))
-            text = file.read().decode("utf-8", errors="replace")
-    except OSError:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"{path} is not a regular file")
+        size = os.lseek(fd, 0, os.SEEK_END)
+        os.lseek(fd, max(0, size - MAX_BYTES), os.SEEK_SET)
+        chunks, left = [], min(size, MAX_BYTES)
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_stuck: set[Path] = set()  # paths whose last read has not returned yet (a hung mount): not read again meanwhile
+_stuck_lock = threading.Lock()
+
+
+def _bounded_read(path: Path, seconds: float) -> bytes:
+    """_read_tail in a daemon thread, waited for at most `seconds`. A read that never returns keeps
+    only its own thread (one per path at most), never the reconcile."""
+    with _stuck_lock:
+        if path in _stuck:
+            raise Unreadable(f"reading {path} has not returned yet (a hung volume?)")
+    result: dict[str, Any] = {}
+
+    def read() -> None:
+        try:
+            result["data"] = _read_tail(path)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            result["error"] = error
+        finally:
+            with _stuck_lock:
+                _stuck.discard(path)
+
+    with _stuck_lock:
+        _stuck.add(path)
+    thread = threading.Thread(target=read, name=f"history-read {path}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise Unreadable(f"reading {path} took more than {seconds:g} s")
+    if "error" in result:
+        raise result["error"]
+    return result["data"]
+
+
+def _valid(record: Any) -> bool:
+    """A record whose known numeric fields are numbers (a bool is not one)."""
+    if not isinstance(record, dict) or not isinstance(record.get("event", ""), str):
+        return False
+    return all(isinstance(record[key], (int, float)) and not isinstance(record[key], bool)
+               for key in NUMERIC_FIELDS if key in record)
+
+
+def read_records(path: Path, seconds: float = READ_SECONDS) -> list[dict[str, Any]]:
+    """The history's records; a torn last line (a crash mid-append) and a line that is not a record
+    of the history's schema are skipped, as jobs/ reads it. No file: no records. Unreadable when it
+    cannot be read as a regular file within `seconds`."""
+    try:
+        data = _bounded_read(path, seconds)
+    except FileNotFoundError:
         return []
+    except OSError as error:
+        raise Unreadable(f"{path}: {error.strerror or error}") from None
     records = []
-    for line in text.splitlines():
+    for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict):
+        if _valid(record):
             records.append(record)
     return records
 
@@ -105,9 +199,20 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     return progress
 
 
+def history(elasticjob: dict[str, Any], shared_root: Path | None, seconds: float = READ_SECONDS) -> History:
+    """What the run's history says; never raises (progress is best effort, the lifecycle goes on)."""
+    path = history_file(elasticjob, shared_root) if shared_root is not None else None
+    if path is None:
+        return History(known=False)
+    try:
+        return History(known=True, progress=summarize(read_records(path, seconds)))
+    except Unreadable as error:
+        return History(known=True, error=str(error))
+    except Exception as error:  # noqa: BLE001 - a history we did not foresee must not stop the status write
+        return History(known=True, error=f"{path}: {type(error).__name__}: {error}")
+
+
 def read(elasticjob: dict[str, Any], shared_root: Path | None) -> dict[str, Any] | None:
-    """status.progress for `elasticjob`, or None (no shared volume, no run directory, no history yet)."""
-    if shared_root is None:
-        return None
-    path = history_file(elasticjob, shared_root)
-    return summarize(read_records(path)) if path else None
+    """status.progress for `elasticjob`, or None (no shared volume, no run directory, no history yet,
+    or a history that cannot be read)."""
+    return history(elasticjob, shared_root).progress
