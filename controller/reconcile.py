@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -47,6 +48,10 @@ CONFLICT = 409
 REFUSED = (400, 403, 422)
 MAX_CREATE_ATTEMPTS = 5
 RECHECK_DELETING_SECONDS = 1.0
+# The longest a run below minReplicas waits for the Job controller to re-create a preempted worker
+# before the controller replaces the Job (_stalled; docs/runs.md "What ends a run"): the Job
+# controller's own delay doubles with every failure of an index, 10 s to 600 s, ignored ones too.
+MAX_REPLACEMENT_WAIT_SECONDS = 60.0
 JOB_REJECTED = "JobRejected"
 JOB_NAME_TAKEN = "JobNameTaken"
 
@@ -107,8 +112,10 @@ class Reconciler:
     without one, each pass lists them)."""
 
     def __init__(self, api: Api, namespace: str, shared_root: Path | None = None,
-                 pods_of: Callable[[str], list[dict[str, Any]]] | None = None):
+                 pods_of: Callable[[str], list[dict[str, Any]]] | None = None,
+                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS):
         self.api, self.namespace, self.shared_root = api, namespace, shared_root
+        self.max_replacement_wait = max_replacement_wait
         self._pods_of = pods_of
         self._rejected: dict[str, int] = {}  # ElasticJob uid -> Job creates the API refused
 
@@ -200,11 +207,41 @@ class Reconciler:
         removed = self._remove_orphans(name, labelled)
         pods = [pod for pod in labelled if _owned_by(pod, job["metadata"]["uid"])]
         new = status.derive(elasticjob, job, pods, now_text(), run=progress.history(elasticjob, self.shared_root))
-        total = (elasticjob.get("status") or {}).get("orphansRemoved", 0) + removed
+        old = elasticjob.get("status") or {}
+        total = old.get("orphansRemoved", 0) + removed
         if total:
             new["orphansRemoved"] = total
+        if old.get("jobReplacements"):
+            new["jobReplacements"] = old["jobReplacements"]
+        stalled = None if status.finished(new) else self._stalled(job, pods)
+        if stalled:
+            new["jobReplacements"] = old.get("jobReplacements", 0) + 1
+            self._patch_status(elasticjob, new)
+            log.warning("elasticjob %s: %s: replacing Job %s (a new Job starts every index at once)", name, stalled, name)
+            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground")
+            return RECHECK_DELETING_SECONDS
         self._patch_status(elasticjob, new)
-        return None
+        waiting = status.waiting_indexes(job, pods, time.time())
+        return min((w["left"] + 1 for w in waiting.values() if w["delay"] > self.max_replacement_wait), default=None)
+
+    def _stalled(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> str | None:
+        """Why the run cannot train until the Job controller's per-index backoff has passed, or None.
+        The bound (issue 36 item 4): fewer than minReplicas workers alive, and an index the Job
+        controller will re-create only after more than `max_replacement_wait` seconds, all of whose
+        failures were ignored ones (preemptions, drains: replacing the Job must not reset the retry
+        limit of a worker that really fails). A new Job starts with no failures counted."""
+        alive = sum(1 for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")
+                    and not p["metadata"].get("deletionTimestamp"))
+        needed = status.min_replicas(job)
+        if alive >= needed:
+            return None
+        waiting = status.waiting_indexes(job, pods, time.time())
+        late = {i: w for i, w in waiting.items() if w["delay"] > self.max_replacement_wait and w["counted"] == 0}
+        if not late:
+            return None
+        return (f"{alive} of the {needed} workers it needs alive, and the Job controller re-creates index "
+                + ", ".join(f"{i} only after {w['delay']} s (its failure {w['failures']})" for i, w in sorted(late.items()))
+                + f", more than the {self.max_replacement_wait:g} s bound")
 
     def _blocked(self, elasticjob: dict[str, Any], job: dict[str, Any]) -> Backoff:
         """A Job of this name that is not ours: say what holds it, in the log (the queue) and the status."""

@@ -114,6 +114,63 @@ def restarting_indexes(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[
     return restarting
 
 
+# The Job controller's per-index re-creation delay (Kubernetes v1.35.8 pkg/controller/job
+# backoff_utils.go getRemainingTimePerIndex, indexed_job_utils.go getIndexAbsoluteFailureCount; the
+# constants DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff): the n-th failure of an index,
+# counting the failures the pod failure policy ignores (a preemption, exit 143) as well as the
+# counted ones, delays its next pod by 10 s * 2^(n-1), at most 600 s, for the Job's life.
+FAILURE_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-ignored-failure-count"
+BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 10, 600
+
+
+def job_backoff(failures: int) -> int:
+    """The Job controller's delay after an index's `failures`-th failure (counted and ignored)."""
+    return min(BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS)
+
+
+def _count(pod: dict[str, Any], key: str) -> int:
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(key) or "0"
+    return int(value) if value.isdigit() else 0
+
+
+def _epoch(stamp: str | None) -> float | None:
+    import datetime
+    if not stamp:
+        return None
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def waiting_indexes(job: dict[str, Any], pods: list[dict[str, Any]], now: float) -> dict[int, dict[str, Any]]:
+    """Indexes the Job controller will re-create but has not yet (no active pod, not succeeded, not
+    failed for good), each with `failures` (counted + ignored, this one included), `counted`, the
+    Job controller's `delay` and the seconds `left` of it, read from the newest failed pod's
+    annotations and finish time as the Job controller reads them."""
+    job_status = job.get("status") or {}
+    done = _index_set(job_status.get("completedIndexes") or "") | _index_set(job_status.get("failedIndexes") or "")
+    by_index: dict[int, list[dict[str, Any]]] = {}
+    for pod in pods:
+        index = _index(pod)
+        if index is not None and index not in done:
+            by_index.setdefault(index, []).append(pod)
+    waiting = {}
+    for index, mine in by_index.items():
+        if any(not _failed(p) and (p.get("status") or {}).get("phase") != "Succeeded" for p in mine):
+            continue  # it has a pod (pending or running): nothing is delayed
+        failed = [p for p in mine if (p.get("status") or {}).get("phase") == "Failed"]
+        if not failed:
+            continue
+        newest = max(failed, key=lambda p: (worker_exit(p) or {}).get("finishedAt") or "")
+        last = failure(newest)
+        counted = _count(newest, FAILURE_COUNT_ANNOTATION) + (last["action"] == exit_codes.COUNTED)
+        failures = _count(newest, FAILURE_COUNT_ANNOTATION) + _count(newest, IGNORED_COUNT_ANNOTATION) + 1
+        delay = job_backoff(failures)
+        ended = _epoch(last["time"]) or now
+        waiting[index] = {"failures": failures, "counted": counted, "delay": delay,
+                          "left": max(0, round(delay - (now - ended)))}
+    return waiting
+
+
 def _index_set(text: str) -> set[int]:
     """The Job's failedIndexes ("1,3-5") as a set."""
     indexes: set[int] = set()
@@ -199,6 +256,9 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
             latest = _latest_failure(pods)
             detail = (f": {latest['pod']} ended with exit code {latest['exitCode']} ({latest['reason']}), {latest['action']}"
                       if latest else "")
+            waiting = waiting_indexes(job, pods, _epoch(now) or 0.0)
+            detail += "".join(f"; index {i} is re-created in {w['left']} s (its failure {w['failures']}: the Job "
+                              f"controller waits {w['delay']} s)" for i, w in sorted(waiting.items()))
             _set(conditions, RESTARTING, True, "ElasticJobRestarting",
                  f"replacing worker index {', '.join(map(str, restarting))}{detail}", now)
             _clear(conditions, RUNNING, "ElasticJobRestarting", "a worker is being replaced", now)

@@ -80,3 +80,23 @@ def test_a_written_verdict_stands():
     again = status.derive({"metadata": {"name": "train", "generation": 1}, "status": first},
                           job("Complete", "SuccessCriteriaMet", "0,1"), [], NOW, run=FINISHED)
     assert [(c["type"], c["status"]) for c in again["conditions"] if c["type"] in ("Succeeded", "Failed")] == [("Failed", "True")]
+
+
+def test_the_job_controllers_per_index_delay_counts_ignored_failures():
+    """backoff_utils.go getRemainingTimePerIndex: (failed + ignored annotations of the newest failed
+    pod) + 1 failures, 10 s doubling, at most 600 s."""
+    assert [status.job_backoff(n) for n in range(1, 9)] == [10, 20, 40, 80, 160, 320, 600, 600]
+
+    def failed_pod(name, ignored, counted, code, finished):
+        return {"metadata": {"name": name, "labels": {status.INDEX_LABEL: "0"},
+                             "annotations": {status.FAILURE_COUNT_ANNOTATION: str(counted),
+                                             status.IGNORED_COUNT_ANNOTATION: str(ignored)}},
+                "status": {"phase": "Failed", "containerStatuses": [
+                    {"name": "elasticjob-worker", "state": {"terminated": {"exitCode": code, "finishedAt": finished}}}]}}
+
+    running = {"metadata": {"name": "r", "labels": {status.INDEX_LABEL: "1"}}, "status": {"phase": "Running"}}
+    pods = [failed_pod("a", 0, 0, 143, "2026-11-28T09:00:00Z"), failed_pod("b", 3, 0, 143, "2026-11-28T09:01:00Z"), running]
+    now = status._epoch("2026-11-28T09:01:30Z")
+    waiting = status.waiting_indexes({"status": {}}, pods, now)
+    assert waiting == {0: {"failures": 4, "counted": 0, "delay": 80, "left": 50}}
+    assert status.waiting_indexes({"status": {}}, [failed_pod("c", 0, 1, 1, "2026-11-28T09:01:00Z")], now)[0]["counted"] == 2
