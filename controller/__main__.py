@@ -200,6 +200,26 @@ def _elasticjob_name(obj: Any) -> str | None:
     return None
 
 
+class SpecChanges:
+    """The ElasticJob watch's key: a name when its object is new, its spec changed (generation) or it
+    is being deleted; None for a change of status only, which is this controller's own write (a pass
+    that writes its status would otherwise queue itself again at once, past its backoff)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[Any, ...]] = {}
+
+    def __call__(self, obj: Any) -> str | None:
+        name = _elasticjob_name(obj)
+        if name is None:
+            return None
+        meta = obj["metadata"]
+        mark = (meta.get("uid"), meta.get("generation"), meta.get("deletionTimestamp"))
+        if self._seen.get(name) == mark:
+            return None
+        self._seen[name] = mark
+        return name
+
+
 def _labelled_name(obj: Any) -> str | None:
     labels = (obj.metadata.labels or {}) if not isinstance(obj, dict) else (obj.get("metadata") or {}).get("labels") or {}
     return labels.get(render.ELASTICJOB_LABEL)
@@ -251,7 +271,7 @@ def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[]
     list_jobs.__name__ = "jobs"
 
     threads = [
-        (_watch, (list_elasticjobs, _elasticjob_name, queue), {}),
+        (_watch, (list_elasticjobs, SpecChanges(), queue), {}),
         (_watch, (list_jobs, _labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
         (_watch_pods, (api, ns, pods, queue), {}),
         (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of), queue, leading), {}),
