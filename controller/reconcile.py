@@ -18,10 +18,13 @@ The pass, in order:
    one once it is gone; a Job that differs only in what Kubernetes changes in place (a resize:
    completions and parallelism together, maxFailedIndexes, activeDeadlineSeconds; render.MUTABLE_FIELDS):
    patch it, the running workers stay;
-6. worker pods of this ElasticJob that no Job owns (a Job deleted with --cascade=orphan leaves them
+6. a Job whose every pod create the API refuses (its FailedCreate events: PodSecurity, a quota):
+   reported in Created with the API's message; refused POD_REFUSALS_TO_FAIL times, Failed with
+   reason WorkerPodsRefused;
+7. worker pods of this ElasticJob that no Job owns (a Job deleted with --cascade=orphan leaves them
    running with the same rendezvous id beside the new Job's): delete them, count them in
    status.orphansRemoved;
-7. write the status derived from the Job, its pods and the run's history (progress is best effort:
+8. write the status derived from the Job, its pods and the run's history (progress is best effort:
    a history that cannot be read never stops this write), with a merge patch to the status
    subresource, only when it changed. The spec is never written.
 Returns the seconds after which to look again without an event (a pending TTL, a Job being
@@ -54,6 +57,10 @@ RECHECK_DELETING_SECONDS = 1.0
 MAX_REPLACEMENT_WAIT_SECONDS = 60.0
 JOB_REJECTED = "JobRejected"
 JOB_NAME_TAKEN = "JobNameTaken"
+WORKER_PODS_REFUSED = "WorkerPodsRefused"
+# The Job controller retries a refused pod create with its own backoff; a template the API refuses
+# this many times (PodSecurity, a quota) is not going to run.
+POD_REFUSALS_TO_FAIL = 3
 
 
 @dataclass(frozen=True)
@@ -206,6 +213,15 @@ class Reconciler:
         labelled = self._labelled_pods(name)
         removed = self._remove_orphans(name, labelled)
         pods = [pod for pod in labelled if _owned_by(pod, job["metadata"]["uid"])]
+        if not pods and (refused := self._pods_refused(job)) is not None:
+            message, count = refused
+            if count >= POD_REFUSALS_TO_FAIL:
+                log.warning("elasticjob %s: %s (%d times): failing it", name, message, count)
+                self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,
+                                                             reason=WORKER_PODS_REFUSED))
+                return None
+            self._patch_status(elasticjob, status.refused(elasticjob, WORKER_PODS_REFUSED, message, now_text()))
+            return Backoff(message)
         new = status.derive(elasticjob, job, pods, now_text(), run=progress.history(elasticjob, self.shared_root))
         old = elasticjob.get("status") or {}
         total = old.get("orphansRemoved", 0) + removed
@@ -242,6 +258,21 @@ class Reconciler:
         return (f"{alive} of the {needed} workers it needs alive, and the Job controller re-creates index "
                 + ", ".join(f"{i} only after {w['delay']} s (its failure {w['failures']})" for i, w in sorted(late.items()))
                 + f", more than the {self.max_replacement_wait:g} s bound")
+
+    def _pods_refused(self, job: dict[str, Any]) -> tuple[str, int] | None:
+        """(the API's message, how many times) when the Job controller's pod creates are refused (its
+        FailedCreate events: PodSecurity, a ResourceQuota, ...) and the Job has no pod at all."""
+        job_status = job.get("status") or {}
+        if any(job_status.get(key) for key in ("active", "succeeded", "failed", "ready", "terminating")):
+            return None
+        selector = f"involvedObject.kind=Job,involvedObject.name={job['metadata']['name']},reason=FailedCreate"
+        events = _raw(self.api.core.list_namespaced_event, self.namespace, field_selector=selector)["items"]
+        mine = [e for e in events if (e.get("involvedObject") or {}).get("uid") == job["metadata"]["uid"]]
+        if not mine:
+            return None
+        latest = max(mine, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        count = sum(e.get("count") or 1 for e in mine)
+        return f"the Job cannot create worker pods: {latest.get('message')}", count
 
     def _blocked(self, elasticjob: dict[str, Any], job: dict[str, Any]) -> Backoff:
         """A Job of this name that is not ours: say what holds it, in the log (the queue) and the status."""

@@ -105,7 +105,8 @@ def controller_role_rules() -> list[dict[str, Any]]:
     """Least privilege, in the workload namespace only (controller/reconcile.py says what each is for):
     ElasticJobs read and watched, their status patched, never their spec; Jobs created, resized in
     place (patch), replaced (delete) and watched; pods read, watched and deleted (cleanPodPolicy All,
-    orphaned workers), never created: the Job controller creates them; its own Lease only (get and
+    orphaned workers), never created: the Job controller creates them; events listed (a Job's
+    FailedCreate: the API's reason for refusing its pods); its own Lease only (get and
     update by name; create cannot be limited by name in RBAC). `elasticjobs/finalizers` update: a Job's
     owner reference with blockOwnerDeletion needs it where the OwnerReferencesPermissionEnforcement
     admission plugin runs (Kubernetes docs, "Admission Control": OwnerReferencesPermissionEnforcement).
@@ -116,6 +117,7 @@ def controller_role_rules() -> list[dict[str, Any]]:
         {"apiGroups": ["elastic.pytorch.org"], "resources": ["elasticjobs/finalizers"], "verbs": ["update"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"],
          "resourceNames": [CONTROLLER_LEASE]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},

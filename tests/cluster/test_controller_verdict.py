@@ -288,3 +288,15 @@ def test_workers_orphaned_by_their_jobs_deletion_are_removed_and_counted(running
     assert wait_until("counted", lambda: h.status(plane, NS, "orphans").get("orphansRemoved") == 2, timeout=30)
     assert "no Job owns it" in ctl.output()
     plane.kubectl("delete", "elasticjob", "orphans", "-n", NS, "--wait=false")
+
+
+def test_worker_pods_that_pod_security_refuses_are_reported_then_failed(running_controller):
+    """Item 11: a privileged worker in the restricted namespace: the Job is created, every pod create
+    is refused (the Job's FailedCreate events), and the ElasticJob showed only Created."""
+    plane, _, _ = running_controller
+    obj = h.elasticjob("privileged", NS)
+    obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    apply(plane, [obj])
+    verdict = final(plane, "privileged", timeout=90)
+    assert (verdict["type"], verdict["reason"]) == ("Failed", "WorkerPodsRefused"), verdict
+    assert "the Job cannot create worker pods" in verdict["message"] and "PodSecurity" in verdict["message"], verdict

@@ -40,6 +40,8 @@ NEEDED = [
 ] + [
     (CONTROLLER, verb, "pods", WORKLOAD_NAMESPACE) for verb in ("get", "list", "watch", "delete")
 ] + [
+    (CONTROLLER, "list", "events", WORKLOAD_NAMESPACE),
+] + [
     (CONTROLLER, verb, "leases.coordination.k8s.io", WORKLOAD_NAMESPACE) for verb in ("get", "create", "update")
 ]
 
