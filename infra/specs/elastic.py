@@ -138,7 +138,8 @@ def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
     name = f"{CONTROLLER_NAME}-jobs-{namespace_name}"
     user = f"system:serviceaccount:{namespace_name}:{CONTROLLER_NAME}"
     pod = "object.spec.template.spec"
-    containers = f"({pod}.containers + (has({pod}.initContainers) ? {pod}.initContainers : []))"
+    no_secret_env = ("(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))) && "
+                     "(!has(c.envFrom) || c.envFrom.all(e, !has(e.secretRef)))")
     rules = [
         ("has(object.metadata.ownerReferences) && object.metadata.ownerReferences.size() == 1 && "
          "object.metadata.ownerReferences.all(r, r.apiVersion == 'elastic.pytorch.org/v1alpha1' && "
@@ -148,7 +149,7 @@ def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
          "has(object.spec.podFailurePolicy) && has(object.spec.successPolicy) && has(object.spec.backoffLimitPerIndex)",
          "the ElasticJob controller may only create the Indexed Jobs it renders (pod failure and success policy, "
          "backoffLimitPerIndex)"),
-        ("has(object.spec.template.metadata.labels) && "
+        ("has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) && "
          "'elastic.pytorch.org/elasticjob' in object.spec.template.metadata.labels && "
          "object.spec.template.metadata.labels['elastic.pytorch.org/elasticjob'] == object.metadata.name",
          "the pods of a Job the ElasticJob controller creates must carry its ElasticJob's label"),
@@ -158,8 +159,8 @@ def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
          "(!has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(s, !has(s.secret) && "
          "!has(s.serviceAccountToken))))",
          "the pods of a Job the ElasticJob controller creates mount no Secret"),
-        (f"{containers}.all(c, (!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))) && "
-         "(!has(c.envFrom) || c.envFrom.all(e, !has(e.secretRef))))",
+        (f"{pod}.containers.all(c, {no_secret_env}) && "
+         f"(!has({pod}.initContainers) || {pod}.initContainers.all(c, {no_secret_env}))",
          "the pods of a Job the ElasticJob controller creates read no Secret into their environment"),
     ]
     namespace_selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace_name}}
