@@ -42,7 +42,7 @@ NEEDED = [
 ] + [
     (CONTROLLER, "list", "events", WORKLOAD_NAMESPACE),
 ] + [
-    (CONTROLLER, verb, "leases.coordination.k8s.io", WORKLOAD_NAMESPACE) for verb in ("get", "create", "update")
+    (CONTROLLER, "create", "leases.coordination.k8s.io", WORKLOAD_NAMESPACE)  # get, update: its own Lease only (below)
 ]
 
 FORBIDDEN = [
