@@ -185,9 +185,10 @@ def test_a_bad_history_line_hides_nothing(running_controller):
     """Item 9: `"epochs": "5"` raised in the progress summary on every pass, before the status write."""
     plane, _, shared = running_controller
     path = run_dir(shared, "bad-line")
-    checkpoint.append_history(path, {"event": "start", "epochs_done": 0, "position": 0, "epochs": "5", "world_size": 1})
     start(path, epochs=2, world_size=1)
     finish(path, epochs=2, world_size=1)
+    # the newest start, of the wrong type: the old summary took its "epochs" and raised on `total - done`
+    checkpoint.append_history(path, {"event": "start", "epochs_done": 0, "position": 0, "epochs": "5", "world_size": 1})
     apply(plane, [h.elasticjob("bad-line", NS, replicas=1, low=1, high=1, run_for="2s", run_dir=str(path))])
     verdict = final(plane, "bad-line")
     assert (verdict["type"], verdict["reason"]) == ("Succeeded", "RunFinished")
