@@ -5,13 +5,14 @@ the leader watches and reconciles. It watches ElasticJobs, their Jobs and their 
 render.ELASTICJOB_LABEL) and reconciles the ElasticJob each event names, one at a time, plus every
 ElasticJob every --resync-seconds (the run's history changes without an event). A leader that cannot
 renew for RENEW_DEADLINE_SECONDS exits 1 (its Deployment starts it again as a candidate), as
-client-go's callers do on OnStoppedLeading; SIGTERM releases the lease and exits 0.
+client-go's callers do on OnStoppedLeading, and its worker stops at that point even while a renew is
+still waiting for an answer; SIGTERM releases the lease and exits 0. One queue entry per ElasticJob,
+rate-limited with backoff (WorkQueue); pods are read from a watch cache (PodCache), not listed per pass.
 """
 
 from __future__ import annotations
 
 import argparse
-import heapq
 import logging
 import os
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from controller import lease, render
-from controller.reconcile import Api, Reconciler
+from controller.reconcile import Api, Backoff, Reconciler
 
 log = logging.getLogger("controller")
 LEASE_NAME = "elastic-job-controller"
@@ -52,32 +53,66 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 class WorkQueue:
-    """ElasticJob names to reconcile: each at most once in the queue, some not before a given time."""
+    """ElasticJob names to reconcile, as client-go's workqueue keeps them (k8s.io/client-go
+    util/workqueue: queue.go, delaying_queue.go, default_rate_limiters.go): a name is at most once
+    ready and at most once waiting (the earliest time wins), so events, resyncs and retries never
+    multiply its passes; a name that keeps failing or stays blocked waits longer each time
+    (BACKOFF_BASE_SECONDS doubling to BACKOFF_MAX_SECONDS, as ItemExponentialFailureRateLimiter),
+    until `forget`."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: float = 0.5, cap: float = 120.0) -> None:
         self._ready: list[str] = []
-        self._later: list[tuple[float, str]] = []
+        self._waiting: dict[str, float] = {}  # name -> when it becomes ready (monotonic)
+        self._failures: dict[str, int] = {}
+        self._base, self._cap = base, cap
         self._cv = threading.Condition()
 
     def add(self, name: str, after: float = 0.0) -> None:
         with self._cv:
             if after > 0:
-                heapq.heappush(self._later, (time.monotonic() + after, name))
-            elif name not in self._ready:
-                self._ready.append(name)
+                due = time.monotonic() + after
+                if name not in self._ready and due < self._waiting.get(name, float("inf")):
+                    self._waiting[name] = due
+            else:
+                self._waiting.pop(name, None)
+                if name not in self._ready:
+                    self._ready.append(name)
             self._cv.notify()
+
+    def add_unless_waiting(self, name: str) -> None:
+        """A resync's add: a name already waiting (a backoff, a TTL) keeps its time."""
+        with self._cv:
+            if name not in self._waiting:
+                self.add(name)
+
+    def add_rate_limited(self, name: str) -> float:
+        """Again after this name's next backoff delay; returns the delay."""
+        with self._cv:
+            failures = self._failures[name] = self._failures.get(name, 0) + 1
+            delay = min(self._base * 2 ** (failures - 1), self._cap)
+            self.add(name, after=delay)
+            return delay
+
+    def forget(self, name: str) -> None:
+        with self._cv:
+            self._failures.pop(name, None)
+
+    def waiting(self) -> dict[str, float]:
+        with self._cv:
+            return dict(self._waiting)
 
     def get(self) -> str:
         with self._cv:
             while True:
                 now = time.monotonic()
-                while self._later and self._later[0][0] <= now:
-                    _, name = heapq.heappop(self._later)
-                    if name not in self._ready:
-                        self._ready.append(name)
+                for name, due in sorted(self._waiting.items(), key=lambda item: item[1]):
+                    if due <= now:
+                        del self._waiting[name]
+                        if name not in self._ready:
+                            self._ready.append(name)
                 if self._ready:
                     return self._ready.pop(0)
-                self._cv.wait(timeout=(self._later[0][0] - now) if self._later else None)
+                self._cv.wait(timeout=(min(self._waiting.values()) - now) if self._waiting else None)
 
 
 def _watch(list_call: Callable[..., Any], key: Callable[[Any], str | None], queue: WorkQueue, **selector: Any) -> None:
@@ -102,10 +137,88 @@ def _watch(list_call: Callable[..., Any], key: Callable[[Any], str | None], queu
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 
+class PodCache:
+    """The namespace's ElasticJob worker pods, kept by one list and a watch (an informer's store):
+    a pass reads its pods here instead of listing them (issue 36 item 12). Pods are kept as the API
+    sends them, less managedFields (the largest part, and never read)."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _slim(pod: dict[str, Any]) -> dict[str, Any]:
+        pod.get("metadata", {}).pop("managedFields", None)
+        return pod
+
+    def replace(self, pods: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._pods = {p["metadata"]["name"]: self._slim(p) for p in pods}
+
+    def apply(self, kind: str, pod: dict[str, Any]) -> None:
+        with self._lock:
+            if kind == "DELETED":
+                self._pods.pop(pod["metadata"]["name"], None)
+            else:
+                self._pods[pod["metadata"]["name"]] = self._slim(pod)
+
+    def of(self, elasticjob: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [p for p in self._pods.values()
+                    if (p["metadata"].get("labels") or {}).get(render.ELASTICJOB_LABEL) == elasticjob]
+
+
+def _watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> None:
+    """The pod informer: list into the cache, then apply the watch's events; start over when it ends."""
+    from kubernetes import watch
+    from controller.reconcile import _raw
+    selector = render.ELASTICJOB_LABEL
+    backoff = 1.0
+    while True:
+        try:
+            listed = _raw(api.core.list_namespaced_pod, namespace, label_selector=selector)
+            cache.replace(listed["items"])
+            for pod in listed["items"]:
+                queue.add(pod["metadata"]["labels"][render.ELASTICJOB_LABEL])
+            version = listed["metadata"]["resourceVersion"]
+            for event in watch.Watch().stream(api.core.list_namespaced_pod, namespace, label_selector=selector,
+                                              resource_version=version, timeout_seconds=WATCH_SECONDS):
+                if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
+                    continue
+                pod = event["raw_object"]
+                cache.apply(event["type"], pod)
+                queue.add((pod["metadata"].get("labels") or {})[render.ELASTICJOB_LABEL])
+            backoff = 1.0
+        except Exception as error:  # noqa: BLE001 - a watch must outlive any API error; the next list catches up
+            log.warning("watch pods: %s; listing again in %.0f s", error, backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+
+
 def _elasticjob_name(obj: Any) -> str | None:
     if isinstance(obj, dict):
         return (obj.get("metadata") or {}).get("name")
     return None
+
+
+class SpecChanges:
+    """The ElasticJob watch's key: a name when its object is new, its spec changed (generation) or it
+    is being deleted; None for a change of status only, which is this controller's own write (a pass
+    that writes its status would otherwise queue itself again at once, past its backoff)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[Any, ...]] = {}
+
+    def __call__(self, obj: Any) -> str | None:
+        name = _elasticjob_name(obj)
+        if name is None:
+            return None
+        meta = obj["metadata"]
+        mark = (meta.get("uid"), meta.get("generation"), meta.get("deletionTimestamp"))
+        if self._seen.get(name) == mark:
+            return None
+        self._seen[name] = mark
+        return name
 
 
 def _labelled_name(obj: Any) -> str | None:
@@ -113,17 +226,24 @@ def _labelled_name(obj: Any) -> str | None:
     return labels.get(render.ELASTICJOB_LABEL)
 
 
-def _work(reconciler: Reconciler, queue: WorkQueue) -> None:
-    failures: dict[str, float] = {}
+def _work(reconciler: Reconciler, queue: WorkQueue, leading: Callable[[], bool] = lambda: True) -> None:
+    """The one worker: a name at a time; an error or a blocked ElasticJob waits its backoff (the log
+    says what blocks it); nothing is done while this process is not sure it still leads."""
     while True:
         name = queue.get()
+        while not leading():
+            time.sleep(0.2)
         try:
             again = reconciler.reconcile(name)
-            failures.pop(name, None)
         except Exception as error:  # noqa: BLE001 - one ElasticJob's error must not stop the others
-            wait = failures[name] = min(failures.get(name, 0.5) * 2, MAX_BACKOFF_SECONDS)
-            log.warning("elasticjob %s: %s; again in %.0f s", name, error, wait)
-            again = wait
+            wait = queue.add_rate_limited(name)
+            log.warning("elasticjob %s: %s; again in %.1f s", name, error, wait)
+            continue
+        if isinstance(again, Backoff):
+            wait = queue.add_rate_limited(name)
+            log.info("elasticjob %s: blocked: %s; again in %.1f s", name, again.why, wait)
+            continue
+        queue.forget(name)
         if again is not None:
             queue.add(name, after=again)
 
@@ -134,15 +254,14 @@ def _resync(api: Api, namespace: str, queue: WorkQueue, every: float) -> None:
         try:
             listed = api.custom.list_namespaced_custom_object(render.GROUP, render.VERSION, namespace, render.PLURAL)
             for item in listed["items"]:
-                queue.add(item["metadata"]["name"])
+                queue.add_unless_waiting(item["metadata"]["name"])
         except Exception as error:  # noqa: BLE001
             log.warning("resync: %s", error)
 
 
-def start_controller(api: Api, options: argparse.Namespace) -> None:
-    """The watches, the resync and the worker, as daemon threads."""
-    queue, ns = WorkQueue(), options.namespace
-    selector = {"label_selector": render.ELASTICJOB_LABEL}
+def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[], bool] = lambda: True) -> None:
+    """The watches, the pod cache, the resync and the worker, as daemon threads."""
+    queue, ns, pods = WorkQueue(), options.namespace, PodCache()
 
     def list_elasticjobs(**kwargs: Any) -> Any:
         return api.custom.list_namespaced_custom_object(render.GROUP, render.VERSION, ns, render.PLURAL, **kwargs)
@@ -152,17 +271,14 @@ def start_controller(api: Api, options: argparse.Namespace) -> None:
         return api.batch.list_namespaced_job(ns, **kwargs)
     list_jobs.__name__ = "jobs"
 
-    def list_pods(**kwargs: Any) -> Any:
-        return api.core.list_namespaced_pod(ns, **kwargs)
-    list_pods.__name__ = "pods"
-
     threads = [
-        (_watch, (list_elasticjobs, _elasticjob_name, queue)), (_watch, (list_jobs, _labelled_name, queue)),
-        (_watch, (list_pods, _labelled_name, queue)),
-        (_work, (Reconciler(api, ns, options.shared_root), queue)), (_resync, (api, ns, queue, options.resync_seconds)),
+        (_watch, (list_elasticjobs, SpecChanges(), queue), {}),
+        (_watch, (list_jobs, _labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
+        (_watch_pods, (api, ns, pods, queue), {}),
+        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of), queue, leading), {}),
+        (_resync, (api, ns, queue, options.resync_seconds), {}),
     ]
-    for index, (target, args) in enumerate(threads):
-        kwargs = selector if index in (1, 2) else {}
+    for index, (target, args, kwargs) in enumerate(threads):
         threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True, name=f"{target.__name__}-{index}").start()
 
 
@@ -195,7 +311,7 @@ def _clients(kubeconfig: str | None) -> tuple[Api, Any]:
 
 def _attempt(lock: lease.LeaseLock) -> bool:
     try:
-        return lock.try_acquire_or_renew()
+        return lock.try_acquire_or_renew(timeout=lease.RENEW_DEADLINE_SECONDS)
     except Exception as error:  # noqa: BLE001 - an unreachable API server is a failed try, not the end
         log.warning("lease %s: %s", lock.name, error)
         return False
@@ -209,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     except NoClusterAccess as error:
         print(f"python -m controller: {error}", file=sys.stderr)
         return 2
-    lock = lease.LeaseLock(coordination, options.namespace, options.lease_name, options.identity)
+    lock = lease.LeaseLock(lease.without_retries(coordination), options.namespace, options.lease_name, options.identity)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
@@ -219,13 +335,12 @@ def main(argv: list[str] | None = None) -> int:
     if stopping.is_set():
         return 0
     log.info("leading as %s: running the ElasticJobs of namespace %s", options.identity, options.namespace)
-    start_controller(api, options)
-    renewed = time.monotonic()
+    # The worker does nothing once the last renew is RENEW_DEADLINE_SECONDS old, even before this
+    # thread has given up (client-go's callers stop on OnStoppedLeading at the same point).
+    start_controller(api, options, leading=lock.leading)
     while not stopping.wait(lease.RETRY_SECONDS):
-        if _attempt(lock):
-            renewed = time.monotonic()
-        elif time.monotonic() - renewed > lease.RENEW_DEADLINE_SECONDS:
-            log.error("lost the lease (held by %r now): stopping", lock.holder())
+        if not lock.renew(lease.RENEW_DEADLINE_SECONDS, lease.RETRY_SECONDS, stopping) and not stopping.is_set():
+            log.error("%s", lock.stop_message())
             return 1
     lock.release()
     log.info("released the lease: stopping")

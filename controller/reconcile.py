@@ -3,33 +3,80 @@
 The pass, in order:
 1. read the ElasticJob (gone or being deleted: nothing to do, the garbage collector removes its Job
    and pods through their owner references);
-2. finished (a Succeeded or Failed condition): apply the run policy (cleanPodPolicy All deletes the
+2. a Job of its name that is not its own (no owner: orphaned by `kubectl delete --cascade=orphan`
+   or made by hand; another owner's, still being collected): report what blocks it, in the log and
+   in the Created condition, and look again after a growing delay (the queue's backoff);
+3. finished (a Succeeded or Failed condition): apply the run policy (cleanPodPolicy All deletes the
    Job's pods; Running needs nothing, the Job controller stops a finished Job's running pods;
    ttlSecondsAfterFinished deletes the ElasticJob that long after completionTime), refresh the
    status, and never start it again (as Kubeflow's controllers do);
-3. render its Job (render.py); an ElasticJob that cannot run gets Failed with reason InvalidSpec;
-4. no Job: create it; a Job from another spec (its spec-hash annotation differs): delete it in the
-   foreground (its pods first) and create the new one once it is gone, as the template,
-   podFailurePolicy, backoffLimitPerIndex and successPolicy cannot change in place;
-5. write the status derived from the Job, its pods and the run's history, with a merge patch to the
-   status subresource, only when it changed. The spec is never written.
+4. render its Job (render.py); an ElasticJob that cannot run gets Failed with reason InvalidSpec;
+5. no Job: create it; the API refusing it (400, 403, 422: a name, a template, an admission policy)
+   is reported with the API's message, retried MAX_CREATE_ATTEMPTS times with backoff, then Failed
+   with reason JobRejected; a Job whose pod template or other fixed field differs (its spec-hash
+   annotation, render.spec_hash): delete it in the foreground (its pods first) and create the new
+   one once it is gone; a Job that differs only in what Kubernetes changes in place (a resize:
+   completions and parallelism together, maxFailedIndexes, activeDeadlineSeconds; render.MUTABLE_FIELDS):
+   patch it, the running workers stay;
+6. a Job whose every pod create the API refuses (its FailedCreate events: PodSecurity, a quota):
+   reported in Created with the API's message; refused POD_REFUSALS_TO_FAIL times, Failed with
+   reason WorkerPodsRefused;
+7. worker pods of this ElasticJob that no Job owns (a Job deleted with --cascade=orphan leaves them
+   running with the same rendezvous id beside the new Job's): delete them, count them in
+   status.orphansRemoved;
+8. write the status derived from the Job, its pods and the run's history (progress is best effort:
+   a history that cannot be read never stops this write), with a merge patch to the status
+   subresource, only when it changed. The spec is never written.
 Returns the seconds after which to look again without an event (a pending TTL, a Job being
-deleted), or None.
+deleted), a Backoff (look again after the queue's growing delay), or None.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from controller import progress, render, status
 
 log = logging.getLogger("controller")
 GONE = 404
+CONFLICT = 409
+# The API's answers that say the Job we sent is wrong (Bad Request, Forbidden: an admission policy,
+# Unprocessable Entity: validation): retrying the same request cannot help for long.
+REFUSED = (400, 403, 422)
+MAX_CREATE_ATTEMPTS = 5
 RECHECK_DELETING_SECONDS = 1.0
+# The longest a run below minReplicas waits for the Job controller to re-create a preempted worker
+# before the controller replaces the Job (_stalled; docs/runs.md "What ends a run"): the Job
+# controller's own delay doubles with every failure of an index, 10 s to 600 s, ignored ones too.
+MAX_REPLACEMENT_WAIT_SECONDS = 60.0
+JOB_REJECTED = "JobRejected"
+JOB_NAME_TAKEN = "JobNameTaken"
+WORKER_PODS_REFUSED = "WorkerPodsRefused"
+# The Job controller retries a refused pod create with its own backoff; a template the API refuses
+# this many times (PodSecurity, a quota) is not going to run.
+POD_REFUSALS_TO_FAIL = 3
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Look again after the queue's growing, per-object delay: something outside blocks this ElasticJob."""
+    why: str
+
+
+def api_message(error: Exception) -> str:
+    """The API server's own message (its Status body), else the error's text."""
+    body = getattr(error, "body", None)
+    try:
+        message = json.loads(body).get("message") if body else None
+    except (ValueError, AttributeError):
+        message = None
+    return message or f"{getattr(error, 'status', '')} {getattr(error, 'reason', '') or error}".strip()
 
 
 @dataclass
@@ -43,7 +90,6 @@ class Api:
 def _raw(call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """The API server's JSON as sent (timestamps stay RFC 3339 "...Z", as Kubernetes writes them),
     not the client's models."""
-    import json
     return json.loads(call(*args, _preload_content=False, **kwargs).data)
 
 
@@ -64,9 +110,21 @@ def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid and ref.get("controller") for ref in obj["metadata"].get("ownerReferences") or [])
 
 
+def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
+    return next((ref for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("controller")), None)
+
+
 class Reconciler:
-    def __init__(self, api: Api, namespace: str, shared_root: Path | None = None):
+    """`pods_of(name)`: the pods labelled with ElasticJob `name` (__main__ gives its watch cache;
+    without one, each pass lists them)."""
+
+    def __init__(self, api: Api, namespace: str, shared_root: Path | None = None,
+                 pods_of: Callable[[str], list[dict[str, Any]]] | None = None,
+                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS):
         self.api, self.namespace, self.shared_root = api, namespace, shared_root
+        self.max_replacement_wait = max_replacement_wait
+        self._pods_of = pods_of
+        self._rejected: dict[str, int] = {}  # ElasticJob uid -> Job creates the API refused
 
     # --- reads ---------------------------------------------------------------------------------
     def _elasticjob(self, name: str) -> dict[str, Any] | None:
@@ -88,9 +146,14 @@ class Reconciler:
                 return None
             raise
 
+    def _labelled_pods(self, name: str) -> list[dict[str, Any]]:
+        if self._pods_of is not None:
+            return self._pods_of(name)
+        return _raw(self.api.core.list_namespaced_pod, self.namespace,
+                    label_selector=f"{render.ELASTICJOB_LABEL}={name}")["items"]
+
     def _pods(self, name: str, job: dict[str, Any]) -> list[dict[str, Any]]:
-        pods = _raw(self.api.core.list_namespaced_pod, self.namespace, label_selector=f"{render.ELASTICJOB_LABEL}={name}")
-        return [pod for pod in pods["items"] if _owned_by(pod, job["metadata"]["uid"])]
+        return [pod for pod in self._labelled_pods(name) if _owned_by(pod, job["metadata"]["uid"])]
 
     # --- writes --------------------------------------------------------------------------------
     def _patch_status(self, elasticjob: dict[str, Any], new: dict[str, Any]) -> None:
@@ -113,16 +176,14 @@ class Reconciler:
                     raise
 
     # --- the pass ------------------------------------------------------------------------------
-    def reconcile(self, name: str) -> float | None:
+    def reconcile(self, name: str) -> float | Backoff | None:
         elasticjob = self._elasticjob(name)
         if elasticjob is None or elasticjob["metadata"].get("deletionTimestamp"):
             return None
         uid = elasticjob["metadata"]["uid"]
         job = self._job(name)
         if job is not None and not _owned_by(job, uid):
-            # A Job of this name that is not ours: a deleted ElasticJob's, still being collected.
-            log.info("elasticjob %s: waiting for a Job %s that another owner holds to go", name, name)
-            return RECHECK_DELETING_SECONDS
+            return self._blocked(elasticjob, job)
         done = status.finished(elasticjob.get("status") or {})
         if done:
             return self._finished(elasticjob, job)
@@ -135,16 +196,142 @@ class Reconciler:
             return RECHECK_DELETING_SECONDS
         wanted_hash = desired["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
         if job is not None and (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) != wanted_hash:
-            log.info("elasticjob %s: the spec changed, replacing Job %s", name, name)
+            log.info("elasticjob %s: the pod template (or another field a Job cannot change) changed, replacing Job %s",
+                     name, name)
             self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground")
             return RECHECK_DELETING_SECONDS
+        if job is not None and (changes := render.mutable_changes(desired, job)):
+            log.info("elasticjob %s: changing Job %s in place: %s", name, name,
+                     ", ".join(f"{key} {job['spec'].get(key)} -> {value}" for key, value in changes.items()))
+            job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace, {"spec": changes},
+                       _content_type="application/merge-patch+json")
         if job is None:
-            log.info("elasticjob %s: creating Job %s", name, name)
-            job = _raw(self.api.batch.create_namespaced_job, self.namespace, desired)
-        pods = self._pods(name, job)
-        self._patch_status(elasticjob, status.derive(elasticjob, job, pods, now_text(),
-                                                     progress.read(elasticjob, self.shared_root)))
-        return None
+            created = self._create(elasticjob, desired)
+            if not isinstance(created, dict):
+                return created
+            job = created
+        labelled = self._labelled_pods(name)
+        removed = self._remove_orphans(name, labelled)
+        pods = [pod for pod in labelled if _owned_by(pod, job["metadata"]["uid"])]
+        if not pods and (refused := self._pods_refused(job)) is not None:
+            message, count = refused
+            if count >= POD_REFUSALS_TO_FAIL:
+                log.warning("elasticjob %s: %s (%d times): failing it", name, message, count)
+                self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,
+                                                             reason=WORKER_PODS_REFUSED))
+                return None
+            self._patch_status(elasticjob, status.refused(elasticjob, WORKER_PODS_REFUSED, message, now_text()))
+            return Backoff(message)
+        new = status.derive(elasticjob, job, pods, now_text(), run=progress.history(elasticjob, self.shared_root))
+        old = elasticjob.get("status") or {}
+        total = old.get("orphansRemoved", 0) + removed
+        if total:
+            new["orphansRemoved"] = total
+        if old.get("jobReplacements"):
+            new["jobReplacements"] = old["jobReplacements"]
+        stalled = None if status.finished(new) else self._stalled(job, pods)
+        if stalled:
+            new["jobReplacements"] = old.get("jobReplacements", 0) + 1
+            self._patch_status(elasticjob, new)
+            log.warning("elasticjob %s: %s: replacing Job %s (a new Job starts every index at once)", name, stalled, name)
+            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground")
+            return RECHECK_DELETING_SECONDS
+        self._patch_status(elasticjob, new)
+        waiting = status.waiting_indexes(job, pods, time.time())
+        return min((w["left"] + 1 for w in waiting.values() if w["delay"] > self.max_replacement_wait), default=None)
+
+    def _stalled(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> str | None:
+        """Why the run cannot train until the Job controller's per-index backoff has passed, or None.
+        The bound (issue 36 item 4): fewer than minReplicas workers alive, and an index the Job
+        controller will re-create only after more than `max_replacement_wait` seconds, all of whose
+        failures were ignored ones (preemptions, drains: replacing the Job must not reset the retry
+        limit of a worker that really fails). A new Job starts with no failures counted."""
+        alive = sum(1 for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")
+                    and not p["metadata"].get("deletionTimestamp"))
+        needed = status.min_replicas(job)
+        if alive >= needed:
+            return None
+        waiting = status.waiting_indexes(job, pods, time.time())
+        late = {i: w for i, w in waiting.items() if w["delay"] > self.max_replacement_wait and w["counted"] == 0}
+        if not late:
+            return None
+        return (f"{alive} of the {needed} workers it needs alive, and the Job controller re-creates index "
+                + ", ".join(f"{i} only after {w['delay']} s (its failure {w['failures']})" for i, w in sorted(late.items()))
+                + f", more than the {self.max_replacement_wait:g} s bound")
+
+    def _pods_refused(self, job: dict[str, Any]) -> tuple[str, int] | None:
+        """(the API's message, how many times) when the Job controller's pod creates are refused (its
+        FailedCreate events: PodSecurity, a ResourceQuota, ...) and the Job has no pod at all."""
+        job_status = job.get("status") or {}
+        if any(job_status.get(key) for key in ("active", "succeeded", "failed", "ready", "terminating")):
+            return None
+        selector = f"involvedObject.kind=Job,involvedObject.name={job['metadata']['name']},reason=FailedCreate"
+        events = _raw(self.api.core.list_namespaced_event, self.namespace, field_selector=selector)["items"]
+        mine = [e for e in events if (e.get("involvedObject") or {}).get("uid") == job["metadata"]["uid"]]
+        if not mine:
+            return None
+        latest = max(mine, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        count = sum(e.get("count") or 1 for e in mine)
+        return f"the Job cannot create worker pods: {latest.get('message')}", count
+
+    def _blocked(self, elasticjob: dict[str, Any], job: dict[str, Any]) -> Backoff:
+        """A Job of this name that is not ours: say what holds it, in the log (the queue) and the status."""
+        name = elasticjob["metadata"]["name"]
+        owner = _controller_ref(job)
+        if owner is None:
+            why = (f"Job {name} has no owner (orphaned by a delete with --cascade=orphan, or made by hand): the "
+                   f"controller neither adopts nor deletes it; delete it (kubectl delete job {name} -n "
+                   f"{self.namespace}) for this ElasticJob to run")
+        elif job["metadata"].get("deletionTimestamp"):
+            why = f"Job {name} of {owner.get('kind')} uid {owner.get('uid')} (a deleted ElasticJob's) is being deleted"
+        else:
+            why = f"Job {name} belongs to {owner.get('kind')} {owner.get('name')} uid {owner.get('uid')}, not to this ElasticJob"
+        self._patch_status(elasticjob, status.refused(elasticjob, JOB_NAME_TAKEN, why, now_text()))
+        return Backoff(why)
+
+    def _create(self, elasticjob: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any] | float | Backoff | None:
+        """The created Job; else what the pass returns (the API refused it: reported, retried a bounded number of times)."""
+        from kubernetes.client.exceptions import ApiException
+        name, uid = elasticjob["metadata"]["name"], elasticjob["metadata"]["uid"]
+        log.info("elasticjob %s: creating Job %s", name, name)
+        try:
+            created = _raw(self.api.batch.create_namespaced_job, self.namespace, desired)
+        except ApiException as error:
+            if error.status == CONFLICT:
+                return RECHECK_DELETING_SECONDS  # made since we read: the next pass sees it
+            if error.status not in REFUSED:
+                raise
+            attempts = self._rejected[uid] = self._rejected.get(uid, 0) + 1
+            message = f"the API server refused Job {name}: {api_message(error)}"
+            if attempts >= MAX_CREATE_ATTEMPTS:
+                log.warning("elasticjob %s: %s; refused %d times: failing it", name, message, attempts)
+                self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,
+                                                             reason=JOB_REJECTED))
+                self._rejected.pop(uid, None)
+                return None
+            self._patch_status(elasticjob, status.refused(
+                elasticjob, JOB_REJECTED, f"{message} (attempt {attempts} of {MAX_CREATE_ATTEMPTS})", now_text()))
+            return Backoff(message)
+        self._rejected.pop(uid, None)
+        return created
+
+    def _remove_orphans(self, name: str, pods: list[dict[str, Any]]) -> int:
+        """Deletes this ElasticJob's worker pods that no controller owns; how many it deleted."""
+        from kubernetes.client.exceptions import ApiException
+        removed = 0
+        for pod in pods:
+            if _controller_ref(pod) is not None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            log.warning("elasticjob %s: pod %s is one of its workers but no Job owns it (its Job was deleted with "
+                        "--cascade=orphan?): deleting it, it would train beside the Job's own workers", name,
+                        pod["metadata"]["name"])
+            try:
+                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace)
+                removed += 1
+            except ApiException as error:
+                if error.status != GONE:
+                    raise
+        return removed
 
     def _finished(self, elasticjob: dict[str, Any], job: dict[str, Any] | None) -> float | None:
         name, spec = elasticjob["metadata"]["name"], elasticjob.get("spec") or {}
@@ -153,7 +340,7 @@ class Reconciler:
                 self._delete_pods(name, job)
             pods = self._pods(name, job)
             self._patch_status(elasticjob, status.derive(elasticjob, job, pods, now_text(),
-                                                         progress.read(elasticjob, self.shared_root)))
+                                                         run=progress.history(elasticjob, self.shared_root)))
         ttl = spec.get("ttlSecondsAfterFinished")
         completed = (elasticjob.get("status") or {}).get("completionTime")
         if ttl is None or not completed:

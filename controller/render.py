@@ -28,6 +28,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from controller import exit_codes
@@ -44,6 +46,8 @@ COMPATIBLE_LABELS = {"group-name": GROUP, "replica-type": "worker"}
 # Retries of one worker index for exits the table counts (1, 137 OOM, ...) when spec.backoffLimit is
 # not given. Our choice: a transient fault twice more, not a crash loop for hours.
 DEFAULT_BACKOFF_LIMIT_PER_INDEX = 2
+HOSTNAME_LIMIT = 63
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class InvalidSpec(ValueError):
@@ -85,15 +89,36 @@ def pod_failure_policy() -> dict[str, Any]:
     ]}
 
 
+def _expect(value: Any, kind: type, where: str, allowed: str, of_strings: bool = False) -> None:
+    """The CRD's schema refuses these at create time; an ElasticJob stored before that schema (or
+    under an older CRD) is refused here with the same line instead of crashing the renderer."""
+    items = (value.values() if isinstance(value, dict) else value) if of_strings and isinstance(value, kind) else ()
+    if not isinstance(value, kind) or not all(isinstance(item, str) for item in items):
+        raise InvalidSpec(f"{where} is {value!r}: {allowed} is needed")
+
+
 def _template(elasticjob: dict[str, Any]) -> dict[str, Any]:
     name = elasticjob["metadata"]["name"]
     template = copy.deepcopy(elasticjob["spec"]["replicaSpecs"][WORKER].get("template") or {})
+    where = "spec.replicaSpecs.Worker.template"
+    _expect(template, dict, where, "an object")
     metadata = template.setdefault("metadata", {})
+    _expect(metadata, dict, f"{where}.metadata", "an object")
+    for key in ("labels", "annotations"):
+        _expect(metadata.get(key) or {}, dict, f"{where}.metadata.{key}", "a map of strings to strings", True)
     metadata["labels"] = {**(metadata.get("labels") or {}), **COMPATIBLE_LABELS, ELASTICJOB_LABEL: name}
     pod = template.setdefault("spec", {})
+    _expect(pod, dict, f"{where}.spec", "an object")
+    containers = pod.get("containers") or []
+    _expect(containers, list, f"{where}.spec.containers", "a list of containers")
+    for position, container in enumerate(containers):
+        _expect(container, Mapping, f"{where}.spec.containers[{position}]", "a container (an object)")
+        for key in ("command", "args"):
+            _expect(container.get(key) or [], list, f"{where}.spec.containers[{position}].{key}", "a list of strings",
+                    True)
     # podFailurePolicy needs Never; the archived controller turned ExitCode into Never too.
     pod["restartPolicy"] = "Never"
-    workers = [c for c in pod.get("containers") or [] if c.get("name") == WORKER_CONTAINER]
+    workers = [c for c in containers if c.get("name") == WORKER_CONTAINER]
     if not workers:
         raise InvalidSpec(f"the Worker template has no container named {WORKER_CONTAINER}: the controller reads "
                           "exit codes from that container and gives it the rendezvous arguments")
@@ -101,15 +126,38 @@ def _template(elasticjob: dict[str, Any]) -> dict[str, Any]:
     return template
 
 
+# What a running Job takes in place (issue 36 item 3; Kubernetes v1.35.8 pkg/apis/batch/validation
+# validation.go: `completions` of an Indexed Job may change together with `parallelism` (elastic
+# Indexed Jobs, validateCompletions), `maxFailedIndexes` and `activeDeadlineSeconds` are mutable). The
+# rest (the pod template, completionMode, podFailurePolicy, backoffLimitPerIndex, successPolicy)
+# cannot change, so only they are in the spec hash: a change there replaces the Job.
+MUTABLE_FIELDS = ("completions", "parallelism", "maxFailedIndexes", "activeDeadlineSeconds")
+
+
 def spec_hash(job_spec: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(job_spec, sort_keys=True).encode()).hexdigest()[:16]
+    """The hash of what cannot change in place (MUTABLE_FIELDS left out)."""
+    fixed = {key: value for key, value in job_spec.items() if key not in MUTABLE_FIELDS}
+    return hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def mutable_changes(desired: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The in-place fields of `desired` (a Job) that differ on `live`, as a merge patch of the spec
+    (an absent activeDeadlineSeconds is removed with null)."""
+    want, have = desired["spec"], live.get("spec") or {}
+    return {key: want.get(key) for key in MUTABLE_FIELDS if want.get(key) != have.get(key)}
 
 
 def job(elasticjob: dict[str, Any]) -> dict[str, Any]:
     """The Job for `elasticjob` (an API dict); InvalidSpec when it cannot be run."""
     meta = elasticjob["metadata"]
     spec = elasticjob["spec"]
-    low, replicas, _ = replica_bounds(elasticjob)
+    low, replicas, high = replica_bounds(elasticjob)
+    # An Indexed Job's pod hostname is <job name>-<index> and must be a DNS label (upstream-facts-4 #13);
+    # the CRD refuses such names at create time, this covers objects stored before it did.
+    longest = f"{meta['name']}-{high - 1}"
+    if len(longest) > HOSTNAME_LIMIT or not DNS_LABEL.fullmatch(meta["name"]):
+        raise InvalidSpec(f"the name {meta['name']!r} cannot name the workers: {longest!r} must be a DNS label of at "
+                          f"most {HOSTNAME_LIMIT} characters (lowercase letters, digits, '-')")
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": replicas,

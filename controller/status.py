@@ -5,9 +5,18 @@ types.go JobStatus, JobCondition, ReplicaStatus; util/status.go: Running and Res
 other, a finished job is neither): `conditions` (Created, Running, Restarting, Succeeded, Failed),
 `replicaStatuses.Worker` {active, succeeded, failed}, `startTime`, `completionTime`. Ours besides:
 `observedGeneration`, `lastFailure` {pod, index, exitCode, reason, action, time} and `progress`
-(progress.py). The terminal conditions are the Job's: Succeeded when the Job is Complete, Failed
-with the Job's reason and message (BackoffLimitExceeded, FailedIndexes, MaxFailedIndexesExceeded,
-PodFailurePolicy, DeadlineExceeded: Kubernetes pkg/controller/job), so the wait reads one condition.
+(progress.py).
+
+The terminal condition is the run's verdict, not the Job's (issue 36 items 1 and 2; `verdict` below):
+once the Job has finished, the ElasticJob is Succeeded when at least minReplicas indexes succeeded
+AND the run's history records its end; whatever the Job's reason. The Job's reason is not the truth
+of the run: with backoffLimitPerIndex the Job controller (v1.35.8 pkg/controller/job/job_controller.go)
+tests `failedIndexes > 0 && failed + succeeded >= completions` (Failed/FailedIndexes) BEFORE the
+success policy, so a run that finished on minReplicas workers beside one failed index ends Failed;
+and a Job can be Complete on workers that exited 0 without training (a replacement that found the
+rendezvous closed after a failed run). The history decides whenever the controller can read it
+(the run directory is on its mount); when it cannot (no mount, a training script without our
+history) the Job's verdict stands and the message says that nothing confirmed it.
 """
 
 from __future__ import annotations
@@ -16,11 +25,16 @@ import copy
 from typing import Any
 
 from controller import exit_codes
+from controller.progress import History
 from controller.render import WORKER, WORKER_CONTAINER
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restarting", "Succeeded", "Failed"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 INVALID_SPEC = "InvalidSpec"
+# The verdict's reasons (the Job's own reasons are kept when the history does not overrule them).
+RUN_FINISHED = "RunFinished"  # enough workers finished and the history records the end
+RUN_NOT_FINISHED = "RunNotFinished"  # the Job completed, but the history does not record the end
+JOB_COMPLETE_UNCONFIRMED = "JobCompleteUnconfirmed"  # the Job completed; no history the controller can read
 
 
 def _true(conditions: list[dict[str, Any]] | None, kind: str) -> dict[str, Any] | None:
@@ -100,6 +114,63 @@ def restarting_indexes(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[
     return restarting
 
 
+# The Job controller's per-index re-creation delay (Kubernetes v1.35.8 pkg/controller/job
+# backoff_utils.go getRemainingTimePerIndex, indexed_job_utils.go getIndexAbsoluteFailureCount; the
+# constants DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff): the n-th failure of an index,
+# counting the failures the pod failure policy ignores (a preemption, exit 143) as well as the
+# counted ones, delays its next pod by 10 s * 2^(n-1), at most 600 s, for the Job's life.
+FAILURE_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-ignored-failure-count"
+BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 10, 600
+
+
+def job_backoff(failures: int) -> int:
+    """The Job controller's delay after an index's `failures`-th failure (counted and ignored)."""
+    return min(BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS)
+
+
+def _count(pod: dict[str, Any], key: str) -> int:
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(key) or "0"
+    return int(value) if value.isdigit() else 0
+
+
+def _epoch(stamp: str | None) -> float | None:
+    import datetime
+    if not stamp:
+        return None
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def waiting_indexes(job: dict[str, Any], pods: list[dict[str, Any]], now: float) -> dict[int, dict[str, Any]]:
+    """Indexes the Job controller will re-create but has not yet (no active pod, not succeeded, not
+    failed for good), each with `failures` (counted + ignored, this one included), `counted`, the
+    Job controller's `delay` and the seconds `left` of it, read from the newest failed pod's
+    annotations and finish time as the Job controller reads them."""
+    job_status = job.get("status") or {}
+    done = _index_set(job_status.get("completedIndexes") or "") | _index_set(job_status.get("failedIndexes") or "")
+    by_index: dict[int, list[dict[str, Any]]] = {}
+    for pod in pods:
+        index = _index(pod)
+        if index is not None and index not in done:
+            by_index.setdefault(index, []).append(pod)
+    waiting = {}
+    for index, mine in by_index.items():
+        if any(not _failed(p) and (p.get("status") or {}).get("phase") != "Succeeded" for p in mine):
+            continue  # it has a pod (pending or running): nothing is delayed
+        failed = [p for p in mine if (p.get("status") or {}).get("phase") == "Failed"]
+        if not failed:
+            continue
+        newest = max(failed, key=lambda p: (worker_exit(p) or {}).get("finishedAt") or "")
+        last = failure(newest)
+        counted = _count(newest, FAILURE_COUNT_ANNOTATION) + (last["action"] == exit_codes.COUNTED)
+        failures = _count(newest, FAILURE_COUNT_ANNOTATION) + _count(newest, IGNORED_COUNT_ANNOTATION) + 1
+        delay = job_backoff(failures)
+        ended = _epoch(last["time"]) or now
+        waiting[index] = {"failures": failures, "counted": counted, "delay": delay,
+                          "left": max(0, round(delay - (now - ended)))}
+    return waiting
+
+
 def _index_set(text: str) -> set[int]:
     """The Job's failedIndexes ("1,3-5") as a set."""
     indexes: set[int] = set()
@@ -109,16 +180,61 @@ def _index_set(text: str) -> set[int]:
     return indexes
 
 
+def min_replicas(job: dict[str, Any]) -> int:
+    """The workers that must succeed: the Job's own success policy (render.py writes minReplicas
+    there), else all of its completions."""
+    spec = job.get("spec") or {}
+    rules = (spec.get("successPolicy") or {}).get("rules") or []
+    counts = [r["succeededCount"] for r in rules if isinstance(r.get("succeededCount"), int)]
+    return min(counts) if counts else int(spec.get("completions") or 1)
+
+
+def verdict(name: str, job: dict[str, Any], run: History | None) -> tuple[str, str, str]:
+    """(condition type, reason, message) for a finished Job: the truth of the run (module docstring)."""
+    job_status = job.get("status") or {}
+    complete, failed = _true(job_status.get("conditions"), "Complete"), _true(job_status.get("conditions"), "Failed")
+    succeeded = len(_index_set(job_status.get("completedIndexes") or ""))
+    needed = min_replicas(job)
+    completions = (job.get("spec") or {}).get("completions") or succeeded
+    ended = (f"the Job ended Complete ({complete.get('message') or complete.get('reason') or 'success policy met'})"
+             if complete else f"the Job ended Failed/{failed.get('reason') or 'Failed'}: {failed.get('message') or ''}")
+    finished = run.finished if run is not None else None
+    if finished and succeeded >= needed:
+        return (SUCCEEDED, RUN_FINISHED, f"ElasticJob {name} succeeded: {succeeded} of {completions} workers finished "
+                f"(at least {needed} needed) and the run's history records its end; {ended}")
+    if finished is None:  # nothing to ask but the Job
+        if complete:
+            return (SUCCEEDED, JOB_COMPLETE_UNCONFIRMED,
+                    f"ElasticJob {name} succeeded: {ended}; no run history the controller can read confirms it")
+        return FAILED, failed.get("reason") or "Failed", failed.get("message") or ""
+    why = f" ({run.error})" if run is not None and run.error else ""
+    last = (run.progress or {}) if run is not None else {}
+    where = f", epoch {last.get('epoch')}/{last.get('epochs')}" if last else ""
+    if complete:
+        return (FAILED, RUN_NOT_FINISHED, f"ElasticJob {name} failed: {ended}, but the run's history does not record "
+                f"its end{where}{why}: workers that exit 0 without finishing the training are not a finished run")
+    detail = f"; {succeeded} of {completions} workers finished (at least {needed} needed)"
+    if finished:
+        detail += " and the history records the end"
+    else:
+        detail += f", and the run's history does not record its end{where}{why}"
+    return FAILED, failed.get("reason") or "Failed", (failed.get("message") or "") + detail
+
+
 def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[dict[str, Any]], now: str,
-           progress: dict[str, Any] | None = None, invalid: str | None = None) -> dict[str, Any]:
+           progress: dict[str, Any] | None = None, invalid: str | None = None, run: History | None = None,
+           reason: str = INVALID_SPEC) -> dict[str, Any]:
     """The new status of `elasticjob` (its current one is read for conditions, startTime and
-    lastFailure, which outlive a replaced Job and deleted pods). `pods` are the Job's own pods."""
+    lastFailure, which outlive a replaced Job and deleted pods). `pods` are the Job's own pods;
+    `run` what the run's history says (its progress is status.progress when `progress` is not given)."""
+    if progress is None and run is not None:
+        progress = run.progress
     old = elasticjob.get("status") or {}
     conditions = copy.deepcopy(old.get("conditions") or [])
     status: dict[str, Any] = {"observedGeneration": elasticjob["metadata"].get("generation")}
     name = elasticjob["metadata"]["name"]
     if invalid:
-        _set(conditions, FAILED, True, INVALID_SPEC, invalid, now)
+        _set(conditions, FAILED, True, reason, invalid, now)
         return {**status, "conditions": conditions, "completionTime": old.get("completionTime") or now}
     if job is None:
         return {**status, "conditions": conditions}
@@ -128,13 +244,11 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
     if complete or failed:
         for kind in (RUNNING, RESTARTING):
             _clear(conditions, kind, "ElasticJobFinished", f"ElasticJob {name} finished", now)
-        if complete:
-            detail = f" ({complete['message']})" if complete.get("message") else ""
-            _set(conditions, SUCCEEDED, True, "ElasticJobSucceeded", f"ElasticJob {name} succeeded{detail}", now)
-        else:
-            _set(conditions, FAILED, True, failed.get("reason") or "Failed", failed.get("message") or "", now)
-        finished = job_status.get("completionTime") or (complete or failed).get("lastTransitionTime") or now
-        status["completionTime"] = old.get("completionTime") or finished
+        if not finished(old):  # a verdict, once written, stands (a later read of the history cannot flip it)
+            kind, why, message = verdict(name, job, run)
+            _set(conditions, kind, True, why, message, now)
+        ended = job_status.get("completionTime") or (complete or failed).get("lastTransitionTime") or now
+        status["completionTime"] = old.get("completionTime") or ended
     else:
         restarting = restarting_indexes(job, pods)
         running = any((p.get("status") or {}).get("phase") == "Running" and not _failed(p) for p in pods)
@@ -142,6 +256,9 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
             latest = _latest_failure(pods)
             detail = (f": {latest['pod']} ended with exit code {latest['exitCode']} ({latest['reason']}), {latest['action']}"
                       if latest else "")
+            waiting = waiting_indexes(job, pods, _epoch(now) or 0.0)
+            detail += "".join(f"; index {i} is re-created in {w['left']} s (its failure {w['failures']}: the Job "
+                              f"controller waits {w['delay']} s)" for i, w in sorted(waiting.items()))
             _set(conditions, RESTARTING, True, "ElasticJobRestarting",
                  f"replacing worker index {', '.join(map(str, restarting))}{detail}", now)
             _clear(conditions, RUNNING, "ElasticJobRestarting", "a worker is being replaced", now)
@@ -170,3 +287,18 @@ def _latest_failure(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
 def finished(status: dict[str, Any]) -> dict[str, Any] | None:
     """The Succeeded or Failed condition when the ElasticJob has finished, else None."""
     return _true(status.get("conditions"), SUCCEEDED) or _true(status.get("conditions"), FAILED)
+
+
+def refused(elasticjob: dict[str, Any], reason: str, message: str, now: str) -> dict[str, Any]:
+    """The status while the ElasticJob's Job cannot be made (the API refused it, or a Job of its name
+    is not its own): a Created condition with status False that says why (written even though False:
+    it is the one place a user looks)."""
+    old = elasticjob.get("status") or {}
+    conditions = copy.deepcopy(old.get("conditions") or [])
+    mine = next((c for c in conditions if c["type"] == CREATED), None)
+    if mine is None:
+        conditions.append({"type": CREATED, "status": "False", "reason": reason, "message": message,
+                           "lastUpdateTime": now, "lastTransitionTime": now})
+    else:
+        _set(conditions, CREATED, False, reason, message, now)
+    return {"observedGeneration": elasticjob["metadata"].get("generation"), "conditions": conditions}

@@ -95,8 +95,10 @@ def test_synth_local_counts(synth_stack):
                             "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
                             "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob",
                             # the rendezvous store's disruption budget and priority (issue 22); no volume (issue 31)
-                            "PodDisruptionBudget", "PriorityClass"])
-    assert len(synth.resources) == 27  # 18 objects, the provider, the wait, 2 Jobs' guards, 5 components
+                            "PodDisruptionBudget", "PriorityClass",
+                            # what the controller's account may create, narrowed (issue 36 item 14)
+                            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"])
+    assert len(synth.resources) == 29  # 20 objects, the provider, the wait, 2 Jobs' guards, 5 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
         "ExistingCluster", "Elastic", "ElasticController", "SharedVolume", "Workloads"}
     pvc = next(m for m in synth.manifests if m["kind"] == "PersistentVolumeClaim" and m["spec"]["resources"]["requests"]["storage"] == "5Gi")

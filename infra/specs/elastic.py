@@ -97,21 +97,91 @@ def namespace(name: str, component: str, enforce: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
+# The Lease the controller elects its leader on (controller/__main__.py LEASE_NAME; a test compares).
+CONTROLLER_LEASE = "elastic-job-controller"
+
+
 def controller_role_rules() -> list[dict[str, Any]]:
     """Least privilege, in the workload namespace only (controller/reconcile.py says what each is for):
-    ElasticJobs read and watched, their status patched, never their spec; Jobs created, replaced
-    (delete) and watched; pods read, watched and deleted (cleanPodPolicy All), never created: the Job
-    controller creates them; its own Lease. `elasticjobs/finalizers` update: a Job's owner reference with
-    blockOwnerDeletion needs it where the OwnerReferencesPermissionEnforcement admission plugin runs
-    (Kubernetes docs, "Admission Control": OwnerReferencesPermissionEnforcement)."""
+    ElasticJobs read and watched, their status patched, never their spec; Jobs created, resized in
+    place (patch), replaced (delete) and watched; pods read, watched and deleted (cleanPodPolicy All,
+    orphaned workers), never created: the Job controller creates them; events listed (a Job's
+    FailedCreate: the API's reason for refusing its pods); its own Lease only (get and
+    update by name; create cannot be limited by name in RBAC). `elasticjobs/finalizers` update: a Job's
+    owner reference with blockOwnerDeletion needs it where the OwnerReferencesPermissionEnforcement
+    admission plugin runs (Kubernetes docs, "Admission Control": OwnerReferencesPermissionEnforcement).
+    What Jobs it may create is narrowed further by controller_job_policy."""
     return [
         {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch", "delete"]},
         {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["get", "patch"]},
         {"apiGroups": [GROUP], "resources": [f"{PLURAL}/finalizers"], "verbs": ["update"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"],
+         "resourceNames": [CONTROLLER_LEASE]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]
+
+
+def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy and its binding (admissionregistration.k8s.io/v1, GA since Kubernetes
+    1.30) that narrow what the controller's ServiceAccount may do with the Jobs its Role lets it create
+    (issue 36 item 14): without it, that account could run any pod in the namespace, one that mounts
+    the namespace's Secrets included. A Job it creates or changes must be owned (as controller) by the
+    ElasticJob of the same name, be the Indexed Job with a pod failure and success policy that
+    controller/render.py renders, carry that ElasticJob's label on its pods, and its pods must take
+    no Secret (no secret or projected-secret volume, no secretKeyRef or secretRef in any container's
+    environment) and no API token (automountServiceAccountToken false, as every worker template we
+    render). Requests of anyone else are not matched (matchConditions). An ElasticJob whose template
+    needs a Secret is refused: the controller reports the API's message on it (reconcile.py)."""
+    name = f"{CONTROLLER_NAME}-jobs-{namespace_name}"
+    user = f"system:serviceaccount:{namespace_name}:{CONTROLLER_NAME}"
+    pod = "object.spec.template.spec"
+    no_secret_env = ("(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))) && "
+                     "(!has(c.envFrom) || c.envFrom.all(e, !has(e.secretRef)))")
+    rules = [
+        ("has(object.metadata.ownerReferences) && object.metadata.ownerReferences.size() == 1 && "
+         "object.metadata.ownerReferences.all(r, r.apiVersion == 'elastic.pytorch.org/v1alpha1' && "
+         "r.kind == 'ElasticJob' && r.name == object.metadata.name && has(r.controller) && r.controller)",
+         "the ElasticJob controller may only create Jobs owned by the ElasticJob of the same name"),
+        ("has(object.spec.completionMode) && object.spec.completionMode == 'Indexed' && "
+         "has(object.spec.podFailurePolicy) && has(object.spec.successPolicy) && has(object.spec.backoffLimitPerIndex)",
+         "the ElasticJob controller may only create the Indexed Jobs it renders (pod failure and success policy, "
+         "backoffLimitPerIndex)"),
+        ("has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) && "
+         "'elastic.pytorch.org/elasticjob' in object.spec.template.metadata.labels && "
+         "object.spec.template.metadata.labels['elastic.pytorch.org/elasticjob'] == object.metadata.name",
+         "the pods of a Job the ElasticJob controller creates must carry its ElasticJob's label"),
+        (f"has({pod}.automountServiceAccountToken) && {pod}.automountServiceAccountToken == false",
+         "the pods of a Job the ElasticJob controller creates get no API token (automountServiceAccountToken: false)"),
+        (f"!has({pod}.volumes) || {pod}.volumes.all(v, !has(v.secret) && "
+         "(!has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(s, !has(s.secret) && "
+         "!has(s.serviceAccountToken))))",
+         "the pods of a Job the ElasticJob controller creates mount no Secret"),
+        (f"{pod}.containers.all(c, {no_secret_env}) && "
+         f"(!has({pod}.initContainers) || {pod}.initContainers.all(c, {no_secret_env}))",
+         "the pods of a Job the ElasticJob controller creates read no Secret into their environment"),
+    ]
+    namespace_selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace_name}}
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": _meta(name, "elastic-controller"),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"namespaceSelector": namespace_selector, "resourceRules": [
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]}]},
+            "matchConditions": [{"name": "the-elasticjob-controller", "expression": f"request.userInfo.username == '{user}'"}],
+            "validations": [{"expression": expression, "message": message} for expression, message in rules],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": _meta(name, "elastic-controller"),
+        "spec": {"policyName": name, "validationActions": ["Deny"],
+                 "matchResources": {"namespaceSelector": namespace_selector}},
+    }
+    return [policy, binding]
 
 
 def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_policy: str = "IfNotPresent",
@@ -150,7 +220,8 @@ def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_
         }],
         "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": shared_claim, "readOnly": True}}],
     })
-    return [annotate(service_account), annotate(role), annotate(binding), annotate(deployment, image_by_tag=image_by_tag)]
+    return [annotate(service_account), annotate(role), annotate(binding),
+            *(annotate(o) for o in controller_job_policy(ns)), annotate(deployment, image_by_tag=image_by_tag)]
 
 
 def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_tag: bool = False) -> list[dict[str, Any]]:

@@ -62,13 +62,13 @@ def test_kubernetes_objects_use_the_cluster_provider(dev):
     assert "deleteUnreachable" not in provider["inputs"]  # tests/components/test_unreachable_cluster.py
     assert provider["dependsOn"] == [dev.one("eks:index:Cluster")["urn"]]
     objects = [r for r in dev.resources if r["type"].startswith("kubernetes:") and r["type"] != provider["type"]]
-    # every in-cluster object (24 in dev: platform, the controller's account, Role, binding and Deployment in the
-    # workload namespace, the rendezvous store's Service, Deployment, priority class and budget, policies,
+    # every in-cluster object (26 in dev: platform, the controller's account, Role, binding, admission policy and its
+    # binding, and Deployment in the workload namespace, the rendezvous store's Service, Deployment, priority class and budget, policies,
     # the run's PDB, workloads, the export's service account, the worker NodePool and EC2NodeClass) is a manifest;
     # Karpenter's two Helm releases (its CRDs, its controller) are not (their inputs are in resources.json)
     releases = [r for r in objects if r["type"] == "kubernetes:helm.sh/v3:Release"]
     assert sorted(r["name"] for r in releases) == ["capacity-karpenter", "capacity-karpenter-crd"]
-    assert len(objects) - len(releases) == len(dev.manifests) == 24
+    assert len(objects) - len(releases) == len(dev.manifests) == 26
     assert {r["providerUrn"] for r in objects} == {provider["urn"]}
 
 

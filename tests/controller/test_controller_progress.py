@@ -110,3 +110,71 @@ def test_no_goodput_until_wall_time_has_passed(tmp_path):
     from infra.cli.status import lines
     printed = lines({"metadata": {"namespace": "training", "name": "train-r1"}, "status": {"progress": result}})
     assert any(line.startswith("progress: epoch 1/5") and "goodput" not in line for line in printed)
+
+
+def test_a_fifo_in_place_of_the_history_is_refused_at_once(tmp_path):
+    """Issue 36 item 8: open() of a FIFO with no writer waits for ever; the controller's only worker
+    thread must never wait on a run's file."""
+    import os
+    import threading
+
+    os.mkfifo(tmp_path / "history.jsonl")
+    box = {}
+    reader = threading.Thread(target=lambda: box.update(h=progress.history(worker_elasticjob(str(tmp_path)), tmp_path)),
+                              daemon=True)
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    assert box["h"].known and box["h"].progress is None and "not a regular file" in box["h"].error
+    assert box["h"].finished is False
+
+
+def test_a_read_that_hangs_is_given_up_within_its_bound(tmp_path, monkeypatch):
+    """A hung volume (open() or read() blocked in the kernel) costs one bounded wait, then none."""
+    import threading
+    import time
+
+    release = threading.Event()
+    monkeypatch.setattr(progress, "_read_tail", lambda path: release.wait(30) and b"")
+    (tmp_path / "history.jsonl").write_text("")
+    started = time.monotonic()
+    first = progress.history(worker_elasticjob(str(tmp_path)), tmp_path, seconds=0.5)
+    assert time.monotonic() - started < 2 and "took more than 0.5 s" in first.error
+    started = time.monotonic()
+    second = progress.history(worker_elasticjob(str(tmp_path)), tmp_path, seconds=0.5)
+    assert time.monotonic() - started < 0.2 and "has not returned yet" in second.error  # no second stuck thread
+    release.set()
+
+
+def test_a_line_of_the_wrong_type_is_skipped_not_fatal(tmp_path):
+    """Issue 36 item 9: `"epochs": "5"` raised in summarize on every pass, before the status write."""
+    write_history(tmp_path, [
+        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2, "restart_count": 0},
+        {"event": "epoch", "epoch": 1, "loss": 2.0, "train_accuracy": 0.3, "images_per_second": 100.0, "seconds": 1.0,
+         "world_size": 2},
+        {"event": "start", "epochs_done": "1", "position": 0, "epochs": "5", "world_size": 2, "restart_count": 1},
+        {"event": "epoch", "epoch": None, "loss": "low", "seconds": [1], "world_size": 2},
+        {"event": 7},
+        {"event": "finished", "epochs": 5},
+    ])
+    with open(tmp_path / "history.jsonl", "a") as file:
+        file.write('["a list"]\n"a string"\n{"event": "epoch", "epoch": true}\n')
+    run = progress.history(worker_elasticjob(str(tmp_path)), tmp_path)
+    assert run.error is None and run.finished is True
+    assert (run.progress["epoch"], run.progress["epochs"], run.progress["restarts"]) == (1, 5, 0)
+
+
+def test_a_history_the_summary_cannot_handle_is_an_error_not_an_exception(tmp_path, monkeypatch):
+    write_history(tmp_path, [{"event": "start", "epochs_done": 0, "position": 0, "epochs": 5}])
+    monkeypatch.setattr(progress, "summarize", lambda records: 1 / 0)
+    run = progress.history(worker_elasticjob(str(tmp_path)), tmp_path)
+    assert run.progress is None and "ZeroDivisionError" in run.error
+
+
+def test_only_the_tail_of_a_huge_history_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "MAX_BYTES", 1000)
+    with open(tmp_path / "history.jsonl", "w") as file:
+        file.write('{"event": "epoch", "epoch": 1, "seconds": 1.0}\n' * 1000)
+        file.write('{"event": "start", "epochs_done": 1, "position": 0, "epochs": 3, "time": 5}\n')
+    assert len(progress.read_records(tmp_path / "history.jsonl")) < 30
+    assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path)["epochs"] == 3

@@ -128,3 +128,14 @@ def test_the_worker_container_is_the_one_the_stack_renders():
     from infra.specs import workloads
 
     assert render.WORKER_CONTAINER == workloads.WORKER_CONTAINER
+
+
+def test_the_roles_lease_is_the_one_the_controller_elects_on():
+    from controller.__main__ import LEASE_NAME
+    from infra.specs import elastic
+
+    assert elastic.CONTROLLER_LEASE == LEASE_NAME
+    lease_rules = [r for r in elastic.controller_role_rules() if r["apiGroups"] == ["coordination.k8s.io"]]
+    assert lease_rules == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"], "resourceNames": [LEASE_NAME]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}]

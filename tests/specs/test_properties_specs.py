@@ -176,11 +176,16 @@ def controller_objects() -> list[dict]:
 
 def test_the_controllers_role_is_namespaced_bound_to_its_account_and_never_creates_pods():
     objects = controller_objects()
-    assert [o["kind"] for o in objects] == ["ServiceAccount", "Role", "RoleBinding", "Deployment"]
-    account, role, binding, deployment = objects
+    assert [o["kind"] for o in objects] == ["ServiceAccount", "Role", "RoleBinding", "ValidatingAdmissionPolicy",
+                                            "ValidatingAdmissionPolicyBinding", "Deployment"]
+    account, role, binding, policy, policy_binding, deployment = objects
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account["metadata"]["name"] == elastic.CONTROLLER_NAME
-    assert {o["metadata"]["namespace"] for o in objects} == {"ml"}
+    assert {o["metadata"]["namespace"] for o in (account, role, binding, deployment)} == {"ml"}
+    # cluster-scoped, named for the namespace, matching only the controller's own requests in it
+    assert "namespace" not in policy["metadata"] and policy_binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert policy["spec"]["matchConditions"] == [{"name": "the-elasticjob-controller", "expression":
+                                                  "request.userInfo.username == 'system:serviceaccount:ml:elasticjob-controller'"}]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": elastic.CONTROLLER_NAME, "namespace": "ml"}]
     verbs = {(group, resource): set(rule["verbs"]) for rule in role["rules"]
@@ -188,7 +193,9 @@ def test_the_controllers_role_is_namespaced_bound_to_its_account_and_never_creat
     assert "create" not in verbs[("", "pods")] and ("", "pods/status") not in verbs
     assert verbs[("elastic.pytorch.org", "elasticjobs")] == {"get", "list", "watch", "delete"}  # never update/patch
     assert verbs[("elastic.pytorch.org", "elasticjobs/status")] == {"get", "patch"}
-    assert verbs[("coordination.k8s.io", "leases")] == {"get", "create", "update"}
+    lease_rules = [rule for rule in role["rules"] if rule["apiGroups"] == ["coordination.k8s.io"]]
+    assert [(set(r["verbs"]), r.get("resourceNames")) for r in lease_rules] == [
+        ({"get", "update"}, [elastic.CONTROLLER_LEASE]), ({"create"}, None)]
 
 
 def test_the_controller_runs_from_the_training_image_and_reads_the_shared_volume_read_only():
