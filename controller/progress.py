@@ -54,11 +54,13 @@ class History:
 
     @property
     def finished(self) -> bool | None:
-        """True: the run recorded its end; False: it did not (or its history cannot be read);
-        None: the controller has no history of this run to ask (no mount, no --run-dir under it)."""
-        if not self.known:
+        """True: the run recorded its end; False: its history has a `start` but no end; None: no
+        history to ask (no mount, no --run-dir under it, no file or no `start` record: a script that
+        writes none) or one that cannot be read now (`error`: status.derive waits, then falls back to
+        the Job's word; a read that failed is never taken for an unfinished run)."""
+        if not self.known or self.progress is None:
             return None
-        return bool(self.progress and self.progress.get("finished"))
+        return bool(self.progress.get("finished"))
 
 
 def run_dir(elasticjob: dict[str, Any]) -> str | None:

@@ -229,7 +229,7 @@ class Reconciler:
             new["orphansRemoved"] = total
         if old.get("jobReplacements"):
             new["jobReplacements"] = old["jobReplacements"]
-        stalled = None if status.finished(new) else self._stalled(job, pods)
+        stalled = None if status.finished(new) or status.job_finished(job) else self._stalled(job, pods)
         if stalled:
             new["jobReplacements"] = old.get("jobReplacements", 0) + 1
             self._patch_status(elasticjob, new)
@@ -237,6 +237,8 @@ class Reconciler:
             self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground")
             return RECHECK_DELETING_SECONDS
         self._patch_status(elasticjob, new)
+        if status.job_finished(job) and not status.finished(new):
+            return status.VERIFY_RETRY_SECONDS  # no verdict yet: the history is read again (status.verifying)
         waiting = status.waiting_indexes(job, pods, time.time())
         return min((w["left"] + 1 for w in waiting.values() if w["delay"] > self.max_replacement_wait), default=None)
 

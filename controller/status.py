@@ -15,8 +15,9 @@ tests `failedIndexes > 0 && failed + succeeded >= completions` (Failed/FailedInd
 success policy, so a run that finished on minReplicas workers beside one failed index ends Failed;
 and a Job can be Complete on workers that exited 0 without training (a replacement that found the
 rendezvous closed after a failed run). The history decides whenever the controller can read it
-(the run directory is on its mount); when it cannot (no mount, a training script without our
-history) the Job's verdict stands and the message says that nothing confirmed it.
+(the run directory is on its mount); when it has none (no mount, a training script without our
+history: no file, or no `start` record) the Job's verdict stands and the message says that nothing
+confirmed it. A history that exists but cannot be read gives no verdict for VERIFY_SECONDS, then the Job's.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ INVALID_SPEC = "InvalidSpec"
 RUN_FINISHED = "RunFinished"  # enough workers finished and the history records the end
 RUN_NOT_FINISHED = "RunNotFinished"  # the Job completed, but the history does not record the end
 JOB_COMPLETE_UNCONFIRMED = "JobCompleteUnconfirmed"  # the Job completed; no history the controller can read
+# A history that exists but cannot be read as the Job ends (an NFS stall over the read bound, EIO, a
+# read still stuck) gives no verdict yet, never a Failed one (review ctrl-1 item 2): it is read again
+# every VERIFY_RETRY_SECONDS (reconcile.py) for VERIFY_SECONDS after the Job ended, then the Job's
+# word stands, saying why nothing confirmed it. Our choice: two minutes outlast an NFS server's
+# usual failover, and a wait (Pulumi's) for the verdict is not held much longer.
+VERIFYING_RUN = "VerifyingRun"
+VERIFY_SECONDS, VERIFY_RETRY_SECONDS = 120, 10
 
 
 def _true(conditions: list[dict[str, Any]] | None, kind: str) -> dict[str, Any] | None:
@@ -180,6 +188,25 @@ def _index_set(text: str) -> set[int]:
     return indexes
 
 
+def job_finished(job: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The finished Job's Complete or Failed condition, else None."""
+    conditions = ((job or {}).get("status") or {}).get("conditions")
+    return _true(conditions, "Complete") or _true(conditions, "Failed")
+
+
+def verifying(job: dict[str, Any], run: History | None, now: str) -> str | None:
+    """Why the verdict of a finished Job waits (its run's history could not be read, and the Job
+    ended less than VERIFY_SECONDS ago), else None."""
+    if run is None or not run.error:
+        return None
+    ended = _epoch((job.get("status") or {}).get("completionTime") or (job_finished(job) or {}).get("lastTransitionTime"))
+    left = VERIFY_SECONDS - ((_epoch(now) or 0.0) - ended) if ended is not None else 0
+    if left <= 0:
+        return None
+    return (f"the Job ended; the run's history cannot be read yet ({run.error}): reading it again every "
+            f"{VERIFY_RETRY_SECONDS} s for {round(left)} s more, then the Job's verdict stands")
+
+
 def min_replicas(job: dict[str, Any]) -> int:
     """The workers that must succeed: the Job's own success policy (render.py writes minReplicas
     there), else all of its completions."""
@@ -199,15 +226,15 @@ def verdict(name: str, job: dict[str, Any], run: History | None) -> tuple[str, s
     ended = (f"the Job ended Complete ({complete.get('message') or complete.get('reason') or 'success policy met'})"
              if complete else f"the Job ended Failed/{failed.get('reason') or 'Failed'}: {failed.get('message') or ''}")
     finished = run.finished if run is not None else None
+    why = f" ({run.error})" if run is not None and run.error else ""
     if finished and succeeded >= needed:
         return (SUCCEEDED, RUN_FINISHED, f"ElasticJob {name} succeeded: {succeeded} of {completions} workers finished "
                 f"(at least {needed} needed) and the run's history records its end; {ended}")
     if finished is None:  # nothing to ask but the Job
         if complete:
-            return (SUCCEEDED, JOB_COMPLETE_UNCONFIRMED,
-                    f"ElasticJob {name} succeeded: {ended}; no run history the controller can read confirms it")
-        return FAILED, failed.get("reason") or "Failed", failed.get("message") or ""
-    why = f" ({run.error})" if run is not None and run.error else ""
+            return (SUCCEEDED, JOB_COMPLETE_UNCONFIRMED, f"ElasticJob {name} succeeded: {ended}; no run history "
+                    f"the controller can read confirms it{why}")
+        return FAILED, failed.get("reason") or "Failed", (failed.get("message") or "") + why
     last = (run.progress or {}) if run is not None else {}
     where = f", epoch {last.get('epoch')}/{last.get('epochs')}" if last else ""
     if complete:
@@ -244,7 +271,13 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
     if complete or failed:
         for kind in (RUNNING, RESTARTING):
             _clear(conditions, kind, "ElasticJobFinished", f"ElasticJob {name} finished", now)
-        if not finished(old):  # a verdict, once written, stands (a later read of the history cannot flip it)
+        waiting = None if finished(old) else verifying(job, run, now)
+        if waiting:  # no verdict yet: said in Running (False), which a finished Job's status keeps
+            if not any(c["type"] == RUNNING for c in conditions):
+                conditions.append({"type": RUNNING, "status": "False", "reason": VERIFYING_RUN, "message": waiting,
+                                   "lastUpdateTime": now, "lastTransitionTime": now})
+            _set(conditions, RUNNING, False, VERIFYING_RUN, waiting, now)
+        elif not finished(old):  # a verdict, once written, stands (a later read of the history cannot flip it)
             kind, why, message = verdict(name, job, run)
             _set(conditions, kind, True, why, message, now)
         ended = job_status.get("completionTime") or (complete or failed).get("lastTransitionTime") or now

@@ -80,7 +80,7 @@ def test_a_fifo_in_place_of_the_history_is_refused_at_once(tmp_path):
     reader.join(5)
     assert not reader.is_alive(), "reading a FIFO blocked"
     assert box["h"].known and box["h"].progress is None and "not a regular file" in box["h"].error
-    assert box["h"].finished is False
+    assert box["h"].finished is None  # no verdict from it (status.verifying waits, then the Job's word)
 
 
 def test_a_read_that_hangs_is_given_up_within_its_bound(tmp_path, monkeypatch):
@@ -98,6 +98,18 @@ def test_a_read_that_hangs_is_given_up_within_its_bound(tmp_path, monkeypatch):
     second = progress.history(worker_elasticjob(str(tmp_path)), tmp_path, seconds=0.5)
     assert time.monotonic() - started < 0.2 and "has not returned yet" in second.error  # no second stuck thread
     release.set()
+
+
+def test_no_file_or_no_start_record_is_no_history_not_an_unfinished_run(tmp_path):
+    """Review ctrl-1 item 2: a script that writes no history (docs/runs.md: JobCompleteUnconfirmed)
+    gave finished=False, so its Complete Job ended Failed/RunNotFinished."""
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is None
+    write_history(tmp_path, [{"event": "checkpoint", "epochs_done": 1, "position": 0}])
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is None
+    write_history(tmp_path, [{"event": "start", "epochs_done": 1, "position": 0, "epochs": 3}])
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is False
+    write_history(tmp_path, [{"event": "finished", "epochs": 3}])
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is True
 
 
 def test_a_line_of_the_wrong_type_is_skipped_not_fatal(tmp_path):

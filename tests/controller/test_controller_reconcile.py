@@ -1,0 +1,97 @@
+"""One reconcile pass (controller/reconcile.py) against tests/controller/api_server.py: the kubernetes
+client's real requests over HTTP on 127.0.0.1, objects as tests/golden renders them. The findings of
+the review of branch ctrl (reviews/ctrl-review-1.md) that live in the pass; what only the real control
+plane shows (the Job controller's own answers) is in tests/cluster/test_controller_*.py."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from api_server import ELASTICJOBS, JOBS, NS, ApiServer
+from controller import render, status
+from controller.reconcile import Reconciler
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+NAME = "train-run-1"
+
+
+def stamp(seconds_ago: float = 0.0) -> str:
+    moment = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=seconds_ago)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def elasticjob(run_dir: Path) -> dict:
+    """The dev stack's ElasticJob as the API server returns it, its --run-dir moved to `run_dir`."""
+    made = yaml.safe_load((GOLDEN / "dev-training.yaml").read_text())
+    made["metadata"].update(uid="ej-uid", generation=1)
+    args = made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
+    args[args.index("--run-dir") + 1] = str(run_dir)
+    return made
+
+
+def owned_job(the_elasticjob: dict, job_status: dict | None = None) -> dict:
+    job = render.job(the_elasticjob)
+    job["metadata"]["uid"] = "job-uid"
+    job["status"] = job_status or {}
+    return job
+
+
+def pod(index: int, phase: str, **extra: dict) -> dict:
+    made = {"metadata": {"name": f"{NAME}-{index}-x", "labels": {status.INDEX_LABEL: str(index),
+                                                                 render.ELASTICJOB_LABEL: NAME},
+                         "ownerReferences": [{"uid": "job-uid", "controller": True}]},
+            "status": {"phase": phase}}
+    made["metadata"].update(extra)
+    return made
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    server = ApiServer()
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    the_elasticjob = elasticjob(run_dir)
+    server.objects[f"{ELASTICJOBS}/{NAME}"] = the_elasticjob
+    pods: list[dict] = []
+    server.pods = pods
+    server.run_dir = run_dir
+    server.reconciler = Reconciler(server.api(), NS, tmp_path, pods_of=lambda name: list(pods))
+    yield server
+    server.close()
+
+
+def stored_status(server: ApiServer) -> dict:
+    return server.objects[f"{ELASTICJOBS}/{NAME}"].get("status") or {}
+
+
+def test_an_unreadable_history_as_the_job_ends_is_read_again_not_a_failed_run(cluster):
+    """Review ctrl-1 item 2: a history unreadable when the Job completes (here a FIFO; an NFS stall
+    or EIO alike) wrote Failed/RunNotFinished, and a written verdict stands for ever. Now the pass
+    writes no verdict and comes back in VERIFY_RETRY_SECONDS; a finished Job is never replaced
+    meanwhile, whatever its failed indexes wait for."""
+    os.mkfifo(cluster.run_dir / "history.jsonl")
+    the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {
+        "conditions": [{"type": "Complete", "status": "True", "reason": "SuccessCriteriaMet", "lastTransitionTime": stamp()}],
+        "completionTime": stamp(), "completedIndexes": "0", "succeeded": 1})
+    # index 1 preempted 7 times (ignored failures): the Job controller would re-create it after 600 s
+    cluster.pods.append(pod(0, "Succeeded"))
+    cluster.pods.append(pod(1, "Failed", annotations={status.IGNORED_COUNT_ANNOTATION: "6"}))
+    again = cluster.reconciler.reconcile(NAME)
+    assert again == status.VERIFY_RETRY_SECONDS
+    assert status.finished(stored_status(cluster)) is None
+    running = next(c for c in stored_status(cluster)["conditions"] if c["type"] == status.RUNNING)
+    assert running["reason"] == status.VERIFYING_RUN and "not a regular file" in running["message"]
+    assert not [c for c in cluster.writes() if c[0] == "DELETE"], "a finished Job was replaced"
+    os.unlink(cluster.run_dir / "history.jsonl")
+    (cluster.run_dir / "history.jsonl").write_text('{"event": "start", "epochs": 1, "epochs_done": 0, "time": 1}\n'
+                                                   '{"event": "finished", "epochs": 1, "time": 2}\n')
+    cluster.reconciler.reconcile(NAME)
+    verdict = status.finished(stored_status(cluster))
+    assert (verdict["type"], verdict["reason"]) == (status.SUCCEEDED, status.RUN_FINISHED)
