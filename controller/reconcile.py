@@ -195,6 +195,13 @@ class Reconciler:
         if job is not None and job["metadata"].get("deletionTimestamp"):
             return RECHECK_DELETING_SECONDS
         wanted_hash = desired["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+        live_hash = (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) if job is not None else None
+        if job is not None and live_hash != wanted_hash and live_hash == render.whole_spec_hash(desired["spec"], job["spec"]):
+            log.info("elasticjob %s: Job %s carries the whole-spec hash of an older controller and the same fixed "
+                     "fields: re-annotating it, its workers stay", name, name)
+            job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace,
+                       {"metadata": {"annotations": {render.SPEC_HASH_ANNOTATION: wanted_hash}}},
+                       _content_type="application/merge-patch+json")
         if job is not None and (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) != wanted_hash:
             log.info("elasticjob %s: the pod template (or another field a Job cannot change) changed, replacing Job %s",
                      name, name)

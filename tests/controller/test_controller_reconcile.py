@@ -95,3 +95,44 @@ def test_an_unreadable_history_as_the_job_ends_is_read_again_not_a_failed_run(cl
     cluster.reconciler.reconcile(NAME)
     verdict = status.finished(stored_status(cluster))
     assert (verdict["type"], verdict["reason"]) == (status.SUCCEEDED, status.RUN_FINISHED)
+
+
+# What main's controller (before in-place resizes) wrote on the dev stack's Job: its render.py hashed
+# the whole Job spec (tests/golden/dev-training-job.yaml on main, line 5). The spec it rendered is the
+# one tests/golden/dev-training-job.yaml holds now; only the annotation differs.
+MAINS_DEV_SPEC_HASH = "88c499e250a02638"
+GOLDEN_UID = "5e1c7a3e-0000-4000-8000-000000000001"  # test_controller_render.UID, the golden Job's owner
+
+
+def test_an_upgraded_controller_keeps_the_jobs_an_older_one_made(cluster):
+    """Review ctrl-1 item 1: the spec hash now leaves the in-place fields out, so every live Job made
+    by the older controller had a "different" hash and the first pass after the upgrade deleted it
+    (its workers with it). A Job whose whole-spec hash matches is re-annotated, not replaced; after
+    a resize since, too; one whose template really changed is still replaced."""
+    made = yaml.safe_load((GOLDEN / "dev-training.yaml").read_text())
+    made["metadata"].update(uid=GOLDEN_UID, generation=1)
+    cluster.objects[f"{ELASTICJOBS}/{NAME}"] = made
+    live = yaml.safe_load((GOLDEN / "dev-training-job.yaml").read_text())
+    live["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION] = MAINS_DEV_SPEC_HASH
+    live["metadata"]["uid"] = "job-uid"
+    cluster.objects[f"{JOBS}/{NAME}"] = copy.deepcopy(live)
+    cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
+    cluster.reconciler.reconcile(NAME)
+    assert not [c for c in cluster.writes() if c[0] in ("DELETE", "POST")], cluster.writes()
+    assert cluster.objects[f"{JOBS}/{NAME}"]["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION] == \
+        render.job({**made})["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+
+    # the older Job, and the ElasticJob resized since (replicas 2 -> 1, within min 1): re-annotated and patched
+    cluster.calls.clear()
+    cluster.objects[f"{JOBS}/{NAME}"] = copy.deepcopy(live)
+    made["spec"]["replicaSpecs"]["Worker"]["replicas"] = 1
+    cluster.reconciler.reconcile(NAME)
+    assert not [c for c in cluster.writes() if c[0] in ("DELETE", "POST")], cluster.writes()
+    assert cluster.objects[f"{JOBS}/{NAME}"]["spec"]["completions"] == 1
+
+    # the older Job, and a template that changed: replaced
+    cluster.calls.clear()
+    cluster.objects[f"{JOBS}/{NAME}"] = copy.deepcopy(live)
+    made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "registry.example/other:1"
+    cluster.reconciler.reconcile(NAME)
+    assert [c[0] for c in cluster.writes()] == ["DELETE"]
