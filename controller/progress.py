@@ -83,9 +83,15 @@ def history_file(elasticjob: dict[str, Any], shared_root: Path) -> Path | None:
     directory = run_dir(elasticjob)
     if not directory:
         return None
-    path = (Path(directory) / HISTORY_NAME).resolve()
-    root = shared_root.resolve()
-    return path if path.is_relative_to(root) else None
+    # Lexical only: resolve() stats every component, which blocks on a hung NFS mount, and this runs
+    # in the reconcile thread (review ctrl-1 item 3). Symbolic links are followed, and checked, in
+    # the bounded read's own thread (_bounded_read, `root`).
+    path = Path(os.path.abspath(os.path.join(directory, HISTORY_NAME)))
+    return path if path.is_relative_to(os.path.abspath(shared_root)) else None
+
+
+class Outside(Exception):
+    """The history's real path (its symbolic links followed) leaves the shared volume."""
 
 
 def _read_tail(path: Path) -> bytes:
@@ -111,7 +117,7 @@ _stuck: set[Path] = set()  # paths whose last read has not returned yet (a hung 
 _stuck_lock = threading.Lock()
 
 
-def _bounded_read(path: Path, seconds: float) -> bytes:
+def _bounded_read(path: Path, seconds: float, root: Path | None = None) -> bytes:
     """_read_tail in a daemon thread, waited for at most `seconds`. A read that never returns keeps
     only its own thread (one per path at most), never the reconcile."""
     with _stuck_lock:
@@ -121,6 +127,8 @@ def _bounded_read(path: Path, seconds: float) -> bytes:
 
     def read() -> None:
         try:
+            if root is not None and not path.resolve().is_relative_to(root.resolve()):
+                raise Outside(f"{path} leads out of {root}")
             result["data"] = _read_tail(path)
         except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
             result["error"] = error
@@ -148,12 +156,12 @@ def _valid(record: Any) -> bool:
                for key in NUMERIC_FIELDS if key in record)
 
 
-def read_records(path: Path, seconds: float = READ_SECONDS) -> list[dict[str, Any]]:
+def read_records(path: Path, seconds: float = READ_SECONDS, root: Path | None = None) -> list[dict[str, Any]]:
     """The history's records; a torn last line (a crash mid-append) and a line that is not a record
     of the history's schema are skipped, as jobs/ reads it. No file: no records. Unreadable when it
     cannot be read as a regular file within `seconds`."""
     try:
-        data = _bounded_read(path, seconds)
+        data = _bounded_read(path, seconds, root)
     except FileNotFoundError:
         return []
     except OSError as error:
@@ -207,7 +215,9 @@ def history(elasticjob: dict[str, Any], shared_root: Path | None, seconds: float
     if path is None:
         return History(known=False)
     try:
-        return History(known=True, progress=summarize(read_records(path, seconds)))
+        return History(known=True, progress=summarize(read_records(path, seconds, shared_root)))
+    except Outside:
+        return History(known=False)
     except Unreadable as error:
         return History(known=True, error=str(error))
     except Exception as error:  # noqa: BLE001 - a history we did not foresee must not stop the status write

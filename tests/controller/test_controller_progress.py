@@ -54,6 +54,33 @@ def test_nothing_is_read_outside_the_shared_volume(tmp_path):
     assert progress.read(worker_elasticjob(str(shared / ".." / "elsewhere")), shared) is None
 
 
+def test_a_symbolic_link_out_of_the_shared_volume_is_not_followed(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "history.jsonl").write_text('{"event": "start", "epochs": 3, "time": 5}\n')
+    shared = tmp_path / "shared"
+    (shared / "run").mkdir(parents=True)
+    (shared / "run" / "history.jsonl").symlink_to(outside / "history.jsonl")
+    run = progress.history(worker_elasticjob(str(shared / "run")), shared)
+    assert (run.known, run.progress) == (False, None)
+
+
+def test_a_hung_mount_never_holds_the_calling_thread_even_in_resolving_the_path(tmp_path, monkeypatch):
+    """Review ctrl-1 item 3: Path.resolve() stats every component of the path, and a stat on a hung
+    NFS mount blocks in the kernel; it ran in the reconcile thread, before the bounded read."""
+    import threading
+    import time
+
+    release = threading.Event()
+    real_resolve = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: release.wait(30) and real_resolve(self, *a, **k))
+    started = time.monotonic()
+    run = progress.history(worker_elasticjob(str(tmp_path / "run")), tmp_path, seconds=0.5)
+    took = time.monotonic() - started
+    release.set()
+    assert took < 2 and run.known and "took more than 0.5 s" in run.error, (took, run)
+
+
 def test_no_history_no_run_dir_no_mount(tmp_path):
     assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path) is None
     assert progress.read({"spec": {}}, tmp_path) is None
