@@ -61,6 +61,10 @@ WORKER_PODS_REFUSED = "WorkerPodsRefused"
 # The Job controller retries a refused pod create with its own backoff; a template the API refuses
 # this many times (PodSecurity, a quota) is not going to run.
 POD_REFUSALS_TO_FAIL = 3
+# Every API call is bounded (review ctrl-1 item 4): a half-open connection would otherwise hold the
+# only worker for the kernel's TCP retransmission time (~15 min) while the Lease stays renewed. Our
+# choice: far above a healthy API server's answer, far below that.
+REQUEST_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class Api:
 def _raw(call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """The API server's JSON as sent (timestamps stay RFC 3339 "...Z", as Kubernetes writes them),
     not the client's models."""
+    kwargs.setdefault("_request_timeout", REQUEST_SECONDS)
     return json.loads(call(*args, _preload_content=False, **kwargs).data)
 
 
@@ -131,7 +136,7 @@ class Reconciler:
         from kubernetes.client.exceptions import ApiException
         try:
             return self.api.custom.get_namespaced_custom_object(render.GROUP, render.VERSION, self.namespace,
-                                                                render.PLURAL, name)
+                                                                render.PLURAL, name, _request_timeout=REQUEST_SECONDS)
         except ApiException as error:
             if error.status == GONE:
                 return None
@@ -162,7 +167,7 @@ class Reconciler:
             return
         self.api.custom.patch_namespaced_custom_object_status(
             render.GROUP, render.VERSION, self.namespace, render.PLURAL, elasticjob["metadata"]["name"],
-            {"status": new}, _content_type="application/merge-patch+json")
+            {"status": new}, _content_type="application/merge-patch+json", _request_timeout=REQUEST_SECONDS)
 
     def _delete_pods(self, name: str, job: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -170,7 +175,7 @@ class Reconciler:
             if pod["metadata"].get("deletionTimestamp"):
                 continue
             try:
-                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace)
+                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, _request_timeout=REQUEST_SECONDS)
             except ApiException as error:
                 if error.status != GONE:
                     raise
@@ -205,7 +210,8 @@ class Reconciler:
         if job is not None and (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) != wanted_hash:
             log.info("elasticjob %s: the pod template (or another field a Job cannot change) changed, replacing Job %s",
                      name, name)
-            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground")
+            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
+                                                _request_timeout=REQUEST_SECONDS)
             return RECHECK_DELETING_SECONDS
         if job is not None and (changes := render.mutable_changes(desired, job)):
             log.info("elasticjob %s: changing Job %s in place: %s", name, name,
@@ -241,7 +247,8 @@ class Reconciler:
             new["jobReplacements"] = old.get("jobReplacements", 0) + 1
             self._patch_status(elasticjob, new)
             log.warning("elasticjob %s: %s: replacing Job %s (a new Job starts every index at once)", name, stalled, name)
-            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground")
+            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
+                                                _request_timeout=REQUEST_SECONDS)
             return RECHECK_DELETING_SECONDS
         self._patch_status(elasticjob, new)
         if status.job_finished(job) and not status.finished(new):
@@ -335,7 +342,7 @@ class Reconciler:
                         "--cascade=orphan?): deleting it, it would train beside the Job's own workers", name,
                         pod["metadata"]["name"])
             try:
-                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace)
+                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, _request_timeout=REQUEST_SECONDS)
                 removed += 1
             except ApiException as error:
                 if error.status != GONE:
@@ -361,7 +368,8 @@ class Reconciler:
         from kubernetes.client.exceptions import ApiException
         try:
             self.api.custom.delete_namespaced_custom_object(render.GROUP, render.VERSION, self.namespace, render.PLURAL,
-                                                            name, propagation_policy="Background")
+                                                            name, propagation_policy="Background",
+                                                            _request_timeout=REQUEST_SECONDS)
         except ApiException as error:
             if error.status != GONE:
                 raise

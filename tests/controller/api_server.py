@@ -3,7 +3,7 @@ create, JSON merge patch, delete of objects by their API path), so that controll
 with the kubernetes client's own requests and parsing, as tests/controller/test_controller_lease.py
 does for the Lease. It keeps objects as sent; it is not the API server (no validation, no defaults,
 no garbage collector: the real one is tests/cluster's). `refuse[(method, path)] = (code, message)`
-answers that call with a Status error; `frozen` leaves every call unanswered (a half-open connection);
+answers that call with a Status error; `frozen` leaves every call unanswered (a half-open connection), `frozen_watches` every watch;
 `calls` records (method, path, body).
 """
 
@@ -45,7 +45,7 @@ class ApiServer:
         self.objects: dict[str, dict[str, Any]] = {}
         self.refuse: dict[tuple[str, str], tuple[int, str]] = {}
         self.calls: list[tuple[str, str, Any]] = []
-        self.frozen, self.release = False, threading.Event()
+        self.frozen, self.frozen_watches, self.release = False, False, threading.Event()
         self._lock = threading.Lock()
         server = self
 
@@ -65,7 +65,7 @@ class ApiServer:
                 path = urlsplit(self.path).path
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
-                if server.frozen:
+                if server.frozen or (server.frozen_watches and "watch=true" in self.path.lower()):
                     server.release.wait(60)
                     return
                 with server._lock:
