@@ -61,6 +61,12 @@ WORKER_PODS_REFUSED = "WorkerPodsRefused"
 # The Job controller retries a refused pod create with its own backoff; a template the API refuses
 # this many times (PodSecurity, a quota) is not going to run.
 POD_REFUSALS_TO_FAIL = 3
+# Refusals that pass (review ctrl-1 item 5): a ResourceQuota's "exceeded quota" (apiserver admission
+# plugin resourcequota), an admission webhook that cannot be called ("failed calling webhook") and the
+# API server's own errors (5xx: "Internal error occurred", "the server is currently unable") are
+# reported and waited on, never a verdict; a PodSecurity or validation refusal fails the run.
+TRANSIENT_POD_REFUSALS = ("exceeded quota", "failed calling webhook", "Internal error occurred",
+                          "the server is currently unable", "Too many requests", "timeout")
 # Every API call is bounded (review ctrl-1 item 4): a half-open connection would otherwise hold the
 # only worker for the kernel's TCP retransmission time (~15 min) while the Lease stays renewed. Our
 # choice: far above a healthy API server's answer, far below that.
@@ -196,7 +202,7 @@ class Reconciler:
             desired = render.job(elasticjob)
         except render.InvalidSpec as error:
             self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=str(error)))
-            return None
+            return RECHECK_DELETING_SECONDS if job is not None else None  # _finished stops its Job
         if job is not None and job["metadata"].get("deletionTimestamp"):
             return RECHECK_DELETING_SECONDS
         wanted_hash = desired["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
@@ -228,11 +234,12 @@ class Reconciler:
         pods = [pod for pod in labelled if _owned_by(pod, job["metadata"]["uid"])]
         if not pods and (refused := self._pods_refused(job)) is not None:
             message, count = refused
-            if count >= POD_REFUSALS_TO_FAIL:
+            transient = any(part.lower() in message.lower() for part in TRANSIENT_POD_REFUSALS)
+            if count >= POD_REFUSALS_TO_FAIL and not transient:
                 log.warning("elasticjob %s: %s (%d times): failing it", name, message, count)
                 self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,
                                                              reason=WORKER_PODS_REFUSED))
-                return None
+                return RECHECK_DELETING_SECONDS  # _finished stops the Job
             self._patch_status(elasticjob, status.refused(elasticjob, WORKER_PODS_REFUSED, message, now_text()))
             return Backoff(message)
         new = status.derive(elasticjob, job, pods, now_text(), run=progress.history(elasticjob, self.shared_root))
@@ -351,6 +358,15 @@ class Reconciler:
 
     def _finished(self, elasticjob: dict[str, Any], job: dict[str, Any] | None) -> float | None:
         name, spec = elasticjob["metadata"]["name"], elasticjob.get("spec") or {}
+        if job is not None and not status.job_finished(job):
+            # A verdict written while its Job runs (InvalidSpec after an edit, WorkerPodsRefused): the
+            # Job is stopped, or it would train unseen, and re-create pods cleanPodPolicy deletes
+            # (review ctrl-1 item 5).
+            if not job["metadata"].get("deletionTimestamp"):
+                log.warning("elasticjob %s has finished but Job %s still runs: deleting the Job", name, name)
+                self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
+                                                    _request_timeout=REQUEST_SECONDS)
+            job = None
         if job is not None:
             if spec.get("cleanPodPolicy") == "All":
                 self._delete_pods(name, job)

@@ -136,3 +136,55 @@ def test_an_upgraded_controller_keeps_the_jobs_an_older_one_made(cluster):
     made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "registry.example/other:1"
     cluster.reconciler.reconcile(NAME)
     assert [c[0] for c in cluster.writes()] == ["DELETE"]
+
+
+def failed_create(message: str, count: int) -> dict:
+    """The Job controller's event for refused pod creates (its message: "Error creating: " + the API's)."""
+    return {"metadata": {"name": "ev"}, "reason": "FailedCreate", "count": count, "message": f"Error creating: {message}",
+            "involvedObject": {"kind": "Job", "name": NAME, "uid": "job-uid"}, "lastTimestamp": stamp()}
+
+
+QUOTA = (f'pods "{NAME}-0-x" is forbidden: exceeded quota: compute, requested: nvidia.com/gpu=1, used: '
+         'nvidia.com/gpu=4, limited: nvidia.com/gpu=4')
+POD_SECURITY = f'pods "{NAME}-0-x" is forbidden: violates PodSecurity "restricted:latest": privileged'
+
+
+def test_a_quota_refusal_is_reported_and_waited_on_never_a_verdict(cluster):
+    """Review ctrl-1 item 5: three FailedCreate events of a full ResourceQuota failed the run within
+    seconds (the quota frees when another run ends), and the Job kept running, to train unseen later."""
+    from api_server import EVENTS
+    from controller.reconcile import Backoff
+
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(cluster.objects[f"{ELASTICJOBS}/{NAME}"])
+    cluster.objects[f"{EVENTS}/ev"] = failed_create(QUOTA, 9)
+    again = cluster.reconciler.reconcile(NAME)
+    assert isinstance(again, Backoff) and "exceeded quota" in again.why
+    assert status.finished(stored_status(cluster)) is None
+    created = next(c for c in stored_status(cluster)["conditions"] if c["type"] == status.CREATED)
+    assert created["status"] == "False" and "exceeded quota" in created["message"]
+    assert not [c for c in cluster.writes() if c[0] == "DELETE"]
+
+
+def test_a_permanent_refusal_fails_the_run_and_stops_its_job(cluster):
+    """Review ctrl-1 item 5: the verdict was written and the Job left to run."""
+    from api_server import EVENTS
+
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(cluster.objects[f"{ELASTICJOBS}/{NAME}"])
+    cluster.objects[f"{EVENTS}/ev"] = failed_create(POD_SECURITY, 3)
+    cluster.reconciler.reconcile(NAME)
+    verdict = status.finished(stored_status(cluster))
+    assert (verdict["type"], verdict["reason"]) == (status.FAILED, "WorkerPodsRefused")
+    cluster.reconciler.reconcile(NAME)
+    assert ("DELETE", f"{JOBS}/{NAME}") in [c[:2] for c in cluster.writes()]
+    assert status.finished(stored_status(cluster)) == verdict  # the verdict stands, no Running beside it
+
+
+def test_a_spec_made_invalid_while_its_job_runs_stops_the_job(cluster):
+    the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {"active": 2})
+    cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
+    the_elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "renamed"
+    cluster.reconciler.reconcile(NAME)
+    assert status.finished(stored_status(cluster))["reason"] == status.INVALID_SPEC
+    cluster.reconciler.reconcile(NAME)
+    assert ("DELETE", f"{JOBS}/{NAME}") in [c[:2] for c in cluster.writes()]
