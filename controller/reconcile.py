@@ -55,6 +55,9 @@ RECHECK_DELETING_SECONDS = 1.0
 # before the controller replaces the Job (_stalled; docs/runs.md "What ends a run"): the Job
 # controller's own delay doubles with every failure of an index, 10 s to 600 s, ignored ones too.
 MAX_REPLACEMENT_WAIT_SECONDS = 60.0
+# At most this many replacements per ElasticJob (review ctrl-1 item 6: a store outage makes every
+# worker exit with an ignored code, and each new Job stalled again ~150 s later). Our choice.
+MAX_JOB_REPLACEMENTS = 3
 JOB_REJECTED = "JobRejected"
 JOB_NAME_TAKEN = "JobNameTaken"
 WORKER_PODS_REFUSED = "WorkerPodsRefused"
@@ -242,14 +245,16 @@ class Reconciler:
                 return RECHECK_DELETING_SECONDS  # _finished stops the Job
             self._patch_status(elasticjob, status.refused(elasticjob, WORKER_PODS_REFUSED, message, now_text()))
             return Backoff(message)
-        new = status.derive(elasticjob, job, pods, now_text(), run=progress.history(elasticjob, self.shared_root))
+        run = progress.history(elasticjob, self.shared_root)
+        new = status.derive(elasticjob, job, pods, now_text(), run=run)
         old = elasticjob.get("status") or {}
         total = old.get("orphansRemoved", 0) + removed
         if total:
             new["orphansRemoved"] = total
         if old.get("jobReplacements"):
             new["jobReplacements"] = old["jobReplacements"]
-        stalled = None if status.finished(new) or status.job_finished(job) else self._stalled(job, pods)
+        stalled = (None if status.finished(new) or status.job_finished(job)
+                   else self._stalled(job, pods, run, old.get("jobReplacements", 0)))
         if stalled:
             new["jobReplacements"] = old.get("jobReplacements", 0) + 1
             self._patch_status(elasticjob, new)
@@ -263,12 +268,23 @@ class Reconciler:
         waiting = status.waiting_indexes(job, pods, time.time())
         return min((w["left"] + 1 for w in waiting.values() if w["delay"] > self.max_replacement_wait), default=None)
 
-    def _stalled(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> str | None:
+    def _stalled(self, job: dict[str, Any], pods: list[dict[str, Any]], run: progress.History | None = None,
+                 replacements: int = 0) -> str | None:
         """Why the run cannot train until the Job controller's per-index backoff has passed, or None.
         The bound (issue 36 item 4): fewer than minReplicas workers alive, and an index the Job
         controller will re-create only after more than `max_replacement_wait` seconds, all of whose
         failures were ignored ones (preemptions, drains: replacing the Job must not reset the retry
-        limit of a worker that really fails). A new Job starts with no failures counted."""
+        limit of a worker that really fails). A new Job starts with no failures counted, no completed
+        or failed indexes: never replace one that has any, nor a run whose history records its end,
+        nor more than MAX_JOB_REPLACEMENTS times (review ctrl-1 item 6)."""
+        job_status = job.get("status") or {}
+        if (job_status.get("completedIndexes") or job_status.get("failedIndexes") or status.counted_failures(pods)
+                or (run is not None and run.finished)):
+            return None
+        if replacements >= MAX_JOB_REPLACEMENTS:
+            log.warning("elasticjob %s: stalled below minReplicas, but replaced %d times already: waiting for the Job "
+                        "controller", job["metadata"]["name"], replacements)
+            return None
         alive = sum(1 for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")
                     and not p["metadata"].get("deletionTimestamp"))
         needed = status.min_replicas(job)

@@ -142,6 +142,13 @@ def _count(pod: dict[str, Any], key: str) -> int:
     return int(value) if value.isdigit() else 0
 
 
+def counted_failures(pods: list[dict[str, Any]]) -> bool:
+    """Whether any pod's index has a failure counted against backoffLimitPerIndex (its annotation, or
+    a failed pod whose exit the table counts), which a new Job would forget."""
+    return any(_count(p, FAILURE_COUNT_ANNOTATION) for p in pods) or any(
+        failure(p)["action"] == exit_codes.COUNTED for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+
+
 def _epoch(stamp: str | None) -> float | None:
     import datetime
     if not stamp:

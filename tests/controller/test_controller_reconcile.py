@@ -188,3 +188,53 @@ def test_a_spec_made_invalid_while_its_job_runs_stops_the_job(cluster):
     assert status.finished(stored_status(cluster))["reason"] == status.INVALID_SPEC
     cluster.reconciler.reconcile(NAME)
     assert ("DELETE", f"{JOBS}/{NAME}") in [c[:2] for c in cluster.writes()]
+
+
+def preempted(index: int, ignored: int, counted: int = 0, code: int = 143) -> dict:
+    """A worker pod of `index` that ended with `code` (143: SIGTERM, ignored by the podFailurePolicy)
+    after `ignored` ignored and `counted` counted failures of its index (the Job controller's annotations)."""
+    made = pod(index, "Failed", annotations={status.IGNORED_COUNT_ANNOTATION: str(ignored),
+                                             status.FAILURE_COUNT_ANNOTATION: str(counted)})
+    made["status"]["containerStatuses"] = [{"name": render.WORKER_CONTAINER, "state": {"terminated": {
+        "exitCode": code, "finishedAt": stamp(5)}}}]
+    return made
+
+
+@pytest.fixture
+def stalled(cluster):
+    """replicas 2, minReplicas 2: index 1 preempted for the 7th time (the Job controller waits 600 s)."""
+    the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
+    the_elasticjob["spec"]["minReplicas"] = 2
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {"active": 1, "failed": 0})
+    cluster.pods.append(preempted(1, ignored=6))
+    return cluster
+
+
+def replaced(server: ApiServer) -> bool:
+    return ("DELETE", f"{JOBS}/{NAME}") in [c[:2] for c in server.writes()]
+
+
+def test_a_stalled_run_is_replaced_when_nothing_would_be_lost(stalled):
+    stalled.pods.append(preempted(0, ignored=6))
+    stalled.reconciler.reconcile(NAME)
+    assert replaced(stalled) and stored_status(stalled)["jobReplacements"] == 1
+
+
+@pytest.mark.parametrize("case", ["a completed index", "a counted failure", "a finished history", "the cap"])
+def test_a_stalled_run_is_not_replaced_when_that_would_lose_something(stalled, case):
+    """Review ctrl-1 item 6: a new Job starts every index afresh: a completed index trains again, a
+    failed-for-good index and counted failures are forgotten; a store outage replaced for ever."""
+    stalled.pods.append(preempted(0, ignored=6))
+    job_status = stalled.objects[f"{JOBS}/{NAME}"]["status"]
+    if case == "a completed index":
+        stalled.pods[-1] = pod(0, "Succeeded")
+        job_status.update(completedIndexes="0", succeeded=1)
+    elif case == "a counted failure":
+        stalled.pods[-1] = preempted(0, ignored=6, counted=1)
+    elif case == "a finished history":
+        (stalled.run_dir / "history.jsonl").write_text('{"event": "start", "epochs": 1, "epochs_done": 0, "time": 1}\n'
+                                                       '{"event": "finished", "epochs": 1, "time": 2}\n')
+    else:
+        stalled.objects[f"{ELASTICJOBS}/{NAME}"]["status"] = {"jobReplacements": 3}
+    stalled.reconciler.reconcile(NAME)
+    assert not replaced(stalled), case
