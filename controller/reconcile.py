@@ -60,6 +60,7 @@ MAX_REPLACEMENT_WAIT_SECONDS = 60.0
 MAX_JOB_REPLACEMENTS = 3
 JOB_REJECTED = "JobRejected"
 JOB_NAME_TAKEN = "JobNameTaken"
+RESIZE_REFUSED = "ResizeRefused"
 WORKER_PODS_REFUSED = "WorkerPodsRefused"
 # The Job controller retries a refused pod create with its own backoff; a template the API refuses
 # this many times (PodSecurity, a quota) is not going to run.
@@ -222,11 +223,19 @@ class Reconciler:
             self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
                                                 _request_timeout=REQUEST_SECONDS)
             return RECHECK_DELETING_SECONDS
-        if job is not None and (changes := render.mutable_changes(desired, job)):
+        resize_refused = None
+        if job is not None and not status.job_finished(job) and (changes := render.mutable_changes(desired, job)):
             log.info("elasticjob %s: changing Job %s in place: %s", name, name,
                      ", ".join(f"{key} {job['spec'].get(key)} -> {value}" for key, value in changes.items()))
-            job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace, {"spec": changes},
-                       _content_type="application/merge-patch+json")
+            from kubernetes.client.exceptions import ApiException
+            try:
+                job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace, {"spec": changes},
+                           _content_type="application/merge-patch+json")
+            except ApiException as error:  # reported, and the pass goes on to the status (review ctrl-1 item 7)
+                if error.status not in REFUSED:
+                    raise
+                resize_refused = f"the API server refused to change Job {name} in place ({changes}): {api_message(error)}"
+                log.warning("elasticjob %s: %s", name, resize_refused)
         if job is None:
             created = self._create(elasticjob, desired)
             if not isinstance(created, dict):
@@ -247,6 +256,11 @@ class Reconciler:
             return Backoff(message)
         run = progress.history(elasticjob, self.shared_root)
         new = status.derive(elasticjob, job, pods, now_text(), run=run)
+        if resize_refused:
+            status.report(new["conditions"], status.RESIZED, False, RESIZE_REFUSED, resize_refused, now_text())
+        elif any(c["type"] == status.RESIZED for c in new["conditions"]):
+            status.report(new["conditions"], status.RESIZED, True, "ResizedInPlace",
+                          f"Job {name} has the ElasticJob's replicas", now_text())
         old = elasticjob.get("status") or {}
         total = old.get("orphansRemoved", 0) + removed
         if total:

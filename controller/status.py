@@ -30,6 +30,7 @@ from controller.progress import History
 from controller.render import WORKER, WORKER_CONTAINER
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restarting", "Succeeded", "Failed"
+RESIZED = "Resized"  # ours: False while the API server refuses to resize the Job in place (reconcile.py)
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 INVALID_SPEC = "InvalidSpec"
 # The verdict's reasons (the Job's own reasons are kept when the history does not overrule them).
@@ -63,6 +64,14 @@ def _set(conditions: list[dict[str, Any]], kind: str, status: bool, reason: str,
     if status:  # a condition appears once it is true
         conditions.append({"type": kind, "status": value, "reason": reason, "message": message,
                            "lastUpdateTime": now, "lastTransitionTime": now})
+
+
+def report(conditions: list[dict[str, Any]], kind: str, status: bool, reason: str, message: str, now: str) -> None:
+    """_set, but a False condition appears too (it says why something is not done)."""
+    if not any(c["type"] == kind for c in conditions):
+        conditions.append({"type": kind, "status": "True" if status else "False", "reason": reason, "message": message,
+                           "lastUpdateTime": now, "lastTransitionTime": now})
+    _set(conditions, kind, status, reason, message, now)
 
 
 def _clear(conditions: list[dict[str, Any]], kind: str, reason: str, message: str, now: str) -> None:
@@ -280,10 +289,7 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
             _clear(conditions, kind, "ElasticJobFinished", f"ElasticJob {name} finished", now)
         waiting = None if finished(old) else verifying(job, run, now)
         if waiting:  # no verdict yet: said in Running (False), which a finished Job's status keeps
-            if not any(c["type"] == RUNNING for c in conditions):
-                conditions.append({"type": RUNNING, "status": "False", "reason": VERIFYING_RUN, "message": waiting,
-                                   "lastUpdateTime": now, "lastTransitionTime": now})
-            _set(conditions, RUNNING, False, VERIFYING_RUN, waiting, now)
+            report(conditions, RUNNING, False, VERIFYING_RUN, waiting, now)
         elif not finished(old):  # a verdict, once written, stands (a later read of the history cannot flip it)
             kind, why, message = verdict(name, job, run)
             _set(conditions, kind, True, why, message, now)

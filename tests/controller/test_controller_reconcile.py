@@ -238,3 +238,32 @@ def test_a_stalled_run_is_not_replaced_when_that_would_lose_something(stalled, c
         stalled.objects[f"{ELASTICJOBS}/{NAME}"]["status"] = {"jobReplacements": 3}
     stalled.reconciler.reconcile(NAME)
     assert not replaced(stalled), case
+
+
+def test_a_refused_resize_is_reported_and_the_status_still_written(cluster):
+    """Review ctrl-1 item 7: a 422 on the in-place patch aborted the pass before the status write,
+    on every retry: the run's status (and a verdict) froze."""
+    the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {"active": 2})
+    cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
+    the_elasticjob["spec"]["replicaSpecs"]["Worker"]["replicas"] = 1
+    cluster.refuse[("PATCH", f"{JOBS}/{NAME}")] = (422, "Job.batch \"train-run-1\" is invalid: spec.completions: Invalid value")
+    cluster.reconciler.reconcile(NAME)
+    conditions = {c["type"]: c for c in stored_status(cluster)["conditions"]}
+    assert conditions[status.RUNNING]["status"] == "True"
+    assert (conditions[status.RESIZED]["status"], conditions[status.RESIZED]["reason"]) == ("False", "ResizeRefused")
+    assert "spec.completions: Invalid value" in conditions[status.RESIZED]["message"]
+    del cluster.refuse[("PATCH", f"{JOBS}/{NAME}")]
+    cluster.reconciler.reconcile(NAME)
+    resized = next(c for c in stored_status(cluster)["conditions"] if c["type"] == status.RESIZED)
+    assert resized["status"] == "True" and cluster.objects[f"{JOBS}/{NAME}"]["spec"]["completions"] == 1
+
+
+def test_a_finished_job_is_not_resized(cluster):
+    the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {
+        "conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "lastTransitionTime": stamp(300)}]})
+    the_elasticjob["spec"]["replicaSpecs"]["Worker"]["replicas"] = 1
+    cluster.reconciler.reconcile(NAME)
+    assert not [c for c in cluster.writes() if c[1] == f"{JOBS}/{NAME}"]
+    assert status.finished(stored_status(cluster))["reason"] == "DeadlineExceeded"
