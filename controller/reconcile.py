@@ -299,7 +299,7 @@ class Reconciler:
             log.warning("elasticjob %s: stalled below minReplicas, but replaced %d times already: waiting for the Job "
                         "controller", job["metadata"]["name"], replacements)
             return None
-        alive = sum(1 for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")
+        alive = sum(1 for p in status.within(job, pods) if (p.get("status") or {}).get("phase") in ("Pending", "Running")
                     and not p["metadata"].get("deletionTimestamp"))
         needed = status.min_replicas(job)
         if alive >= needed:

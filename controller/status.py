@@ -113,9 +113,21 @@ def _failed(pod: dict[str, Any]) -> bool:
     return phase == "Failed" or (phase != "Succeeded" and bool(pod["metadata"].get("deletionTimestamp")))
 
 
+def within(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods of indexes below the Job's completions: after a scale-down the Job controller deletes
+    the pods of indexes >= completions (v1.35.8 pkg/controller/job indexed_job_utils.go, after removing
+    their tracking finalizer, job_controller.go): never counted, not a failure, not a restart (review
+    ctrl-1 item 8)."""
+    completions = (job.get("spec") or {}).get("completions")
+    if not isinstance(completions, int):
+        return pods
+    return [p for p in pods if (index := _index(p)) is None or index < completions]
+
+
 def restarting_indexes(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[int]:
     """Indexes whose last pod failed (or is terminating, or is a replacement not yet running) and that
     have not failed for good: the Job controller is replacing their worker."""
+    pods = within(job, pods)
     failed_for_good = _index_set((job.get("status") or {}).get("failedIndexes") or "")
     by_index: dict[int, list[dict[str, Any]]] = {}
     for pod in pods:
@@ -171,6 +183,7 @@ def waiting_indexes(job: dict[str, Any], pods: list[dict[str, Any]], now: float)
     Job controller's `delay` and the seconds `left` of it, read from the newest failed pod's
     annotations and finish time as the Job controller reads them."""
     job_status = job.get("status") or {}
+    pods = within(job, pods)
     done = _index_set(job_status.get("completedIndexes") or "") | _index_set(job_status.get("failedIndexes") or "")
     by_index: dict[int, list[dict[str, Any]]] = {}
     for pod in pods:
@@ -282,6 +295,7 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
     if job is None:
         return {**status, "conditions": conditions}
     job_status = job.get("status") or {}
+    pods = within(job, pods)
     _set(conditions, CREATED, True, "ElasticJobCreated", f"Job {job['metadata']['name']} runs the workers", now)
     complete, failed = _true(job_status.get("conditions"), "Complete"), _true(job_status.get("conditions"), "Failed")
     if complete or failed:
