@@ -130,9 +130,9 @@ def _watch(list_call: Callable[..., Any], key: Callable[[Any], str | None], queu
         try:
             listed = list_call(**selector, _request_timeout=reconcile.REQUEST_SECONDS)
             items = listed["items"] if isinstance(listed, dict) else listed.items
-            for item in items:
+            for item in items:  # a relist (every WATCH_SECONDS) must not cut a backoff or a TTL short (review ctrl-1 item 13)
                 if (name := key(item)) is not None:
-                    queue.add(name)
+                    queue.add_unless_waiting(name)
             version = listed["metadata"]["resourceVersion"] if isinstance(listed, dict) else listed.metadata.resource_version
             for event in watch.Watch().stream(list_call, resource_version=version, timeout_seconds=WATCH_SECONDS,
                                               _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS), **selector):
@@ -186,8 +186,8 @@ def _watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> 
         try:
             listed = _raw(api.core.list_namespaced_pod, namespace, label_selector=selector)
             cache.replace(listed["items"])
-            for pod in listed["items"]:
-                queue.add(pod["metadata"]["labels"][render.ELASTICJOB_LABEL])
+            for pod in listed["items"]:  # as in _watch: a relist keeps a waiting name's time
+                queue.add_unless_waiting(pod["metadata"]["labels"][render.ELASTICJOB_LABEL])
             version = listed["metadata"]["resourceVersion"]
             for event in watch.Watch().stream(api.core.list_namespaced_pod, namespace, label_selector=selector,
                                               resource_version=version, timeout_seconds=WATCH_SECONDS,

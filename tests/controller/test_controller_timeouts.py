@@ -75,3 +75,26 @@ def test_a_stuck_pass_is_seen_by_the_main_thread():
     release.set()
     time.sleep(0.3)
     assert clock.stuck_for(0.2) is None
+
+
+def test_a_relist_keeps_a_waiting_names_backoff(server, monkeypatch):
+    """Review ctrl-1 item 13: each watch's relist (every WATCH_SECONDS) queued every Job's and pod's
+    ElasticJob at once, cutting short the backoff of a blocked one and the wait of a pending TTL."""
+    from api_server import JOBS, PODS
+
+    labels = {"labels": {main.render.ELASTICJOB_LABEL: "blocked"}}
+    server.objects[f"{JOBS}/blocked"] = {"metadata": {"name": "blocked", **labels}}
+    server.objects[f"{PODS}/blocked-0"] = {"metadata": {"name": "blocked-0", **labels}}
+    server.frozen_watches = True
+    api = main.api_of(server.api().custom.api_client)
+    queue = main.WorkQueue()
+    queue.add("blocked", after=30)
+
+    def list_jobs(**kwargs):
+        return api.batch.list_namespaced_job(NS, **kwargs)
+
+    threading.Thread(target=main._watch, args=(list_jobs, main._labelled_name, queue), daemon=True).start()
+    threading.Thread(target=main._watch_pods, args=(api, NS, main.PodCache(), queue), daemon=True).start()
+    time.sleep(1.5)
+    assert {c[1] for c in server.calls} >= {JOBS, PODS}, server.calls  # both listed
+    assert "blocked" in queue.waiting() and queue._ready == []
