@@ -338,6 +338,8 @@ def api_of(api_client: Any) -> Api:
 def _attempt(lock: lease.LeaseLock) -> bool:
     try:
         return lock.try_acquire_or_renew(timeout=lease.RENEW_DEADLINE_SECONDS)
+    except lease.Forbidden:
+        raise  # no retry can help: main says so and ends
     except Exception as error:  # noqa: BLE001 - an unreachable API server is a failed try, not the end
         log.warning("lease %s: %s", lock.name, error)
         return False
@@ -352,8 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     log.info("candidate %s for lease %s/%s", options.identity, options.namespace, options.lease_name)
-    while not stopping.is_set() and not _attempt(lock):
-        stopping.wait(lease.RETRY_SECONDS)
+    try:
+        while not stopping.is_set() and not _attempt(lock):
+            stopping.wait(lease.RETRY_SECONDS)
+    except lease.Forbidden as error:
+        log.error("%s", error)
+        return 2
     if stopping.is_set():
         return 0
     log.info("leading as %s: running the ElasticJobs of namespace %s", options.identity, options.namespace)
