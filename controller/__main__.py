@@ -305,7 +305,7 @@ def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[]
         (_watch, (list_elasticjobs, SpecChanges(), queue), {}),
         (_watch, (list_jobs, _labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
         (_watch_pods, (api, ns, pods, queue), {}),
-        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of), queue, leading, clock), {}),
+        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of, leading=leading), queue, leading, clock), {}),
         (_resync, (api, ns, queue, options.resync_seconds), {}),
     ]
     for index, (target, args, kwargs) in enumerate(threads):
@@ -366,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     # The worker does nothing once the last renew is RENEW_DEADLINE_SECONDS old, even before this
     # thread has given up (client-go's callers stop on OnStoppedLeading at the same point).
     clock = PassClock()
-    start_controller(api, options, leading=lock.leading, clock=clock)
+    # Not leading once asked to stop: the worker writes nothing more before the lease is released.
+    start_controller(api, options, leading=lambda: lock.leading() and not stopping.is_set(), clock=clock)
     while not stopping.wait(lease.RETRY_SECONDS):
         if (took := clock.stuck_for(MAX_PASS_SECONDS)) is not None:
             log.error("a reconcile pass has run for %.0f s (more than %.0f s): the worker is stuck; stopping without "
@@ -375,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         if not lock.renew(lease.RENEW_DEADLINE_SECONDS, lease.RETRY_SECONDS, stopping) and not stopping.is_set():
             log.error("%s", lock.stop_message())
             return 1
+    # The lease is released only once no pass is in flight (its writes each check leading() first,
+    # now False), or a standby could lead beside it (review ctrl-1 item 10).
+    waited = time.monotonic() + lease.RENEW_DEADLINE_SECONDS
+    while clock.started is not None and time.monotonic() < waited:
+        time.sleep(0.1)
     lock.release()
     log.info("released the lease: stopping")
     return 0

@@ -106,13 +106,14 @@ class LeaseLock:
     def try_acquire_or_renew(self, timeout: float = RENEW_DEADLINE_SECONDS) -> bool:
         """True when this candidate holds the lease after the call; all of it within `timeout` seconds
         (a call that does not answer in time raises, as a refused one returns False)."""
-        self._deadline = self._clock() + timeout
+        sent = self._clock()
+        self._deadline = sent + timeout
         try:
             held = self._try()
         finally:
             self._deadline = float("inf")
-        if held:
-            self.renewed_at = self._clock()
+        if held:  # the lease runs from when the request was sent, not answered (review ctrl-1 item 10)
+            self.renewed_at = sent
         return held
 
     def renew(self, deadline: float = RENEW_DEADLINE_SECONDS, retry: float = RETRY_SECONDS,

@@ -125,6 +125,18 @@ def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid and ref.get("controller") for ref in obj["metadata"].get("ownerReferences") or [])
 
 
+def _only(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """DeleteOptions that delete `obj` only if it is still the object read (its uid): a Job or pod
+    made since under the same name (by another leader, in a two-leader window) is left alone
+    (review ctrl-1 item 10)."""
+    uid = obj["metadata"].get("uid")
+    return {"preconditions": {"uid": uid}} if uid else None
+
+
+class NotLeading(Exception):
+    """This process is no longer sure to lead: it writes nothing more."""
+
+
 def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
     return next((ref for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("controller")), None)
 
@@ -135,8 +147,9 @@ class Reconciler:
 
     def __init__(self, api: Api, namespace: str, shared_root: Path | None = None,
                  pods_of: Callable[[str], list[dict[str, Any]]] | None = None,
-                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS):
+                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS, leading: Callable[[], bool] = lambda: True):
         self.api, self.namespace, self.shared_root = api, namespace, shared_root
+        self.leading = leading
         self.max_replacement_wait = max_replacement_wait
         self._pods_of = pods_of
         self._rejected: dict[str, int] = {}  # ElasticJob uid -> Job creates the API refused
@@ -171,10 +184,17 @@ class Reconciler:
         return [pod for pod in self._labelled_pods(name) if _owned_by(pod, job["metadata"]["uid"])]
 
     # --- writes --------------------------------------------------------------------------------
+    def _lead(self) -> None:
+        """Before every write (review ctrl-1 item 10): a pass runs for seconds, and the lease can be
+        lost meanwhile; the worker's check at the start of a pass is not enough."""
+        if not self.leading():
+            raise NotLeading("no longer sure to lead (the last renew is older than the renew deadline): writing nothing")
+
     def _patch_status(self, elasticjob: dict[str, Any], new: dict[str, Any]) -> None:
         old = elasticjob.get("status") or {}
         if all(old.get(key) == value for key, value in new.items()):
             return
+        self._lead()
         self.api.custom.patch_namespaced_custom_object_status(
             render.GROUP, render.VERSION, self.namespace, render.PLURAL, elasticjob["metadata"]["name"],
             {"status": new}, _content_type="application/merge-patch+json", _request_timeout=REQUEST_SECONDS)
@@ -185,7 +205,9 @@ class Reconciler:
             if pod["metadata"].get("deletionTimestamp"):
                 continue
             try:
-                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, _request_timeout=REQUEST_SECONDS)
+                self._lead()
+                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, body=_only(pod),
+                                                   _request_timeout=REQUEST_SECONDS)
             except ApiException as error:
                 if error.status != GONE:
                     raise
@@ -214,13 +236,15 @@ class Reconciler:
         if job is not None and live_hash != wanted_hash and live_hash == render.whole_spec_hash(desired["spec"], job["spec"]):
             log.info("elasticjob %s: Job %s carries the whole-spec hash of an older controller and the same fixed "
                      "fields: re-annotating it, its workers stay", name, name)
+            self._lead()
             job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace,
                        {"metadata": {"annotations": {render.SPEC_HASH_ANNOTATION: wanted_hash}}},
                        _content_type="application/merge-patch+json")
         if job is not None and (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) != wanted_hash:
             log.info("elasticjob %s: the pod template (or another field a Job cannot change) changed, replacing Job %s",
                      name, name)
-            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
+            self._lead()
+            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground", body=_only(job),
                                                 _request_timeout=REQUEST_SECONDS)
             return RECHECK_DELETING_SECONDS
         resize_refused = None
@@ -229,6 +253,7 @@ class Reconciler:
                      ", ".join(f"{key} {job['spec'].get(key)} -> {value}" for key, value in changes.items()))
             from kubernetes.client.exceptions import ApiException
             try:
+                self._lead()
                 job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace, {"spec": changes},
                            _content_type="application/merge-patch+json")
             except ApiException as error:  # reported, and the pass goes on to the status (review ctrl-1 item 7)
@@ -273,7 +298,8 @@ class Reconciler:
             new["jobReplacements"] = old.get("jobReplacements", 0) + 1
             self._patch_status(elasticjob, new)
             log.warning("elasticjob %s: %s: replacing Job %s (a new Job starts every index at once)", name, stalled, name)
-            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
+            self._lead()
+            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground", body=_only(job),
                                                 _request_timeout=REQUEST_SECONDS)
             return RECHECK_DELETING_SECONDS
         self._patch_status(elasticjob, new)
@@ -348,6 +374,7 @@ class Reconciler:
         name, uid = elasticjob["metadata"]["name"], elasticjob["metadata"]["uid"]
         log.info("elasticjob %s: creating Job %s", name, name)
         try:
+            self._lead()
             created = _raw(self.api.batch.create_namespaced_job, self.namespace, desired)
         except ApiException as error:
             if error.status == CONFLICT:
@@ -379,7 +406,9 @@ class Reconciler:
                         "--cascade=orphan?): deleting it, it would train beside the Job's own workers", name,
                         pod["metadata"]["name"])
             try:
-                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, _request_timeout=REQUEST_SECONDS)
+                self._lead()
+                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, body=_only(pod),
+                                                   _request_timeout=REQUEST_SECONDS)
                 removed += 1
             except ApiException as error:
                 if error.status != GONE:
@@ -394,7 +423,8 @@ class Reconciler:
             # (review ctrl-1 item 5).
             if not job["metadata"].get("deletionTimestamp"):
                 log.warning("elasticjob %s has finished but Job %s still runs: deleting the Job", name, name)
-                self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground",
+                self._lead()
+                self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground", body=_only(job),
                                                     _request_timeout=REQUEST_SECONDS)
             job = None
         if job is not None:
@@ -413,6 +443,7 @@ class Reconciler:
         log.info("elasticjob %s: finished %s, ttlSecondsAfterFinished %s passed: deleting it", name, completed, ttl)
         from kubernetes.client.exceptions import ApiException
         try:
+            self._lead()
             self.api.custom.delete_namespaced_custom_object(render.GROUP, render.VERSION, self.namespace, render.PLURAL,
                                                             name, propagation_policy="Background",
                                                             _request_timeout=REQUEST_SECONDS)

@@ -167,3 +167,20 @@ def test_a_lease_the_role_does_not_grant_is_said_at_once(server):
     except Exception as error:  # noqa: BLE001 - what it raised is checked below
         outcome = error
     assert type(outcome).__name__ == "Forbidden" and f"Lease named '{NAME}'" in str(outcome), outcome
+
+
+def test_the_lease_runs_from_when_the_renew_was_sent(server):
+    """Review ctrl-1 item 10: renewed_at was taken when the answer came; an answer that took long
+    made this candidate believe in its lease for that much longer than the API server did."""
+    api = server("me")
+    now = [100.0]
+    real_put = api.http.RequestHandlerClass.do_PUT
+
+    def slow_put(handler):
+        now[0] += 4.0  # the answer takes 4 s
+        real_put(handler)
+
+    api.http.RequestHandlerClass.do_PUT = slow_put
+    lock = lease.LeaseLock(api.api(), NS, NAME, "me", clock=lambda: now[0])
+    assert lock.try_acquire_or_renew(timeout=10)
+    assert lock.renewed_at == 100.0

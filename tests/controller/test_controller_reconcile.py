@@ -267,3 +267,23 @@ def test_a_finished_job_is_not_resized(cluster):
     cluster.reconciler.reconcile(NAME)
     assert not [c for c in cluster.writes() if c[1] == f"{JOBS}/{NAME}"]
     assert status.finished(stored_status(cluster))["reason"] == "DeadlineExceeded"
+
+
+def test_a_pass_writes_nothing_once_it_is_not_sure_to_lead(stalled):
+    """Review ctrl-1 item 10: leading() was checked only at the start of a pass; a pass that outlived
+    the renew deadline went on writing beside the new leader."""
+    from controller.reconcile import NotLeading
+
+    stalled.pods.append(preempted(0, ignored=6))
+    stalled.reconciler.leading = lambda: False
+    with pytest.raises(NotLeading):
+        stalled.reconciler.reconcile(NAME)
+    assert stalled.writes() == []
+
+
+def test_a_replacement_deletes_only_the_job_it_read(stalled):
+    """Review ctrl-1 item 10: a delete by name removes a Job made since under that name (by another leader)."""
+    stalled.pods.append(preempted(0, ignored=6))
+    stalled.reconciler.reconcile(NAME)
+    (delete,) = [c for c in stalled.writes() if c[0] == "DELETE"]
+    assert delete[2]["preconditions"] == {"uid": "job-uid"}
