@@ -141,6 +141,28 @@ def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
     return next((ref for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("controller")), None)
 
 
+def _deadline_left(elasticjob: dict[str, Any], desired: dict[str, Any], job: dict[str, Any] | None) -> None:
+    """spec.activeDeadlineSeconds bounds the run, not each Job (review ctrl-1 item 9: every replacement
+    started it again): a Job gets what is left of it since the run's first start (status.startTime),
+    counted to the Job's own start (the Job controller counts its deadline from there), or to now for
+    a Job not yet made. A Job that has not started yet keeps what it has."""
+    deadline = desired["spec"].get("activeDeadlineSeconds")
+    first = (elasticjob.get("status") or {}).get("startTime")
+    if deadline is None or not first:
+        return
+    began = ((job or {}).get("status") or {}).get("startTime")
+    if job is not None and not began:
+        if "activeDeadlineSeconds" in (job.get("spec") or {}):
+            desired["spec"]["activeDeadlineSeconds"] = job["spec"]["activeDeadlineSeconds"]
+        return
+    if began:  # both whole-second stamps: the same answer on every pass, so no patch back and forth
+        used = (datetime.datetime.fromisoformat(began.replace("Z", "+00:00"))
+                - datetime.datetime.fromisoformat(first.replace("Z", "+00:00"))).total_seconds()
+    else:
+        used = _seconds_since(first)
+    desired["spec"]["activeDeadlineSeconds"] = max(1, int(deadline - max(0.0, used)))
+
+
 class Reconciler:
     """`pods_of(name)`: the pods labelled with ElasticJob `name` (__main__ gives its watch cache;
     without one, each pass lists them)."""
@@ -231,6 +253,7 @@ class Reconciler:
             return RECHECK_DELETING_SECONDS if job is not None else None  # _finished stops its Job
         if job is not None and job["metadata"].get("deletionTimestamp"):
             return RECHECK_DELETING_SECONDS
+        _deadline_left(elasticjob, desired, job)
         wanted_hash = desired["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
         live_hash = (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) if job is not None else None
         if job is not None and live_hash != wanted_hash and live_hash == render.whole_spec_hash(desired["spec"], job["spec"]):

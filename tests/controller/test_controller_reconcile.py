@@ -287,3 +287,24 @@ def test_a_replacement_deletes_only_the_job_it_read(stalled):
     stalled.reconciler.reconcile(NAME)
     (delete,) = [c for c in stalled.writes() if c[0] == "DELETE"]
     assert delete[2]["preconditions"] == {"uid": "job-uid"}
+
+
+def test_a_replacement_job_gets_what_is_left_of_the_deadline(cluster):
+    """Review ctrl-1 item 9: each replacement Job was rendered with the whole activeDeadlineSeconds."""
+    the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
+    the_elasticjob["spec"]["activeDeadlineSeconds"] = 3600
+    the_elasticjob["status"] = {"startTime": stamp(1000), "jobReplacements": 1}
+    cluster.reconciler.reconcile(NAME)
+    created = cluster.objects[f"{JOBS}/{NAME}"]
+    assert 2590 <= created["spec"]["activeDeadlineSeconds"] <= 2600
+    # the Job started 1000 s after the run: its deadline counts from its own start, and stays put
+    created["status"] = {"startTime": stamp(0), "active": 2}
+    started = [datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+               for t in (the_elasticjob["status"]["startTime"], created["status"]["startTime"])]
+    created["spec"]["activeDeadlineSeconds"] = 3600 - int((started[1] - started[0]).total_seconds())
+    cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
+    for index in (0, 1):
+        cluster.pods[index]["metadata"]["ownerReferences"][0]["uid"] = created["metadata"]["uid"]
+    cluster.calls.clear()
+    cluster.reconciler.reconcile(NAME)
+    assert not [c for c in cluster.writes() if c[1] == f"{JOBS}/{NAME}"], cluster.writes()
