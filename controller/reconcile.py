@@ -217,9 +217,20 @@ class Reconciler:
         if all(old.get(key) == value for key, value in new.items()):
             return
         self._lead()
-        self.api.custom.patch_namespaced_custom_object_status(
-            render.GROUP, render.VERSION, self.namespace, render.PLURAL, elasticjob["metadata"]["name"],
-            {"status": new}, _content_type="application/merge-patch+json", _request_timeout=REQUEST_SECONDS)
+        from kubernetes.client.exceptions import ApiException
+        try:
+            self.api.custom.patch_namespaced_custom_object_status(
+                render.GROUP, render.VERSION, self.namespace, render.PLURAL, elasticjob["metadata"]["name"],
+                {"status": new}, _content_type="application/merge-patch+json", _request_timeout=REQUEST_SECONDS)
+        except ApiException as error:
+            # 422: the object itself fails the CRD's root-level rules (a name stored under an older CRD;
+            # ratcheting does not apply to a status write, review ctrl-1 item 11): no retry can write
+            # it; said in the log, and the pass goes on instead of failing for ever.
+            if error.status != 422:
+                raise
+            log.warning("elasticjob %s: the API server refuses its status (%s): the ElasticJob fails the CRD's rules "
+                        "(a name stored under an older CRD: delete it and create it again)", elasticjob["metadata"]["name"],
+                        api_message(error))
 
     def _delete_pods(self, name: str, job: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException

@@ -308,3 +308,15 @@ def test_a_replacement_job_gets_what_is_left_of_the_deadline(cluster):
     cluster.calls.clear()
     cluster.reconciler.reconcile(NAME)
     assert not [c for c in cluster.writes() if c[1] == f"{JOBS}/{NAME}"], cluster.writes()
+
+
+def test_a_status_the_api_refuses_for_the_objects_own_name_ends_the_pass(cluster):
+    """Review ctrl-1 item 11: an ElasticJob stored under an older CRD with a name the CRD's root rules
+    now refuse gets 422 on every status write (no ratcheting there): the pass failed on every retry."""
+    bad = "Train.Run"
+    the_elasticjob = cluster.objects.pop(f"{ELASTICJOBS}/{NAME}")
+    the_elasticjob["metadata"]["name"] = bad
+    cluster.objects[f"{ELASTICJOBS}/{bad}"] = the_elasticjob
+    cluster.refuse[("PATCH", f"{ELASTICJOBS}/{bad}/status")] = (422, f'ElasticJob "{bad}" is invalid: metadata.name')
+    assert cluster.reconciler.reconcile(bad) is None
+    assert ("PATCH", f"{ELASTICJOBS}/{bad}/status") in [c[:2] for c in cluster.calls]
