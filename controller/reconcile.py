@@ -415,8 +415,13 @@ class Reconciler:
                 return RECHECK_DELETING_SECONDS  # made since we read: the next pass sees it
             if error.status not in REFUSED:
                 raise
-            attempts = self._rejected[uid] = self._rejected.get(uid, 0) + 1
             message = f"the API server refused Job {name}: {api_message(error)}"
+            if any(part.lower() in message.lower() for part in TRANSIENT_POD_REFUSALS):
+                # a ResourceQuota on count/jobs.batch (403 "exceeded quota") frees when another Job
+                # ends: reported and waited on, never counted toward JobRejected (review ctrl-1 item 12)
+                self._patch_status(elasticjob, status.refused(elasticjob, JOB_REJECTED, f"{message} (waiting)", now_text()))
+                return Backoff(message)
+            attempts = self._rejected[uid] = self._rejected.get(uid, 0) + 1
             if attempts >= MAX_CREATE_ATTEMPTS:
                 log.warning("elasticjob %s: %s; refused %d times: failing it", name, message, attempts)
                 self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,

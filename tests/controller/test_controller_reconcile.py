@@ -320,3 +320,18 @@ def test_a_status_the_api_refuses_for_the_objects_own_name_ends_the_pass(cluster
     cluster.refuse[("PATCH", f"{ELASTICJOBS}/{bad}/status")] = (422, f'ElasticJob "{bad}" is invalid: metadata.name')
     assert cluster.reconciler.reconcile(bad) is None
     assert ("PATCH", f"{ELASTICJOBS}/{bad}/status") in [c[:2] for c in cluster.calls]
+
+
+def test_a_quota_on_jobs_is_waited_on_not_five_strikes(cluster):
+    """Review ctrl-1 item 12: 403 "exceeded quota" (count/jobs.batch) is transient, but five of them
+    within ~7.5 s failed the run for good (JobRejected)."""
+    from controller.reconcile import Backoff
+
+    cluster.refuse[("POST", JOBS)] = (403, f'jobs.batch "{NAME}" is forbidden: exceeded quota: jobs, requested: '
+                                           'count/jobs.batch=1, used: count/jobs.batch=4, limited: count/jobs.batch=4')
+    for _ in range(7):
+        assert isinstance(cluster.reconciler.reconcile(NAME), Backoff)
+    assert status.finished(stored_status(cluster)) is None
+    del cluster.refuse[("POST", JOBS)]
+    cluster.reconciler.reconcile(NAME)
+    assert f"{JOBS}/{NAME}" in cluster.objects
