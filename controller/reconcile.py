@@ -9,7 +9,8 @@ The pass, in order:
 3. finished (a Succeeded or Failed condition): apply the run policy (cleanPodPolicy All deletes the
    Job's pods; Running needs nothing, the Job controller stops a finished Job's running pods;
    ttlSecondsAfterFinished deletes the ElasticJob that long after completionTime), refresh the
-   status, and never start it again (as Kubeflow's controllers do);
+   status, and never start it again (as Kubeflow's controllers do); a Job that still runs beside a
+   verdict (InvalidSpec after an edit, WorkerPodsRefused) is deleted;
 4. render its Job (render.py); an ElasticJob that cannot run gets Failed with reason InvalidSpec;
 5. no Job: create it; the API refusing it (400, 403, 422: a name, a template, an admission policy)
    is reported with the API's message, retried MAX_CREATE_ATTEMPTS times with backoff, then Failed
@@ -20,7 +21,7 @@ The pass, in order:
    patch it, the running workers stay;
 6. a Job whose every pod create the API refuses (its FailedCreate events: PodSecurity, a quota):
    reported in Created with the API's message; refused POD_REFUSALS_TO_FAIL times, Failed with
-   reason WorkerPodsRefused;
+   reason WorkerPodsRefused, unless the refusal passes (TRANSIENT_POD_REFUSALS: waited on);
 7. worker pods of this ElasticJob that no Job owns (a Job deleted with --cascade=orphan leaves them
    running with the same rendezvous id beside the new Job's): delete them, count them in
    status.orphansRemoved;
@@ -29,6 +30,9 @@ The pass, in order:
    subresource, only when it changed. The spec is never written.
 Returns the seconds after which to look again without an event (a pending TTL, a Job being
 deleted), a Backoff (look again after the queue's growing delay), or None.
+
+It is over 400 lines because the pass is one ordered sequence of these steps over shared state
+(the ElasticJob and Job read once); split across modules, that order would no longer read in one place.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ POD_REFUSALS_TO_FAIL = 3
 # API server's own errors (5xx: "Internal error occurred", "the server is currently unable") are
 # reported and waited on, never a verdict; a PodSecurity or validation refusal fails the run.
 TRANSIENT_POD_REFUSALS = ("exceeded quota", "failed calling webhook", "Internal error occurred",
-                          "the server is currently unable", "Too many requests", "timeout")
+                          "the server is currently unable", "Too many requests", "Timeout: request did not complete")
 # Every API call is bounded (review ctrl-1 item 4): a half-open connection would otherwise hold the
 # only worker for the kernel's TCP retransmission time (~15 min) while the Lease stays renewed. Our
 # choice: far above a healthy API server's answer, far below that.
@@ -416,7 +420,7 @@ class Reconciler:
             if error.status not in REFUSED:
                 raise
             message = f"the API server refused Job {name}: {api_message(error)}"
-            if any(part.lower() in message.lower() for part in TRANSIENT_POD_REFUSALS):
+            if error.status == 403 and "exceeded quota" in message:
                 # a ResourceQuota on count/jobs.batch (403 "exceeded quota") frees when another Job
                 # ends: reported and waited on, never counted toward JobRejected (review ctrl-1 item 12)
                 self._patch_status(elasticjob, status.refused(elasticjob, JOB_REJECTED, f"{message} (waiting)", now_text()))

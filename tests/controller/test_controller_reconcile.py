@@ -165,12 +165,14 @@ def test_a_quota_refusal_is_reported_and_waited_on_never_a_verdict(cluster):
     assert not [c for c in cluster.writes() if c[0] == "DELETE"]
 
 
-def test_a_permanent_refusal_fails_the_run_and_stops_its_job(cluster):
+@pytest.mark.parametrize("refusal", [POD_SECURITY, f'pods "{NAME}-0-x" is invalid: spec.containers[0].livenessProbe.'
+                                                 'timeoutSeconds: Invalid value: -1'])
+def test_a_permanent_refusal_fails_the_run_and_stops_its_job(cluster, refusal):
     """Review ctrl-1 item 5: the verdict was written and the Job left to run."""
     from api_server import EVENTS
 
     cluster.objects[f"{JOBS}/{NAME}"] = owned_job(cluster.objects[f"{ELASTICJOBS}/{NAME}"])
-    cluster.objects[f"{EVENTS}/ev"] = failed_create(POD_SECURITY, 3)
+    cluster.objects[f"{EVENTS}/ev"] = failed_create(refusal, 3)
     cluster.reconciler.reconcile(NAME)
     verdict = status.finished(stored_status(cluster))
     assert (verdict["type"], verdict["reason"]) == (status.FAILED, "WorkerPodsRefused")
