@@ -24,12 +24,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 from controller import lease, render
+from controller import reconcile
 from controller.reconcile import Api, Backoff, Reconciler
 
 log = logging.getLogger("controller")
 LEASE_NAME = "elastic-job-controller"
 WATCH_SECONDS = 60  # a watch is re-opened this often (the API server ends idle ones anyway)
 MAX_BACKOFF_SECONDS = 30.0
+# A watch's reads are bounded too (review ctrl-1 item 4): an idle half-open watch connection never
+# returns otherwise, and the caches behind it freeze. The API server ends a watch after
+# timeout_seconds; a read silent this much longer is a dead connection.
+WATCH_READ_SECONDS = WATCH_SECONDS + 30
+# A pass makes a bounded number of bounded calls (reconcile.REQUEST_SECONDS each); one that runs
+# longer is stuck: the leader stops renewing so that a standby takes over (review ctrl-1 item 4).
+MAX_PASS_SECONDS = 300.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -121,13 +129,14 @@ def _watch(list_call: Callable[..., Any], key: Callable[[Any], str | None], queu
     backoff = 1.0
     while True:
         try:
-            listed = list_call(**selector)
+            listed = list_call(**selector, _request_timeout=reconcile.REQUEST_SECONDS)
             items = listed["items"] if isinstance(listed, dict) else listed.items
-            for item in items:
+            for item in items:  # a relist (every WATCH_SECONDS) must not cut a backoff or a TTL short (review ctrl-1 item 13)
                 if (name := key(item)) is not None:
-                    queue.add(name)
+                    queue.add_unless_waiting(name)
             version = listed["metadata"]["resourceVersion"] if isinstance(listed, dict) else listed.metadata.resource_version
-            for event in watch.Watch().stream(list_call, resource_version=version, timeout_seconds=WATCH_SECONDS, **selector):
+            for event in watch.Watch().stream(list_call, resource_version=version, timeout_seconds=WATCH_SECONDS,
+                                              _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS), **selector):
                 if (name := key(event["object"])) is not None:
                     queue.add(name)
             backoff = 1.0
@@ -178,11 +187,12 @@ def _watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> 
         try:
             listed = _raw(api.core.list_namespaced_pod, namespace, label_selector=selector)
             cache.replace(listed["items"])
-            for pod in listed["items"]:
-                queue.add(pod["metadata"]["labels"][render.ELASTICJOB_LABEL])
+            for pod in listed["items"]:  # as in _watch: a relist keeps a waiting name's time
+                queue.add_unless_waiting(pod["metadata"]["labels"][render.ELASTICJOB_LABEL])
             version = listed["metadata"]["resourceVersion"]
             for event in watch.Watch().stream(api.core.list_namespaced_pod, namespace, label_selector=selector,
-                                              resource_version=version, timeout_seconds=WATCH_SECONDS):
+                                              resource_version=version, timeout_seconds=WATCH_SECONDS,
+                                              _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS)):
                 if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
                     continue
                 pod = event["raw_object"]
@@ -226,19 +236,38 @@ def _labelled_name(obj: Any) -> str | None:
     return labels.get(render.ELASTICJOB_LABEL)
 
 
-def _work(reconciler: Reconciler, queue: WorkQueue, leading: Callable[[], bool] = lambda: True) -> None:
+class PassClock:
+    """When the worker's current pass began (None between passes), for the main thread to see a
+    stuck worker (MAX_PASS_SECONDS)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+    def stuck_for(self, limit: float) -> float | None:
+        """Seconds the current pass has run when that is more than `limit`, else None."""
+        started = self.started
+        took = time.monotonic() - started if started is not None else 0.0
+        return took if took > limit else None
+
+
+def _work(reconciler: Reconciler, queue: WorkQueue, leading: Callable[[], bool] = lambda: True,
+          clock: PassClock | None = None) -> None:
     """The one worker: a name at a time; an error or a blocked ElasticJob waits its backoff (the log
     says what blocks it); nothing is done while this process is not sure it still leads."""
+    clock = clock or PassClock()
     while True:
         name = queue.get()
         while not leading():
             time.sleep(0.2)
         try:
+            clock.started = time.monotonic()
             again = reconciler.reconcile(name)
         except Exception as error:  # noqa: BLE001 - one ElasticJob's error must not stop the others
             wait = queue.add_rate_limited(name)
             log.warning("elasticjob %s: %s; again in %.1f s", name, error, wait)
             continue
+        finally:
+            clock.started = None
         if isinstance(again, Backoff):
             wait = queue.add_rate_limited(name)
             log.info("elasticjob %s: blocked: %s; again in %.1f s", name, again.why, wait)
@@ -252,14 +281,16 @@ def _resync(api: Api, namespace: str, queue: WorkQueue, every: float) -> None:
     while True:
         time.sleep(every)
         try:
-            listed = api.custom.list_namespaced_custom_object(render.GROUP, render.VERSION, namespace, render.PLURAL)
+            listed = api.custom.list_namespaced_custom_object(render.GROUP, render.VERSION, namespace, render.PLURAL,
+                                                              _request_timeout=reconcile.REQUEST_SECONDS)
             for item in listed["items"]:
                 queue.add_unless_waiting(item["metadata"]["name"])
         except Exception as error:  # noqa: BLE001
             log.warning("resync: %s", error)
 
 
-def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[], bool] = lambda: True) -> None:
+def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[], bool] = lambda: True,
+                     clock: PassClock | None = None) -> None:
     """The watches, the pod cache, the resync and the worker, as daemon threads."""
     queue, ns, pods = WorkQueue(), options.namespace, PodCache()
 
@@ -275,7 +306,7 @@ def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[]
         (_watch, (list_elasticjobs, SpecChanges(), queue), {}),
         (_watch, (list_jobs, _labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
         (_watch_pods, (api, ns, pods, queue), {}),
-        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of), queue, leading), {}),
+        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of, leading=leading), queue, leading, clock), {}),
         (_resync, (api, ns, queue, options.resync_seconds), {}),
     ]
     for index, (target, args, kwargs) in enumerate(threads):
@@ -305,13 +336,27 @@ def _clients(kubeconfig: str | None) -> tuple[Api, Any]:
     except (OSError, yaml.YAMLError) as error:  # a file the client could not read, or not YAML
         detail = error.strerror if isinstance(error, OSError) else " ".join(str(error).split())
         raise NoClusterAccess(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: {detail}") from None
-    return (Api(client.CustomObjectsApi(api_client), client.BatchV1Api(api_client), client.CoreV1Api(api_client)),
-            client.CoordinationV1Api(api_client))
+    return api_of(api_client), client.CoordinationV1Api(api_client)
+
+
+def api_of(api_client: Any) -> Api:
+    """The worker's and watches' clients, on a transport that never retries: urllib3 retries a
+    timed-out read three times by default, so a call bounded by REQUEST_SECONDS would take up to four
+    times that (lease.without_retries says the same); the work queue's backoff is the retry."""
+    import copy
+
+    from kubernetes import client
+    configuration = copy.deepcopy(api_client.configuration)
+    configuration.retries = False
+    api_client = client.ApiClient(configuration)
+    return Api(client.CustomObjectsApi(api_client), client.BatchV1Api(api_client), client.CoreV1Api(api_client))
 
 
 def _attempt(lock: lease.LeaseLock) -> bool:
     try:
         return lock.try_acquire_or_renew(timeout=lease.RENEW_DEADLINE_SECONDS)
+    except lease.Forbidden:
+        raise  # no retry can help: main says so and ends
     except Exception as error:  # noqa: BLE001 - an unreachable API server is a failed try, not the end
         log.warning("lease %s: %s", lock.name, error)
         return False
@@ -330,18 +375,33 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     log.info("candidate %s for lease %s/%s", options.identity, options.namespace, options.lease_name)
-    while not stopping.is_set() and not _attempt(lock):
-        stopping.wait(lease.RETRY_SECONDS)
+    try:
+        while not stopping.is_set() and not _attempt(lock):
+            stopping.wait(lease.RETRY_SECONDS)
+    except lease.Forbidden as error:
+        log.error("%s", error)
+        return 2
     if stopping.is_set():
         return 0
     log.info("leading as %s: running the ElasticJobs of namespace %s", options.identity, options.namespace)
     # The worker does nothing once the last renew is RENEW_DEADLINE_SECONDS old, even before this
     # thread has given up (client-go's callers stop on OnStoppedLeading at the same point).
-    start_controller(api, options, leading=lock.leading)
+    clock = PassClock()
+    # Not leading once asked to stop: the worker writes nothing more before the lease is released.
+    start_controller(api, options, leading=lambda: lock.leading() and not stopping.is_set(), clock=clock)
     while not stopping.wait(lease.RETRY_SECONDS):
+        if (took := clock.stuck_for(MAX_PASS_SECONDS)) is not None:
+            log.error("a reconcile pass has run for %.0f s (more than %.0f s): the worker is stuck; stopping without "
+                      "renewing the lease, a standby takes over", took, MAX_PASS_SECONDS)
+            return 1
         if not lock.renew(lease.RENEW_DEADLINE_SECONDS, lease.RETRY_SECONDS, stopping) and not stopping.is_set():
             log.error("%s", lock.stop_message())
             return 1
+    # The lease is released only once no pass is in flight (its writes each check leading() first,
+    # now False), or a standby could lead beside it (review ctrl-1 item 10).
+    waited = time.monotonic() + lease.RENEW_DEADLINE_SECONDS
+    while clock.started is not None and time.monotonic() < waited:
+        time.sleep(0.1)
     lock.release()
     log.info("released the lease: stopping")
     return 0

@@ -35,6 +35,16 @@ RENEW_DEADLINE_SECONDS = 10
 RETRY_SECONDS = 2
 
 
+class Forbidden(Exception):
+    """The API server refuses this candidate the Lease (401/403): no retry can help (review ctrl-1 item 14)."""
+
+
+def _forbidden(lock: "LeaseLock", error: Any) -> Forbidden:
+    return Forbidden(f"lease {lock.namespace}/{lock.name}: the API server refuses it ({error.status} {error.reason}): "
+                     f"the controller's Role must allow get, create and update of the Lease named {lock.name!r} "
+                     "(--lease-name)")
+
+
 def without_retries(api: Any) -> Any:
     """A CoordinationV1Api like `api` on a client of its own whose transport never retries: urllib3
     retries a timed-out read three times by default (Retry(3)), so a call bounded by
@@ -96,13 +106,14 @@ class LeaseLock:
     def try_acquire_or_renew(self, timeout: float = RENEW_DEADLINE_SECONDS) -> bool:
         """True when this candidate holds the lease after the call; all of it within `timeout` seconds
         (a call that does not answer in time raises, as a refused one returns False)."""
-        self._deadline = self._clock() + timeout
+        sent = self._clock()
+        self._deadline = sent + timeout
         try:
             held = self._try()
         finally:
             self._deadline = float("inf")
-        if held:
-            self.renewed_at = self._clock()
+        if held:  # the lease runs from when the request was sent, not answered (review ctrl-1 item 10)
+            self.renewed_at = sent
         return held
 
     def renew(self, deadline: float = RENEW_DEADLINE_SECONDS, retry: float = RETRY_SECONDS,
@@ -147,13 +158,17 @@ class LeaseLock:
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self._timeout())
         except ApiException as error:
+            if error.status in (401, 403):
+                raise _forbidden(self, error) from None
             if error.status != 404:
                 return False
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace}, "spec": record}
             try:
                 created = self.api.create_namespaced_lease(self.namespace, body, _request_timeout=self._timeout())
-            except ApiException:
+            except ApiException as error:
+                if error.status in (401, 403):
+                    raise _forbidden(self, error) from None
                 return False  # another candidate created it first
             self._observe(record, created.metadata.resource_version)
             return True
@@ -177,7 +192,9 @@ class LeaseLock:
         try:
             updated = self.api.replace_namespaced_lease(self.name, self.namespace, body,
                                                         _request_timeout=self._timeout())
-        except ApiException:
+        except ApiException as error:
+            if error.status in (401, 403):
+                raise _forbidden(self, error) from None
             return False  # 409: someone wrote it since we read it
         self._observe(record, updated.metadata.resource_version)
         return True

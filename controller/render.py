@@ -140,6 +140,16 @@ def spec_hash(job_spec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def whole_spec_hash(desired_spec: dict[str, Any], live_spec: dict[str, Any]) -> str:
+    """The hash a controller before in-place resizes wrote (of the whole spec it rendered), for
+    `desired_spec` read with the live Job's in-place fields: equal to the live Job's annotation when
+    only MUTABLE_FIELDS differ, so an upgraded controller re-annotates that Job instead of replacing
+    it (review ctrl-1 item 1)."""
+    spec = {key: value for key, value in desired_spec.items() if key not in MUTABLE_FIELDS}
+    spec.update({key: live_spec[key] for key in MUTABLE_FIELDS if key in live_spec})
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def mutable_changes(desired: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
     """The in-place fields of `desired` (a Job) that differ on `live`, as a merge patch of the spec
     (an absent activeDeadlineSeconds is removed with null)."""

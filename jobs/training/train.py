@@ -179,6 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (run_dir / checkpoint.MODEL_NAME).exists():
         log.info("%s exists: this run is finished, nothing to train (a new run directory trains again)",
                  run_dir / checkpoint.MODEL_NAME)  # fmt: skip
+        # A crash between writing model.pt and appending `finished` left a complete model whose run the
+        # controller would call unfinished (review ctrl-1 item 2): rank 0 records the end it missed.
+        if place.is_leader and not any(r.get("event") == "finished" for r in checkpoint.read_history(run_dir)):
+            checkpoint.append_history(run_dir, {"event": "finished", "epochs": settings.epochs})
         return cli.EXIT_OK
 
     # Everything that can fail on bad input is checked before anything is written.

@@ -32,6 +32,21 @@ def test_jobs_train_trains_nothing_where_a_model_is(tmp_path):
     assert result.returncode == 0 and "this run is finished, nothing to train" in result.stdout + result.stderr
 
 
+def test_a_model_without_a_finished_record_gets_one_once(tmp_path):
+    """Review ctrl-1 item 2: a crash between writing model.pt and appending `finished` left a run the
+    controller calls unfinished (Failed) however often its workers come back; rank 0 records the end."""
+    import json
+
+    run = finished_run(tmp_path, "run-1")
+    (run / "history.jsonl").write_text(json.dumps({"event": "start", "epochs_done": 0, "epochs": 1, "time": 1}) + "\n")
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-m", "jobs.training.train", "--data", str(tmp_path / "no-data"),
+                                 "--run-dir", str(run), "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+    events = [json.loads(line)["event"] for line in (run / "history.jsonl").read_text().splitlines()]
+    assert events == ["start", "finished"]
+
+
 @pytest.fixture
 def recorded(monkeypatch):
     commands: list[list[str]] = []

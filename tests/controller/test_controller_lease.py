@@ -30,6 +30,7 @@ class LeaseServer:
         self.spec = {"holderIdentity": holder, "leaseDurationSeconds": 15, "acquireTime": acquired,
                      "renewTime": acquired, "leaseTransitions": 3}
         self.version, self.puts, self.frozen, self.release = 1, [], False, threading.Event()
+        self.forbidden = False  # answer 403, as RBAC does for a Lease name the Role does not list
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -50,6 +51,10 @@ class LeaseServer:
                         "spec": server.spec}
 
             def do_GET(self):
+                if server.forbidden:
+                    self._send(403, {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                                     "message": f'leases.coordination.k8s.io "{NAME}" is forbidden'})
+                    return
                 if server.frozen:
                     server.release.wait(60)
                     return
@@ -147,3 +152,35 @@ def test_the_stop_message_after_an_outage_does_not_name_itself_as_the_holder(ser
     api.spec = {**api.spec, "holderIdentity": "other", "renewTime": "2026-11-28T09:00:01.000000Z"}
     assert lock.renew(deadline=0.5, retry=0.1) is False
     assert lock.stop_message() == f"lost lease {NS}/{NAME} to 'other': stopping"
+
+
+def test_a_lease_the_role_does_not_grant_is_said_at_once(server):
+    """Review ctrl-1 item 14: a 403 (the Role names one Lease; any other --lease-name is refused) made
+    a silent candidate for ever: try_acquire_or_renew returned False, as for a lease held by another."""
+    from controller import __main__ as main
+
+    api = server("other")
+    api.forbidden = True
+    lock = lease.LeaseLock(api.api(), NS, NAME, "me")
+    try:
+        outcome = main._attempt(lock)
+    except Exception as error:  # noqa: BLE001 - what it raised is checked below
+        outcome = error
+    assert type(outcome).__name__ == "Forbidden" and f"Lease named '{NAME}'" in str(outcome), outcome
+
+
+def test_the_lease_runs_from_when_the_renew_was_sent(server):
+    """Review ctrl-1 item 10: renewed_at was taken when the answer came; an answer that took long
+    made this candidate believe in its lease for that much longer than the API server did."""
+    api = server("me")
+    now = [100.0]
+    real_put = api.http.RequestHandlerClass.do_PUT
+
+    def slow_put(handler):
+        now[0] += 4.0  # the answer takes 4 s
+        real_put(handler)
+
+    api.http.RequestHandlerClass.do_PUT = slow_put
+    lock = lease.LeaseLock(api.api(), NS, NAME, "me", clock=lambda: now[0])
+    assert lock.try_acquire_or_renew(timeout=10)
+    assert lock.renewed_at == 100.0

@@ -56,6 +56,33 @@ def test_nothing_is_read_outside_the_shared_volume(tmp_path):
     assert progress.read(worker_elasticjob(str(shared / ".." / "elsewhere")), shared) is None
 
 
+def test_a_symbolic_link_out_of_the_shared_volume_is_not_followed(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "history.jsonl").write_text('{"event": "start", "epochs": 3, "time": 5}\n')
+    shared = tmp_path / "shared"
+    (shared / "run").mkdir(parents=True)
+    (shared / "run" / "history.jsonl").symlink_to(outside / "history.jsonl")
+    run = progress.history(worker_elasticjob(str(shared / "run")), shared)
+    assert (run.known, run.progress) == (False, None)
+
+
+def test_a_hung_mount_never_holds_the_calling_thread_even_in_resolving_the_path(tmp_path, monkeypatch):
+    """Review ctrl-1 item 3: Path.resolve() stats every component of the path, and a stat on a hung
+    NFS mount blocks in the kernel; it ran in the reconcile thread, before the bounded read."""
+    import threading
+    import time
+
+    release = threading.Event()
+    real_resolve = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: release.wait(30) and real_resolve(self, *a, **k))
+    started = time.monotonic()
+    run = progress.history(worker_elasticjob(str(tmp_path / "run")), tmp_path, seconds=0.5)
+    took = time.monotonic() - started
+    release.set()
+    assert took < 2 and run.known and "took more than 0.5 s" in run.error, (took, run)
+
+
 def test_no_history_no_run_dir_no_mount(tmp_path):
     assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path) is None
     assert progress.read({"spec": {}}, tmp_path) is None
@@ -126,7 +153,7 @@ def test_a_fifo_in_place_of_the_history_is_refused_at_once(tmp_path):
     reader.join(5)
     assert not reader.is_alive(), "reading a FIFO blocked"
     assert box["h"].known and box["h"].progress is None and "not a regular file" in box["h"].error
-    assert box["h"].finished is False
+    assert box["h"].finished is None  # no verdict from it (status.verifying waits, then the Job's word)
 
 
 def test_a_read_that_hangs_is_given_up_within_its_bound(tmp_path, monkeypatch):
@@ -144,6 +171,18 @@ def test_a_read_that_hangs_is_given_up_within_its_bound(tmp_path, monkeypatch):
     second = progress.history(worker_elasticjob(str(tmp_path)), tmp_path, seconds=0.5)
     assert time.monotonic() - started < 0.2 and "has not returned yet" in second.error  # no second stuck thread
     release.set()
+
+
+def test_no_file_or_no_start_record_is_no_history_not_an_unfinished_run(tmp_path):
+    """Review ctrl-1 item 2: a script that writes no history (docs/runs.md: JobCompleteUnconfirmed)
+    gave finished=False, so its Complete Job ended Failed/RunNotFinished."""
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is None
+    write_history(tmp_path, [{"event": "checkpoint", "epochs_done": 1, "position": 0}])
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is None
+    write_history(tmp_path, [{"event": "start", "epochs_done": 1, "position": 0, "epochs": 3}])
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is False
+    write_history(tmp_path, [{"event": "finished", "epochs": 3}])
+    assert progress.history(worker_elasticjob(str(tmp_path)), tmp_path).finished is True
 
 
 def test_a_line_of_the_wrong_type_is_skipped_not_fatal(tmp_path):

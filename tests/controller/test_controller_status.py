@@ -138,3 +138,17 @@ def test_an_invalid_spec_fails_with_reason_invalid_spec():
 @pytest.mark.parametrize("text, indexes", [("", set()), ("0", {0}), ("1,3-5", {1, 3, 4, 5})])
 def test_failed_indexes_notation(text, indexes):
     assert status._index_set(text) == indexes
+
+
+def test_a_scale_down_is_not_a_restart_nor_a_failure():
+    """Review ctrl-1 item 8: completions 4 -> 3 makes the Job controller delete index 3's pod (exit 143,
+    never counted): it showed as Restarting, index 3, and as lastFailure "replaced"."""
+    shrunk = job(active=3)
+    shrunk["spec"] = {"completions": 3}
+    pods = [pod(f"p{i}", i, "Running") for i in range(3)] + [pod("p3", 3, "Failed", exit_code=143, deleting=True)]
+    assert status.restarting_indexes(shrunk, pods) == []
+    assert status.waiting_indexes(shrunk, pods, status._epoch(LATER)) == {}
+    new = status.derive(elasticjob(), shrunk, pods, NOW)
+    assert [(c["type"], c["status"]) for c in new["conditions"] if c["status"] == "True"] == [("Created", "True"),
+                                                                                             ("Running", "True")]
+    assert "lastFailure" not in new

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from controller import status
+from controller import progress
 from controller.progress import History
 
 NOW = "2026-11-28T09:00:00Z"
@@ -19,6 +20,7 @@ NOT_FINISHED = History(known=True, progress={"epoch": 2, "epochs": 5, "finished"
 NO_HISTORY_YET = History(known=True)
 UNREADABLE = History(known=True, error="/efs-shared/runs/r/history.jsonl is not a regular file")
 NOT_READABLE_HERE = History(known=False)
+NO_START_RECORD = History(known=True, progress=progress.summarize([{"event": "checkpoint", "epochs_done": 1}]))
 
 
 def job(condition, reason, completed, failed_indexes="", completions=3, needed=2):
@@ -47,10 +49,14 @@ def final(the_job, run):
     # item 1: replacements that found the rendezvous closed after a failed run exit 0: Complete, not trained
     ("complete, but the history does not record the end", job("Complete", "SuccessCriteriaMet", "0,1"), NOT_FINISHED,
      [("Failed", status.RUN_NOT_FINISHED)]),
+    # review ctrl-1 item 2: no history file (or no `start` record) is a script that writes none, the
+    # Job's word; a history that cannot be read is no verdict yet (test_an_unreadable_history_...)
     ("complete, no history at all on the mount", job("Complete", "SuccessCriteriaMet", "0,1"), NO_HISTORY_YET,
-     [("Failed", status.RUN_NOT_FINISHED)]),
-    ("complete, history unreadable", job("Complete", "SuccessCriteriaMet", "0,1"), UNREADABLE,
-     [("Failed", status.RUN_NOT_FINISHED)]),
+     [("Succeeded", status.JOB_COMPLETE_UNCONFIRMED)]),
+    ("complete, history without a start record", job("Complete", "SuccessCriteriaMet", "0,1"), NO_START_RECORD,
+     [("Succeeded", status.JOB_COMPLETE_UNCONFIRMED)]),
+    ("complete, history unreadable", job("Complete", "SuccessCriteriaMet", "0,1"), UNREADABLE, []),
+    ("failed beside a finished run, history unreadable", job("Failed", "FailedIndexes", "0,1", "2"), UNREADABLE, []),
     ("complete and finished", job("Complete", "SuccessCriteriaMet", "0,1"), FINISHED, [("Succeeded", status.RUN_FINISHED)]),
     # no history the controller can read (no mount, a script without our history): the Job's word, said so
     ("complete, no history to ask", job("Complete", "SuccessCriteriaMet", "0,1"), NOT_READABLE_HERE,
@@ -69,9 +75,31 @@ def test_the_message_names_the_cause():
     assert succeeded["message"] == ("ElasticJob train succeeded: 2 of 3 workers finished (at least 2 needed) and the run's "
                                     "history records its end; the Job ended Failed/FailedIndexes: FailedIndexes says so")
     result = status.derive({"metadata": {"name": "train", "generation": 1}, "status": {}},
-                           job("Complete", "SuccessCriteriaMet", "0,1"), [], NOW, run=UNREADABLE)
+                           job("Complete", "SuccessCriteriaMet", "0,1"), [], NOW, run=NOT_FINISHED)
     failed = next(c for c in result["conditions"] if c["type"] == "Failed")
-    assert "does not record its end" in failed["message"] and "not a regular file" in failed["message"]
+    assert "does not record its end, epoch 2/5" in failed["message"]
+
+
+def test_an_unreadable_history_gives_no_verdict_until_its_bound_then_the_jobs():
+    """Review ctrl-1 item 2: a history briefly unreadable as the Job ends (an NFS stall, EIO) made a
+    finished run Failed/RunNotFinished for good. Now: no verdict, said in Running (False), read
+    again; VERIFY_SECONDS after the Job ended the Job's word stands, naming why nothing confirmed it."""
+    elasticjob = {"metadata": {"name": "train", "generation": 1}, "status": {}}
+    waiting = status.derive(elasticjob, job("Complete", "SuccessCriteriaMet", "0,1"), [], "2026-11-28T09:01:00Z",
+                            run=UNREADABLE)
+    assert status.finished(waiting) is None
+    running = next(c for c in waiting["conditions"] if c["type"] == "Running")
+    assert (running["status"], running["reason"]) == ("False", status.VERIFYING_RUN)
+    assert "not a regular file" in running["message"] and "60 s more" in running["message"]
+    later = status.derive({**elasticjob, "status": waiting}, job("Complete", "SuccessCriteriaMet", "0,1"), [],
+                          "2026-11-28T09:02:01Z", run=UNREADABLE)
+    succeeded = status.finished(later)
+    assert (succeeded["type"], succeeded["reason"]) == ("Succeeded", status.JOB_COMPLETE_UNCONFIRMED)
+    assert "not a regular file" in succeeded["message"]
+    read_in_time = status.derive({**elasticjob, "status": waiting}, job("Failed", "FailedIndexes", "0,1", "2"), [],
+                                 "2026-11-28T09:01:30Z", run=FINISHED)
+    assert (status.finished(read_in_time)["type"], status.finished(read_in_time)["reason"]) == ("Succeeded",
+                                                                                                status.RUN_FINISHED)
 
 
 def test_a_written_verdict_stands():
