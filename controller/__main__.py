@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from controller import lease, render
+from controller import clients, lease, render
 from controller import reconcile
 from controller.reconcile import Api, Backoff, Reconciler
 
@@ -313,45 +313,6 @@ def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[]
         threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True, name=f"{target.__name__}-{index}").start()
 
 
-class NoClusterAccess(Exception):
-    """Neither a kubeconfig nor a pod's service account to reach the API server with: the user's setup."""
-
-
-def _clients(kubeconfig: str | None) -> tuple[Api, Any]:
-    import yaml
-    from kubernetes import client, config
-    try:
-        if kubeconfig or os.environ.get("KUBECONFIG"):
-            # config_file None: the client reads $KUBECONFIG itself, a list of files included
-            api_client = config.new_client_from_config(config_file=kubeconfig)
-        else:
-            config.load_incluster_config()
-            api_client = client.ApiClient()
-    except config.ConfigException as error:
-        if not (kubeconfig or os.environ.get("KUBECONFIG")):
-            raise NoClusterAccess("not running in a pod (no service account to use): outside a pod pass "
-                                  "--kubeconfig FILE or set KUBECONFIG") from None
-        source = f"--kubeconfig {kubeconfig}" if kubeconfig else f"KUBECONFIG={os.environ['KUBECONFIG']}"
-        raise NoClusterAccess(f"{source}: {error}") from None
-    except (OSError, yaml.YAMLError) as error:  # a file the client could not read, or not YAML
-        detail = error.strerror if isinstance(error, OSError) else " ".join(str(error).split())
-        raise NoClusterAccess(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: {detail}") from None
-    return api_of(api_client), client.CoordinationV1Api(api_client)
-
-
-def api_of(api_client: Any) -> Api:
-    """The worker's and watches' clients, on a transport that never retries: urllib3 retries a
-    timed-out read three times by default, so a call bounded by REQUEST_SECONDS would take up to four
-    times that (lease.without_retries says the same); the work queue's backoff is the retry."""
-    import copy
-
-    from kubernetes import client
-    configuration = copy.deepcopy(api_client.configuration)
-    configuration.retries = False
-    api_client = client.ApiClient(configuration)
-    return Api(client.CustomObjectsApi(api_client), client.BatchV1Api(api_client), client.CoreV1Api(api_client))
-
-
 def _attempt(lock: lease.LeaseLock) -> bool:
     try:
         return lock.try_acquire_or_renew(timeout=lease.RENEW_DEADLINE_SECONDS)
@@ -366,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
     try:
-        api, coordination = _clients(options.kubeconfig)
-    except NoClusterAccess as error:
+        api, coordination = clients.connect(options.kubeconfig)
+    except clients.NoClusterAccess as error:
         print(f"python -m controller: {error}", file=sys.stderr)
         return 2
     lock = lease.LeaseLock(lease.without_retries(coordination), options.namespace, options.lease_name, options.identity)

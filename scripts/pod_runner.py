@@ -60,7 +60,7 @@ from service_proxy import ServiceProxy  # noqa: E402
 REPO = HERE.parent
 SITE = HERE / "pod_site"
 log = logging.getLogger("pod-runner")
-POD_NETWORK = (127, 1)
+POD_NETWORK = "127.1"  # the first two octets: a /16 of the loopback range
 LOOP_SECONDS = 0.5
 BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 10, 300
 MESSAGE_LIMIT = 4096          # the kubelet reads at most 4096 bytes of the termination message file
@@ -199,7 +199,7 @@ class PodRunner:
         if uid not in self.addresses:
             n = self.next_address
             self.next_address += 1
-            self.addresses[uid] = f"{POD_NETWORK[0]}.{POD_NETWORK[1]}.{n // 250}.{n % 250 + 1}"
+            self.addresses[uid] = f"{POD_NETWORK}.{n // 250}.{n % 250 + 1}"
         return self.addresses[uid]
 
     def start(self, pod: dict[str, Any]) -> RunningPod:

@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 log = logging.getLogger("pod-runner")
-SERVICE_NETWORK = (127, 2)
+SERVICE_NETWORK = "127.2"  # the first two octets: a /16 of the loopback range
 LOCALHOST = "127.0.0.1"
 CONNECT_SECONDS = 2.0
 
@@ -68,7 +68,7 @@ class ServiceProxy:
         key = (namespace, name)
         if key not in self.addresses:
             n = len(self.addresses)
-            self.addresses[key] = f"{SERVICE_NETWORK[0]}.{SERVICE_NETWORK[1]}.{n // 250}.{n % 250 + 1}"
+            self.addresses[key] = f"{SERVICE_NETWORK}.{n // 250}.{n % 250 + 1}"
         return self.addresses[key]
 
     def names(self, namespace: str) -> dict[str, str]:

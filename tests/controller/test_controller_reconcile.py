@@ -30,8 +30,13 @@ def elasticjob(run_dir: Path) -> dict:
     """The dev stack's ElasticJob as the API server returns it, its --run-dir moved to `run_dir`."""
     made = yaml.safe_load((GOLDEN / "dev-training.yaml").read_text())
     made["metadata"].update(uid="ej-uid", generation=1)
-    args = made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
-    args[args.index("--run-dir") + 1] = str(run_dir)
+    from elastic_training import run_directory
+
+    container = made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["args"][container["args"].index("--run-dir") + 1] = str(run_dir)
+    for variable in container["env"]:
+        if variable["name"] == run_directory.RUN_DIR_ENV:
+            variable["value"] = str(run_dir)
     return made
 
 
@@ -99,9 +104,22 @@ def test_an_unreadable_history_as_the_job_ends_is_read_again_not_a_failed_run(cl
 
 # What main's controller (before in-place resizes) wrote on the dev stack's Job: its render.py hashed
 # the whole Job spec (tests/golden/dev-training-job.yaml on main, line 5). The spec it rendered is the
-# one tests/golden/dev-training-job.yaml holds now; only the annotation differs.
+# one tests/golden/dev-training-job.yaml holds now less the contract's two environment variables (issue 38
+# added them to every worker template: a template change, which does replace a Job).
 MAINS_DEV_SPEC_HASH = "88c499e250a02638"
 GOLDEN_UID = "5e1c7a3e-0000-4000-8000-000000000001"  # test_controller_render.UID, the golden Job's owner
+
+
+def as_main_rendered(obj: dict) -> dict:
+    """`obj` (the golden ElasticJob or Job) without the environment variables main's stack did not set."""
+    from elastic_training import run_directory
+
+    spec = obj["spec"]
+    template = spec["replicaSpecs"]["Worker"]["template"] if "replicaSpecs" in spec else spec["template"]
+    for container in template["spec"]["containers"]:
+        container["env"] = [v for v in container.get("env", [])
+                            if v["name"] not in (run_directory.RUN_DIR_ENV, run_directory.DATA_DIR_ENV)]
+    return obj
 
 
 def test_an_upgraded_controller_keeps_the_jobs_an_older_one_made(cluster):
@@ -109,10 +127,10 @@ def test_an_upgraded_controller_keeps_the_jobs_an_older_one_made(cluster):
     by the older controller had a "different" hash and the first pass after the upgrade deleted it
     (its workers with it). A Job whose whole-spec hash matches is re-annotated, not replaced; after
     a resize since, too; one whose template really changed is still replaced."""
-    made = yaml.safe_load((GOLDEN / "dev-training.yaml").read_text())
+    made = as_main_rendered(yaml.safe_load((GOLDEN / "dev-training.yaml").read_text()))
     made["metadata"].update(uid=GOLDEN_UID, generation=1)
     cluster.objects[f"{ELASTICJOBS}/{NAME}"] = made
-    live = yaml.safe_load((GOLDEN / "dev-training-job.yaml").read_text())
+    live = as_main_rendered(yaml.safe_load((GOLDEN / "dev-training-job.yaml").read_text()))
     live["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION] = MAINS_DEV_SPEC_HASH
     live["metadata"]["uid"] = "job-uid"
     cluster.objects[f"{JOBS}/{NAME}"] = copy.deepcopy(live)

@@ -11,6 +11,7 @@ import pytest
 
 from api_server import NS, ApiServer
 from controller import __main__ as main
+from controller import clients
 from controller import reconcile
 from controller.reconcile import Reconciler
 
@@ -30,7 +31,7 @@ def test_a_pass_on_a_frozen_connection_ends_within_its_bound(server, monkeypatch
     def run():
         started = time.monotonic()
         try:
-            Reconciler(main.api_of(server.api().custom.api_client), NS, pods_of=lambda name: []).reconcile("train")
+            Reconciler(clients.api_of(server.api().custom.api_client), NS, pods_of=lambda name: []).reconcile("train")
         except Exception as error:  # noqa: BLE001 - checked below
             result["error"] = error
         result["seconds"] = time.monotonic() - started
@@ -47,7 +48,7 @@ def test_a_silent_watch_is_given_up_and_listed_again(server, monkeypatch):
     monkeypatch.setattr(reconcile, "REQUEST_SECONDS", 1.0)
     monkeypatch.setattr(main, "WATCH_READ_SECONDS", 1.0)
     server.frozen_watches = True
-    api = main.api_of(server.api().custom.api_client)
+    api = clients.api_of(server.api().custom.api_client)
 
     def list_jobs(**kwargs):
         return api.batch.list_namespaced_job(NS, **kwargs)
@@ -86,7 +87,7 @@ def test_a_relist_keeps_a_waiting_names_backoff(server, monkeypatch):
     server.objects[f"{JOBS}/blocked"] = {"metadata": {"name": "blocked", **labels}}
     server.objects[f"{PODS}/blocked-0"] = {"metadata": {"name": "blocked-0", **labels}}
     server.frozen_watches = True
-    api = main.api_of(server.api().custom.api_client)
+    api = clients.api_of(server.api().custom.api_client)
     queue = main.WorkQueue()
     queue.add("blocked", after=30)
 
