@@ -15,11 +15,13 @@ it was read; a call that fails or answers something unusable gives None and one 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
 from infra.aws import prices
 
@@ -31,7 +33,8 @@ def _why(error: Exception) -> str:
     if isinstance(error, ClientError):
         err = error.response.get("Error", {})
         return f"{err.get('Code', 'error')}: {err.get('Message', '')}".strip(": ")
-    return " ".join(str(error).split()) or type(error).__name__
+    # A ResponseParserError quotes the endpoint's whole body (an HTML page from a proxy): its words, shortened.
+    return " ".join(re.sub(r"<[^>]*>", " ", str(error)).split())[:160] or type(error).__name__
 
 
 def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tuple[prices.Price | None, str]:
@@ -41,7 +44,7 @@ def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tupl
         ("preInstalledSw", "NA"), ("capacitystatus", "Used"))]
     try:
         answer = pricing.get_products(ServiceCode="AmazonEC2", Filters=filters, MaxResults=10)
-    except (BotoCoreError, ClientError) as error:
+    except (BotoCoreError, ClientError, ResponseParserError) as error:
         return None, f"Price List API not used for {instance_type}: {_why(error)}"
     usd = set()
     for text in answer.get("PriceList", []):
@@ -72,7 +75,7 @@ def spot(ec2: Any, instance_type: str, zones: list[str], now: datetime) -> tuple
             if not answer.get("NextToken"):
                 break
             kwargs["NextToken"] = answer["NextToken"]
-    except (BotoCoreError, ClientError) as error:
+    except (BotoCoreError, ClientError, ResponseParserError) as error:
         return None, f"Spot price history not used for {instance_type}: {_why(error)}"
     if not latest:
         return None, f"EC2 has no Spot price for {instance_type} in {', '.join(zones) or 'the region'}; not used"

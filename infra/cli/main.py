@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str, str]] = {
     "synth": (synth.main, "render a stack offline under Pulumi's mocks: manifests, resources, graph, cost",
               "0 written, 2 bad config, usage or --out"),
     "preflight": (preflight.main, "check the AWS account, zones, quotas, versions and local tools for a stack",
-                  "0 nothing failed, 1 a check failed, 2 bad config or usage"),
+                  "0 every check ran and nothing failed, 1 a check failed, 2 bad config, usage or AWS profile, 3 some checks could not run"),
     "cost": (cost_command.main, "what a stack costs between runs, during one and at most per run, item by item",
              "0 printed, 2 bad config or usage"),
     "compare": (compare.main, "two stacks' costs side by side, per hour, per day and per run, and the difference",
@@ -54,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     if entry is None:
         print(f"elastic-training: unknown command '{args[0]}' (commands: {', '.join(COMMANDS)})", file=sys.stderr)
         return 2
-    return entry[0](args[1:])
+    try:
+        return entry[0](args[1:])
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, not the traceback of wherever Python was; 130 = 128 + SIGINT, as a shell reports it.
+        # `local` handles it itself (it names the command that resumes the run).
+        print(f"elastic-training {args[0]}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 def run() -> None:

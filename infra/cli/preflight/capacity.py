@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER
 
 from infra.aws.ec2_quotas import VcpuQuota, vcpu_quota
 from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
@@ -58,7 +58,7 @@ def offered_zones(preflight: PreflightRun, kind: str) -> list[str]:
         LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
     try:
         return sorted({o["Location"] for page in pages for o in page.get("InstanceTypeOfferings", [])})
-    except (ClientError, BotoCoreError) as error:
+    except UNEXPECTED_ANSWER as error:
         raise CouldNotCheck(f"ec2 describe_instance_type_offerings: {reason(error)}") from None
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.parsers import ResponseParserError
 
 from infra import versions
 from infra.cli import cost
@@ -49,12 +50,27 @@ def default_client(service: str, region: str) -> Any:
     return boto3.client(service, region_name=region)
 
 
+def profile_clients(profile: str | None) -> ClientMaker:
+    """Clients of the session `pulumi up` would use: the stack's `aws:profile` when it sets one (the
+    provider's config wins over AWS_PROFILE), else the environment's. Raises botocore's
+    ProfileNotFound when that profile is not configured."""
+    session = boto3.Session(profile_name=profile)
+    session.client("sts", region_name=ALWAYS_ENABLED_REGION)  # a profile that does not exist fails here, not mid-run
+    return lambda service, region: session.client(service, region_name=region)
+
+
 @dataclass
 class Check:
     id: str
     status: str
     message: str
     fix: str = ""
+
+    @property
+    def checked(self) -> bool:
+        """False when the check, or a part of it, could not run (AWS unreachable, denied, throttled): every
+        such message says "could not check" (could_not_check, capacity.py). Not a pass, whatever the status."""
+        return "could not check" not in self.message
 
     def as_json(self) -> dict[str, str]:
         return {"id": self.id, "status": self.status,
@@ -93,7 +109,7 @@ class Preflight:
             return Check("credentials", FAIL, "no AWS credentials found (boto3's credential chain came up empty)", fix)
         except ClientError as error:
             return Check("credentials", FAIL, f"AWS refused the credentials: {reason(error)}", fix)
-        except BotoCoreError as error:
+        except (BotoCoreError, ResponseParserError) as error:
             return Check("credentials", WARN, f"could not check: sts GetCallerIdentity: {reason(error)}")
         return Check("credentials", PASS, f"account {identity['Account']}, {identity['Arn']}")
 

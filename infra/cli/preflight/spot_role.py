@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
 from infra.cli.preflight.aws_calls import CouldNotCheck, reason
 from infra.config import SPOT, Settings
@@ -48,6 +49,6 @@ def check(settings: Settings, iam: Callable[[], Any], make_check: Callable[..., 
                               "CreateFleet would fail with ServiceLinkedRoleCreationNotPermitted and no Spot worker "
                               "would ever start", f"run once per account: `{CREATE_COMMAND}`")
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
-    except BotoCoreError as error:
+    except (BotoCoreError, ResponseParserError) as error:
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
     return make_check(CHECK_ID, passed, f"{ROLE_NAME} exists ({role.get('Path', '/')}): EC2 can launch Spot instances")
