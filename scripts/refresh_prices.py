@@ -42,7 +42,7 @@ STACK_TYPE_KEYS = ("elastic-training:nodeInstanceType", "elastic-training:system
 def stack_types(stacks_dir: Path) -> set[str]:
     found = set()
     for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        config = (yaml.safe_load(path.read_text()) or {}).get("config", {})
+        config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config", {})
         found.update(str(config[key]) for key in STACK_TYPE_KEYS if key in config)
     return found
 
@@ -67,7 +67,8 @@ def _old_prices(directory: Path) -> dict[tuple[str, str], str]:
     path = directory / catalog_build.PRICES_FILE
     if not path.exists():
         return {}
-    return {(row["InstanceType"], row["Region"]): row["OnDemandUsd"] for row in csv.DictReader(path.open())}
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {(row["InstanceType"], row["Region"]): row["OnDemandUsd"] for row in csv.DictReader(handle)}
 
 
 def changes(before_types: set[str], before: dict[tuple[str, str], str], tables: catalog_build.Tables) -> list[str]:
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         if not args.commit:
             parser.error("--csv needs --commit: the catalog commit the copy was taken at")
-        text, commit, commit_date = args.csv.read_text(), args.commit, args.commit_date
+        text, commit, commit_date = args.csv.read_text(encoding="utf-8"), args.commit, args.commit_date
     else:
         commit, commit_date = newest_commit(args.github_api)
         raw = f"{args.github_raw}/{catalog_build.REPOSITORY}/{commit}/{catalog_build.CATALOG_PATH}"

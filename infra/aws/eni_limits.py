@@ -31,7 +31,7 @@ class EniLimits:
 
 @cache
 def table() -> dict[str, EniLimits]:
-    with TABLE.open(newline="") as handle:
+    with TABLE.open(newline="", encoding="utf-8") as handle:
         rows = csv.DictReader(handle)
         if tuple(rows.fieldnames or ()) != COLUMNS:
             raise ValueError(f"{TABLE} must have the columns {', '.join(COLUMNS)}")

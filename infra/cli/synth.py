@@ -175,18 +175,18 @@ def write_synth(out: Path, registrations: list[Registration], outputs: dict[str,
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        (staging / MARKER).write_text(MARKER_TEXT)
+        (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         manifests_dir = staging / "manifests"
         manifests_dir.mkdir()
         for registration in registrations:
             if is_manifest(registration):
                 obj = manifest(registration)
-                (manifests_dir / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
-        (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n")
-        (staging / "graph.mmd").write_text(mermaid_graph(registrations))
-        (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n")
+                (manifests_dir / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+        (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (staging / "graph.mmd").write_text(mermaid_graph(registrations), encoding="utf-8")
+        (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if cost_estimate is not None:
-            (staging / "cost.json").write_text(json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n")
+            (staging / "cost.json").write_text(json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"synth: stack {settings.stack} written to {args.out}")
     # The figures cost.json holds, so what is printed and what is written never differ.
-    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text()))))
+    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text(encoding="utf-8")))))
     return 0
 
 
