@@ -8,6 +8,7 @@ Each command is a module of infra/cli/ with its own `main(argv) -> exit status`.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 
@@ -74,4 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script `elastic-training` (pyproject.toml [project.scripts])."""
-    sys.exit(main())
+    code = main()
+    # The work is done: a Ctrl-C while the interpreter tears down (Pulumi's gRPC threads take seconds to
+    # join after synth) would only kill the process and lose this exit status.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)

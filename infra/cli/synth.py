@@ -18,9 +18,12 @@ it): one line on stderr, exit status 2, nothing written and nothing deleted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -168,12 +171,38 @@ def check_out_dir(out: Path) -> None:
             break
 
 
+# The staging directory being written, for the Ctrl-C handler to remove.
+_STAGING: list[Path] = []
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+
+
+@contextlib.contextmanager
+def ctrl_c_ends_at_once():
+    """Ctrl-C while the program runs under the mocks: one line, nothing written, exit 130. Pulumi's
+    runtime runs the program on an event loop and gRPC threads, where a KeyboardInterrupt is swallowed
+    or leaves the process waiting for ever (seen here: synth went on, or hung), so the handler does not
+    raise: it removes what synth was writing and ends the process."""
+
+    def interrupted(signum, frame):
+        for staging in _STAGING:
+            shutil.rmtree(staging, ignore_errors=True)
+        print("elastic-training synth: interrupted (Ctrl-C); nothing written", file=sys.stderr, flush=True)
+        os._exit(INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any],
                 cost_estimate: dict[str, Any] | None = None) -> None:
     """Write everything into a fresh temporary directory first, then move it into place."""
     check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    _STAGING.append(staging)
     try:
         (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         manifests_dir = staging / "manifests"
@@ -193,6 +222,8 @@ def write_synth(out: Path, registrations: list[Registration], outputs: dict[str,
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        _STAGING.remove(staging)
 
 
 def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS_DIR) -> Settings:
@@ -204,11 +235,12 @@ def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS
     except (ConfigError, StackConfigError) as error:
         raise SynthError(str(error)) from None
     check_out_dir(out)  # before the program runs: a refused --out costs no time
-    registrations, outputs = run_program(settings)
-    try:
-        write_synth(out, registrations, outputs, cost_estimate)
-    except OSError as error:
-        raise SynthError(f"--out {out}: cannot write: {error.strerror or error}") from None
+    with ctrl_c_ends_at_once():
+        registrations, outputs = run_program(settings)
+        try:
+            write_synth(out, registrations, outputs, cost_estimate)
+        except OSError as error:
+            raise SynthError(f"--out {out}: cannot write: {error.strerror or error}") from None
     return settings
 
 

@@ -166,9 +166,10 @@ def _stack_document(path: Path) -> dict[str, Any]:
         # UTF-8 whatever the locale: the Pulumi CLI (Go) reads stack files as UTF-8 bytes.
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise StackConfigError(f"cannot read {path}: {error.strerror or error}") from None
+        raise StackConfigError(f"cannot read {shown(path)}: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
-        raise StackConfigError(f"{path.name} is not UTF-8 text (byte {error.start}): save it as UTF-8") from None
+        line = error.object[:error.start].count(b"\n") + 1
+        raise StackConfigError(f"{path.name} is not UTF-8 text (line {line}): save it as UTF-8") from None
     try:
         document = yaml.load(text, Loader=CliYamlLoader)
     except yaml.YAMLError as error:

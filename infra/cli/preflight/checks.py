@@ -16,13 +16,12 @@ from importlib import metadata
 from typing import Any, Callable
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-from botocore.parsers import ResponseParserError
+from botocore.exceptions import ClientError, NoCredentialsError
 
 from infra import versions
 from infra.cli import cost
 from infra.cli.preflight import capacity, spot, spot_role
-from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
+from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER, CouldNotCheck, aws_call, guarded, reason
 from infra.aws import ec2_quotas, live_prices, prices
 from infra.config import Settings
 from infra.aws.zones import usable_zone_names
@@ -47,7 +46,7 @@ ClientMaker = Callable[[str, str], Any]
 
 def default_client(service: str, region: str) -> Any:
     """A client of boto3's default session: what a user's environment configures, nothing else."""
-    return boto3.client(service, region_name=region)
+    return guarded(boto3.client(service, region_name=region))
 
 
 def profile_clients(profile: str | None) -> ClientMaker:
@@ -56,7 +55,7 @@ def profile_clients(profile: str | None) -> ClientMaker:
     ProfileNotFound when that profile is not configured."""
     session = boto3.Session(profile_name=profile)
     session.client("sts", region_name=ALWAYS_ENABLED_REGION)  # a profile that does not exist fails here, not mid-run
-    return lambda service, region: session.client(service, region_name=region)
+    return lambda service, region: guarded(session.client(service, region_name=region))
 
 
 @dataclass
@@ -75,6 +74,12 @@ class Check:
     def as_json(self) -> dict[str, str]:
         return {"id": self.id, "status": self.status,
                 "message": self.message + (f"; fix: {self.fix}" if self.fix else "")}
+
+
+def refuses_credentials(error: ClientError) -> bool:
+    """A refusal of the credentials themselves: AWS answers an unsigned, badly signed, expired or unknown
+    key with 403 (401 for some services); a 500 from a proxy or throttling says nothing about them."""
+    return error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (401, 403)
 
 
 def could_not_check(check_id: str, error: CouldNotCheck, extra: str = "") -> Check:
@@ -108,8 +113,11 @@ class Preflight:
         except NoCredentialsError:
             return Check("credentials", FAIL, "no AWS credentials found (boto3's credential chain came up empty)", fix)
         except ClientError as error:
-            return Check("credentials", FAIL, f"AWS refused the credentials: {reason(error)}", fix)
-        except (BotoCoreError, ResponseParserError) as error:
+            if refuses_credentials(error):
+                return Check("credentials", FAIL, f"AWS refused the credentials: {reason(error)}", fix)
+            # A 500 from a proxy, throttling: nothing is known about the credentials yet.
+            return Check("credentials", WARN, f"could not check: sts GetCallerIdentity: {reason(error)}")
+        except UNEXPECTED_ANSWER as error:  # unreachable, or not AWS's answer (aws_calls.py)
             return Check("credentials", WARN, f"could not check: sts GetCallerIdentity: {reason(error)}")
         return Check("credentials", PASS, f"account {identity['Account']}, {identity['Arn']}")
 
