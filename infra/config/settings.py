@@ -126,9 +126,22 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     return Settings(project=PROJECT, stack=stack, region=region, warnings=tuple(warnings), **values)
 
 
+# The config namespaces a stack of this project can mean: the project's own, the providers the program
+# uses (pyproject.toml's infra extra: pulumi-aws, pulumi-kubernetes, pulumi-eks, pulumi-docker-build; the
+# namespace is the provider's package name) and Pulumi's own `pulumi:` settings. Any other is a typo
+# (`elastic_training:workers`) that every layer would ignore.
+NAMESPACES = (PROJECT, "aws", "kubernetes", "eks", "docker-build", "pulumi")
+
+
 def _reject_unknown_keys(raw: Mapping[str, str]) -> None:
     prefix = f"{PROJECT}:"
     for full in sorted(raw):
+        namespace, _, name = full.partition(":")
+        if namespace not in NAMESPACES:
+            close = difflib.get_close_matches(namespace, NAMESPACES, n=1, cutoff=0.6)
+            hint = (f"did you mean {close[0]}:{name}?" if close
+                    else f"namespaces this program reads: {', '.join(NAMESPACES)}")
+            raise ConfigError(full, raw[full], f"unknown config namespace '{namespace}' ({hint})")
         if full.startswith(prefix) and full[len(prefix):] not in KEYS_BY_NAME:
             name = full[len(prefix):]
             close = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)

@@ -196,9 +196,14 @@ def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]
     config = _stack_document(path)["config"] or {}
     if not isinstance(config, dict):
         raise StackConfigError(f"{path.name}: 'config' must be a mapping of keys to values")
-    raw = {}
+    raw: dict[str, str] = {}
+    written: dict[str, str] = {}
     for key, value in config.items():
         full = full_key(str(key))
+        if full in written:
+            # `nodeMaxCount` and `elastic-training:nodeMaxCount` are one key: which one wins would be an accident.
+            raise StackConfigError(f"{path.name} sets {full} twice, as '{written[full]}' and as '{key}': keep one")
+        written[full] = str(key)
         if isinstance(value, dict) and "secure" in value:
             raw[full] = "[secret]"  # encrypted values cannot be read offline; synth shows a placeholder
         else:
