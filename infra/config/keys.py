@@ -185,18 +185,18 @@ WORKER_MEMORY_MIN_MIB = 1024
 
 
 def _worker_memory(v: str) -> str | None:
-    allowed = ("must be a memory quantity of at least 1Gi with its unit, such as 24Gi, 3072Mi or 16G "
-               "(Ki, Mi, Gi, Ti, k, M, G, T; a worker of this model needs about 900 MiB)")
+    allowed = ("must be a memory quantity of at least 1Gi, such as 24Gi, 3072Mi or 16G (Ki, Mi, Gi, Ti, k, M, G, T; "
+               "a worker of this model needs about 900 MiB)")
     match = QUANTITY.fullmatch(v)
     if not match:
         return allowed
+    if memory_mib(v) >= WORKER_MEMORY_MIN_MIB:
+        return None
     if match[3] is None:
         return f"{allowed}: {v} without a unit is {v} bytes"
     if match[3] == "m":
         return f"{allowed}: the unit m is thousandths (of a byte, for memory), not mebibytes (Mi)"
-    if memory_mib(v) < WORKER_MEMORY_MIN_MIB:
-        return f"{allowed}: {v} is {memory_mib(v):g} MiB"
-    return None
+    return f"{allowed}: {v} is {memory_mib(v):g} MiB"
 
 
 def _kubernetes_version(v: str) -> str | None:
@@ -385,7 +385,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "nodeInstanceType (checked before anything is created).", _quantity),
     ConfigKey("workerMemory", "worker_memory", "string", "24Gi",
               "Memory request and limit of each training worker; workersPerNode of them must fit one node of "
-              "nodeInstanceType (checked before anything is created); at least 1Gi, with its unit.", _worker_memory),
+              "nodeInstanceType (checked before anything is created); at least 1Gi.", _worker_memory),
     ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
               "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
     # A string key for the same reason as minAccuracy; "" (the default) sets no ceiling.
