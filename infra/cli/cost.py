@@ -74,7 +74,7 @@ def _item(what: str, quantity: float | None, price: prices.Price, factor: float 
           run_quantity: float | None = None) -> dict[str, Any]:
     """factor turns quantity x unit price into USD per hour (1 for hourly units); None: a rate only."""
     def hourly(count: float | None) -> float | None:
-        if price.known and count is not None and factor is not None:
+        if price.usd is not None and count is not None and factor is not None:
             return round(count * price.usd * factor, 6)
         return None
     run_quantity = quantity if run_quantity is None else run_quantity

@@ -6,10 +6,10 @@ Exit status: 0 printed, 2 bad config or usage.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import date, datetime, timezone
-from types import SimpleNamespace
 
 from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
@@ -36,7 +36,7 @@ def stack_rows(stacks: list[str], today: date) -> list[str]:
         hourly, daily, run = cost.readme_cells(cost.estimate(settings, today))
         spot_hourly = spot_run = "n/a"
         if settings.target == "eks":
-            spot = SimpleNamespace(**{**vars(settings), "capacity_type": SPOT})
+            spot = dataclasses.replace(settings, capacity_type=SPOT)
             spot_hourly, _, spot_run = cost.readme_cells(cost.estimate(spot, today))
         rows.append(f"| `{stack}` | {hourly} | {daily} | {run} | {spot_hourly} | {spot_run} |")
     return rows

@@ -120,7 +120,8 @@ def _worker_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
-    if instance_shapes.shape(v).gpus and gpu_instances.nvidia_instance(v) is None:
+    shape = instance_shapes.shape(v)  # known: _instance_type passed
+    if shape is not None and shape.gpus and gpu_instances.nvidia_instance(v) is None:
         return _NOT_WHOLE_NVIDIA
     return None
 
@@ -137,7 +138,8 @@ def _system_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
-    if gpu_instances.is_gpu_family(v) or instance_shapes.shape(v).gpus:
+    shape = instance_shapes.shape(v)  # known: _instance_type passed
+    if gpu_instances.is_gpu_family(v) or (shape is not None and shape.gpus):
         return "must be a CPU instance type such as m5.large (the system nodes are there to keep GPUs free)"
     return None
 

@@ -14,7 +14,6 @@ exit status, met through the real command as a user meets it.
 from __future__ import annotations
 
 import http.server
-import os
 import signal
 import subprocess
 import sys
