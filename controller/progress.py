@@ -3,7 +3,7 @@
 jobs.training.train's rank 0 appends one JSON line per event to <run dir>/history.jsonl (jobs/training/checkpoint.py
 append_history; every line has `time`, Unix seconds): `start` (epochs_done, position, epochs,
 world_size, restart_count), `epoch` (epoch, loss, train_accuracy, images_per_second, seconds,
-world_size), `checkpoint` and `stop` (epochs_done, position: jobs/step_boundary.py), `finished`.
+world_size), `checkpoint` and `stop` (epochs_done, position: jobs/elastic/step_boundary.py), `finished`.
 The run directory is the worker's `--run-dir` argument (infra/specs/workloads.py training_args);
 the controller mounts the same volume read-only at the same path, and reads nothing outside it.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from controller.render import WORKER, WORKER_CONTAINER
 
-HISTORY_NAME = "history.jsonl"  # jobs/checkpoint.py HISTORY_NAME
+HISTORY_NAME = "history.jsonl"  # jobs/training/checkpoint.py HISTORY_NAME
 # A history is a few hundred bytes per epoch; a bigger file is not read whole.
 MAX_BYTES = 4 * 1024 * 1024
 

@@ -6,7 +6,7 @@ One command, one reviewable diff:
     python scripts/refresh_prices.py --from-github            # newest commit of catalogs/v7/aws/vms.csv
     python scripts/refresh_prices.py --csv vms.csv --commit SHA [--commit-date YYYY-MM-DD]
 
-Carried types: those the table carries now, the GPU table (infra/gpu_instances.py), every
+Carried types: those the table carries now, the GPU table (infra/aws/gpu_instances.py), every
 nodeInstanceType/systemNodeInstanceType in stacks/, and any `--add TYPE`. The script prints what
 changed (types added or dropped, On-Demand prices that moved) before `git diff` shows the rows.
 

@@ -27,7 +27,7 @@ DEPLOYMENT = STORE_NAME
 # store back within that never ends a run. The store has no volume: a pod whose node died is
 # replaced on any system node in any zone after its 30 s toleration, plus the image's pull there.
 STORE_DOWN_SECONDS = 15 * 60
-GAVE_UP_CODE = 138  # jobs/torchrun.py EXIT_STORE_UNAVAILABLE
+GAVE_UP_CODE = 138  # jobs/elastic/torchrun.py EXIT_STORE_UNAVAILABLE
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,7 @@ def test_the_open_endpoint_warning_appears_exactly_when_0_0_0_0_slash_0_is_liste
 
 
 def test_today_defaults_to_the_utc_date(monkeypatch):
-    """The EKS calendar's days are UTC days (tests/test_kubernetes_support.py cites it)."""
+    """The EKS calendar's days are UTC days (tests/config/test_kubernetes_support.py cites it)."""
     import infra.config.settings
 
     asked = []

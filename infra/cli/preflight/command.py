@@ -3,7 +3,7 @@
     elastic-training preflight STACK [-c KEY=VALUE ...] [--json | --markdown]
 
 Reads the stack exactly as `synth` and `pulumi up` do (stacks/Pulumi.<STACK>.yaml, `-c` overrides
-with `pulumi config set` meaning, infra/config.load_settings), then makes only read-only AWS calls
+with `pulumi config set` meaning, infra/config/settings.py load_settings), then makes only read-only AWS calls
 through boto3's default session (credentials chain, AWS_PROFILE, AWS_ENDPOINT_URL: upstream-facts.md
 fact 20). One line per check: PASS, WARN, FAIL or SKIP, a short message, and for a failure the fix.
 An AWS call that is denied, throttled or not implemented by the endpoint is `WARN could not check:
