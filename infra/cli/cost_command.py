@@ -24,6 +24,8 @@ def build_parser() -> OneLineParser:
     add_config_overrides(parser)
     parser.add_argument("--json", action="store_true", default=False,
                         help="print the cost object as JSON instead of lines (default: off, lines)")
+    parser.add_argument("--sources", action="store_true", default=False,
+                        help="cite each price's source in full, as read (default: off, its short name)")
     return parser
 
 
@@ -42,8 +44,8 @@ def stack_rows(stacks: list[str], today: date) -> list[str]:
     return rows
 
 
-def lines(estimate: dict) -> list[str]:
-    return cost.lines(estimate)
+def lines(estimate: dict, sources: bool = True, stack: str = "STACK") -> list[str]:
+    return cost.lines(estimate, sources, stack)
 
 
 def main(argv: list[str] | None = None, today: date | None = None) -> int:
@@ -55,5 +57,5 @@ def main(argv: list[str] | None = None, today: date | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     estimate = cost.estimate(settings, today or datetime.now(timezone.utc).date())
-    print(json.dumps(estimate) if args.json else "\n".join(lines(estimate)))
+    print(json.dumps(estimate) if args.json else "\n".join(lines(estimate, args.sources, stack)))
     return 0

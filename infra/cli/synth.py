@@ -266,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"synth: stack {settings.stack} written to {args.out}")
     # The figures cost.json holds, so what is printed and what is written never differ.
-    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text(encoding="utf-8")))))
+    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text(encoding="utf-8")), sources=False,
+                                stack=settings.stack)))
     return 0
 
 

@@ -237,3 +237,36 @@ def test_ctrl_c_in_synth_is_one_line_and_writes_nothing(tmp_path, delay):
         assert err.strip().splitlines()[-1] in ("elastic-training synth: interrupted (Ctrl-C)",
                                                 "elastic-training synth: interrupted (Ctrl-C); nothing written")
         assert not (tmp_path / "out").exists()
+
+
+# --- misleading output ------------------------------------------------------------------------------
+
+
+def test_cost_names_sources_briefly_and_cites_them_in_full_with_sources():
+    """Every synth, cost and preflight printed citations of up to 700 characters (issue 39)."""
+    short = command("cost", "dev")
+    assert short.returncode == 0, short.stderr
+    sources = [line.strip() for line in short.stdout.splitlines() if line.strip().startswith("source: ")]
+    assert sources and max(map(len, sources)) <= len("source: ") + 90
+    assert short.stdout.splitlines()[-1] == "  the sources in full: elastic-training cost dev --sources"
+    full = command("cost", "dev", "--sources")
+    cited = [line.strip() for line in full.stdout.splitlines() if line.strip().startswith("source: ")]
+    assert len(cited) == len(sources) and max(map(len, cited)) > 300
+    assert all(whole.startswith(brief.removesuffix("...")) for whole, brief in zip(cited, sources) if "NOT READ" not in brief)
+
+
+def test_run_minutes_below_zero_names_no_internal_function():
+    result = command("compare", "dev", "smoke", "--run-minutes", "-5")
+    assert result.returncode == 2
+    assert one_line(result) == ("error: argument --run-minutes: must be a number of minutes above 0 and at most 100000, "
+                                "got -5 (see --help)")
+
+
+def test_status_without_a_kubeconfig_says_to_create_the_cluster_and_a_broken_one_names_its_line(tmp_path):
+    missing = command("status", "dev", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert missing.returncode == 1
+    assert one_line(missing).startswith("error: no kubeconfig ~/.kube/config: the cluster of stack dev is not created yet")
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("apiVersion: v1\nclusters: [\n", encoding="utf-8")
+    result = command("status", "dev", cwd=tmp_path, env={"KUBECONFIG": str(broken)})
+    assert one_line(result).startswith(f"error: kubeconfig {broken} is not valid YAML: line 3, column 1: ")

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None, make_client: ClientMaker | None = None, 
         for warning in settings.warnings:
             print(f"warning: {warning}")
         print("\n".join(table(checks)))
-        print("\n".join(cost_lines(estimate)))
+        print("\n".join(cost_lines(estimate, False, settings.stack)))
         for note in notes:
             print(f"  note: {note}")
         if failed:
