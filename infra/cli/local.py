@@ -39,6 +39,8 @@ from infra.config.stack_file import shown
 # The jobs' exit statuses (jobs/exit_codes.py; infra/ does not import jobs/, tests/cli/test_local_mistakes.py
 # compares the two): 1 may pass on a retry, 2 usage, 3 cannot continue (a full or read-only disk among them).
 FAILURE, USAGE, CANNOT_CONTINUE = 1, 2, 3
+# jobs.training.train's --epochs bound (jobs/training/train.py MAX_EPOCHS): refused here before a run is made.
+MAX_EPOCHS = 10_000
 # Where a worker that fails for good leaves "<code> <line>" (jobs/termination.py PERMANENT_FAILURE_FILE_ENV).
 PERMANENT_FAILURE_FILE_ENV = "JOBS_PERMANENT_FAILURE_FILE"
 
@@ -286,13 +288,17 @@ def main(argv: list[str] | None = None, root: Path = PROJECT_ROOT,
     except UsageError as error:
         print(f"local: {error}", file=sys.stderr)
         return 2
-    if args.epochs is not None and args.epochs < 1:
-        print(f"local: --epochs {args.epochs} is invalid: must be 1 or more", file=sys.stderr)
+    if args.epochs is not None and not 1 <= args.epochs <= MAX_EPOCHS:
+        print(f"local: --epochs {args.epochs} is invalid: must be a whole number from 1 to {MAX_EPOCHS}", file=sys.stderr)
         return 2
     if args.run_id is not None and not RUN_ID.fullmatch(args.run_id):
         print(f"local: --run-id {args.run_id!r} is invalid: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
     runs = root / "runs" / data_name(args.cifar10)
+    for folder in (runs.parent, runs):
+        if folder.exists() and not folder.is_dir():
+            print(f"local: {shown(folder)} is a file, not the folder of the runs: move it away, then rerun", file=sys.stderr)
+            return USAGE
     created: Path | None = None
     try:
         if args.run_id is None:

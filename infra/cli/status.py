@@ -44,13 +44,15 @@ def kubeconfig_problem(kubeconfig: str, stack: str, target: str) -> str | None:
                   "point the stack's kubeconfig key, or --kubeconfig, at your cluster's file")
         return f"no kubeconfig {kubeconfig}: {create}"
     try:
-        yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         return f"cannot read kubeconfig {kubeconfig}: {error.strerror or error}"
     except UnicodeDecodeError:
         return f"kubeconfig {kubeconfig} is not UTF-8 text"
     except yaml.YAMLError as error:
         return f"kubeconfig {kubeconfig} is not valid YAML: {yaml_problem(error)}"
+    if not isinstance(document, dict) or "clusters" not in document:
+        return f"{kubeconfig} is not a kubeconfig (a YAML mapping with clusters, contexts and users)"
     return None
 STATES = ("Failed", "Succeeded", "Restarting", "Running", "Created")
 

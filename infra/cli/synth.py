@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from infra.cli import cost
+from infra.cli.args import OneLineParser, UsageError
 from infra.config import PROJECT, ConfigError, Settings, load_settings
 from infra.cli.mocks import RecordingMocks, Registration
 from infra.config.stack_file import STACKS_DIR, StackConfigError, apply_overrides, read_stack_file, stack_name
@@ -245,9 +246,10 @@ def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="elastic-training synth", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="elastic-training synth", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help="stack name (dev), or its file stacks/Pulumi.<stack>.yaml (required)")
-    parser.add_argument("--out", required=True, type=Path,
+    # expanduser: a quoted '~/out' (a Makefile, a CI step) would otherwise make a folder named "~" here.
+    parser.add_argument("--out", required=True, type=lambda text: Path(text).expanduser(),
                         help="directory to write: new, empty, or a previous synth output, which is replaced (required, no default)")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: none, "
@@ -256,7 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         settings = synth(args.stack, args.out, args.config)
     except SynthError as error:

@@ -206,3 +206,25 @@ def test_the_constants_local_repeats_are_the_jobs_own():
     assert (local.FAILURE, local.USAGE, local.CANNOT_CONTINUE) == (exit_codes.FAILURE, exit_codes.USAGE,
                                                                    exit_codes.CANNOT_CONTINUE)
     assert local.PERMANENT_FAILURE_FILE_ENV == termination.PERMANENT_FAILURE_FILE_ENV
+
+
+# --- mistakes of our own (issue 39's closing list) -----------------------------------------------------
+
+
+def test_epochs_past_the_trainings_bound_are_refused_before_a_run_is_made(root, recorded, capsys):
+    commands, runner = recorded
+    assert local.main(["--epochs", "99999"], root=root, step_runner=runner) == 2
+    assert capsys.readouterr().err == "local: --epochs 99999 is invalid: must be a whole number from 1 to 10000\n"
+    assert commands == [] and not (root / "runs").exists()
+    from jobs.training import train
+
+    assert local.MAX_EPOCHS == train.MAX_EPOCHS
+
+
+def test_a_file_where_the_runs_folder_goes_is_named(root, recorded, capsys):
+    commands, runner = recorded
+    (root / "runs").mkdir()
+    (root / "runs" / "synthetic").write_text("", encoding="utf-8")
+    assert local.main([], root=root, step_runner=runner) == 2
+    assert capsys.readouterr().err == (f"local: {root}/runs/synthetic is a file, not the folder of the runs: move it away, "
+                                       "then rerun\n")

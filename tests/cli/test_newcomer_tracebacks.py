@@ -270,3 +270,40 @@ def test_status_without_a_kubeconfig_says_to_create_the_cluster_and_a_broken_one
     broken.write_text("apiVersion: v1\nclusters: [\n", encoding="utf-8")
     result = command("status", "dev", cwd=tmp_path, env={"KUBECONFIG": str(broken)})
     assert one_line(result).startswith(f"error: kubeconfig {broken} is not valid YAML: line 3, column 1: ")
+
+
+# --- mistakes of our own (issue 39's closing list) -----------------------------------------------------
+
+
+def test_synth_without_out_is_one_line():
+    result = command("synth", "dev")
+    assert result.returncode == 2
+    assert one_line(result) == "error: the following arguments are required: --out (see --help)"
+
+
+def test_a_quoted_tilde_in_out_is_the_home_folder_not_a_folder_named_tilde(tmp_path):
+    result = command("synth", "smoke", "--out", "~/rendered", cwd=tmp_path, env={"HOME": str(tmp_path / "home")})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "home" / "rendered" / "cost.json").is_file() and not (tmp_path / "~").exists()
+
+
+def test_a_file_that_is_yaml_but_not_a_kubeconfig_is_named(tmp_path):
+    result = command("status", "dev", "--kubeconfig", "/etc/hostname" if Path("/etc/hostname").is_file() else "/etc/passwd",
+                     cwd=tmp_path)
+    assert result.returncode == 1
+    assert one_line(result).endswith("is not a kubeconfig (a YAML mapping with clusters, contexts and users)")
+
+
+def test_config_table_usage_errors_go_to_stderr():
+    result = command("config-table", "extra")
+    assert result.returncode == 2 and result.stdout == ""
+    assert one_line(result).startswith("config-table: unrecognized arguments: extra")
+
+
+def test_an_empty_stack_profile_is_no_profile(tmp_path):
+    """`aws:profile: ""` once read as a profile named "" and was blamed on AWS_PROFILE."""
+    env = {"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+           "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_MAX_ATTEMPTS": "1"}
+    result = command("preflight", "smoke", "-c", "aws:profile=", cwd=tmp_path, env=env)
+    assert "names an AWS profile" not in result.stderr and "Traceback" not in result.stderr
+    assert "FAIL  credentials         no AWS credentials found" in result.stdout

@@ -80,10 +80,12 @@ def main(argv: list[str] | None = None, make_client: ClientMaker | None = None, 
         print(f"error: {error}", file=sys.stderr)
         return 2
     if make_client is None:
+        # An empty aws:profile is no profile (the provider then uses the default chain, as boto3 does).
+        stack_profile = raw.get("aws:profile") or None
         try:
-            make_client = profile_clients(raw.get("aws:profile"))
+            make_client = profile_clients(stack_profile)
         except ProfileNotFound as error:
-            print(f"error: {_profile_problem(error, raw.get('aws:profile'))}", file=sys.stderr)
+            print(f"error: {_profile_problem(error, stack_profile)}", file=sys.stderr)
             return 2
     try:
         checks, estimate, notes = Preflight(settings, make_client, today, which).run()
