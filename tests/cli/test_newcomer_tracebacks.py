@@ -24,7 +24,6 @@ from pathlib import Path
 import boto3
 import pytest
 
-from infra.cli.preflight.checks import profile_clients
 from synth_support import REPO
 
 
@@ -122,6 +121,8 @@ def test_the_stacks_aws_profile_names_the_profile_preflight_uses(tmp_path, monke
     for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    from infra.cli.preflight.checks import profile_clients
+
     sts = profile_clients("other")("sts", "us-east-1")
     assert sts._request_signer._credentials.access_key == "AKIAOTHER"
     assert profile_clients(None)("sts", "us-east-1")._request_signer._credentials.access_key == "AKIADEFAULT"

@@ -8,7 +8,6 @@ import pytest
 
 from infra import versions
 from infra.config import ConfigError, load_settings
-from infra.config.relations import EXTENDED_SUPPORT_NOTICE_DAYS
 from infra.config.stack_file import StackConfigError, read_stack_file
 
 
@@ -60,7 +59,7 @@ def test_a_version_days_before_extended_support_is_warned_with_the_price_and_the
     assert line == (f"config elastic-training:kubernetesVersion='1.34' enters EKS extended support on {starts.isoformat()} "
                     "(in 4 days): from then the control plane costs $0.60/hour instead of $0.10/hour; versions in "
                     "standard support for longer: 1.35")
-    early = starts - timedelta(days=EXTENDED_SUPPORT_NOTICE_DAYS + 1)
+    early = starts - timedelta(days=31)  # the notice starts 30 days ahead (relations.EXTENDED_SUPPORT_NOTICE_DAYS)
     assert not [w for w in load_settings(dev(kubernetesVersion=version), "dev", early).warnings if "extended" in w]
 
 
