@@ -7,7 +7,8 @@ One command, one reviewable diff:
     python scripts/refresh_prices.py --csv vms.csv --commit SHA [--commit-date YYYY-MM-DD]
 
 Carried types: those the table carries now, the GPU table (infra/aws/gpu_instances.py), every
-nodeInstanceType/systemNodeInstanceType in stacks/, and any `--add TYPE`. The script prints what
+nodeInstanceType/systemNodeInstanceType in stacks/, and any `--add TYPE`; `--all` carries every type
+of the catalog (what a machine that can reach GitHub should run: `--from-github --all`). The script prints what
 changed (types added or dropped, On-Demand prices that moved) before `git diff` shows the rows.
 
 --from-github asks GitHub's REST API "List commits" (GET /repos/{owner}/{repo}/commits with
@@ -91,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", help="the catalog commit the --csv copy was taken at (required with --csv)")
     parser.add_argument("--commit-date", help="that commit's date, YYYY-MM-DD")
     parser.add_argument("--add", action="append", default=[], metavar="TYPE", help="carry this instance type too")
+    parser.add_argument("--all", action="store_true", default=False,
+                        help="carry every instance type of the catalog (issue 39: about 1,400 types in every region "
+                             "it lists; the tables then take a few MB)")
     parser.add_argument("--data-dir", type=Path, default=catalog_build.DATA_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--stacks-dir", type=Path, default=ROOT / "stacks", help=argparse.SUPPRESS)
     parser.add_argument("--github-api", default=GITHUB_API, help=argparse.SUPPRESS)
@@ -109,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = catalog_build.read_catalog(text)
         before_types = catalog_build.carried_types(args.data_dir)
         carried = before_types | set(NVIDIA_INSTANCES) | stack_types(args.stacks_dir) | set(args.add)
+        if args.all:
+            carried |= {row["InstanceType"] for row in rows}
         before = _old_prices(args.data_dir)
         tables = catalog_build.build(rows, carried)
     except catalog_build.CatalogError as error:

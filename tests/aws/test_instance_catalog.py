@@ -179,6 +179,17 @@ def test_refresh_from_a_local_copy_writes_the_tables_and_says_what_moved(tmp_pat
     assert "c5.4xlarge in us-west-2: On-Demand $0.68 -> $0.7" in out and "added" not in out
 
 
+def test_refresh_with_all_carries_every_type_of_the_copy(tmp_path, capsys):
+    """Issue 39: every instance type, not the stacks' few (`--from-github --all` where GitHub is reachable)."""
+    script, data, stacks = _load_script(), tmp_path / "data", _stacks(tmp_path)
+    (tmp_path / "vms.csv").write_text(SAMPLE)
+    assert script.main(["--csv", str(tmp_path / "vms.csv"), "--commit", "a" * 40, "--all",
+                        "--data-dir", str(data), "--stacks-dir", str(stacks)]) == 0
+    carried = {row.split(",")[0] for row in (data / "ec2_instances.csv").read_text().splitlines()[1:]}
+    assert carried == {line.split(",")[0] for line in SAMPLE.splitlines()[1:] if line}
+    assert "a1.large" in carried
+
+
 def test_refresh_needs_the_commit_of_a_local_copy(tmp_path, capsys):
     (tmp_path / "vms.csv").write_text(SAMPLE)
     with pytest.raises(SystemExit):
