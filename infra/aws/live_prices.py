@@ -77,7 +77,12 @@ def spot(ec2: Any, instance_type: str, zones: list[str], now: datetime) -> tuple
     except Exception as error:  # noqa: BLE001 (the calls and the reading of their answers only: a non-AWS answer)
         return None, f"Spot price history not used for {instance_type}: {_why(error)}"
     if not latest:
-        return None, f"EC2 has no Spot price for {instance_type} in {', '.join(zones) or 'the region'}; not used"
+        # An answer, not a failure: no Spot market for the type there, so no Spot worker can start. The
+        # estimate must not fall back to the catalog's prices of other zones and price it as if it could.
+        where = ", ".join(zones) or "the region"
+        return prices.Price(None, "instance-hour", f"NOT READ: EC2 has no Spot price for {instance_type} in {where}: "
+                            "no Spot market there, so no Spot worker can start (choose another type or region)",
+                            now.date().isoformat()), f"EC2 has no Spot price for {instance_type} in {where}"
     values = sorted(price for _, price in latest.values())
     low, high = values[0], values[-1]
     source = (f"EC2 Spot price history (describe_spot_price_history, read {now.date().isoformat()}); "
