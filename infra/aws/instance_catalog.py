@@ -94,6 +94,12 @@ def _zone_rows() -> dict[tuple[str, str], list[dict[str, str]]]:
     return table
 
 
+def zone_ids(region: str) -> frozenset[str]:
+    """The zone IDs the table lists in the region, over every carried type: the zones known to exist
+    there offline (a region may have more, where none of the carried types is offered)."""
+    return frozenset(row["AvailabilityZone"] for (_, where), rows in _zone_rows().items() if where == region for row in rows)
+
+
 def carried() -> tuple[str, ...]:
     return tuple(sorted(_shapes()))
 

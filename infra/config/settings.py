@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, Mapping
 
-from infra.aws import gpu_instances, regions
+from infra.aws import gpu_instances, instance_catalog, regions, zones
 from infra.config import capacity
 from infra.config.errors import ConfigError
 from infra.config.provider_keys import check_aws_keys
@@ -110,6 +110,8 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
         raise ConfigError("aws:region", region, problem)
 
     warnings = check_relations(values)
+    if values["target"] == EKS:
+        warnings += _zone_count_warning(region, values["availability_zone_count"])
     if values["target"] == EXISTING:
         check_existing(values)
     if values["target"] == EKS:
@@ -131,6 +133,18 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
 # namespace is the provider's package name) and Pulumi's own `pulumi:` settings. Any other is a typo
 # (`elastic_training:workers`) that every layer would ignore.
 NAMESPACES = (PROJECT, "aws", "kubernetes", "eks", "docker-build", "pulumi")
+
+
+def _zone_count_warning(region: str, count: int) -> list[str]:
+    """A warning when the zones known offline (the price table's, less those EKS refuses) are fewer than
+    availabilityZoneCount: `pulumi up` then fails when it picks the zones, after synth said nothing."""
+    known = sorted(instance_catalog.zone_ids(region) - zones.EKS_REFUSED_ZONE_IDS)
+    if not known or len(known) >= count:
+        return []
+    return [f"config {PROJECT}:availabilityZoneCount={count} but the zones known in {region} that EKS accepts are "
+            f"{len(known)} ({', '.join(known)}; infra/aws/data, less the zone IDs EKS refuses): `pulumi up` fails if the "
+            f"account has fewer usable zones; `elastic-training preflight` counts them, or set availabilityZoneCount "
+            f"to {len(known)}"]
 
 
 def _reject_unknown_keys(raw: Mapping[str, str]) -> None:

@@ -68,3 +68,13 @@ def test_today_the_version_list_names_no_version_eks_refuses():
         load_settings(dev(kubernetesVersion="1.20"), "dev", date.today())
     named = str(refused.value).split("must be one of ")[1].split(" (")[0].split(", ")
     assert all(versions.eks_support_phase(v, date.today()) != versions.ENDED for v in named)
+
+
+def test_more_zones_than_the_region_is_known_to_have_are_warned():
+    """us-west-1: the price table lists usw1-az1 and usw1-az3 (and EKS refuses usw1-az2), so 4 zones
+    passed synth and failed only at `pulumi up` (issue 39)."""
+    warned = load_settings(dev(availabilityZoneCount="4", **{"aws:region": "us-west-1"}), "dev").warnings
+    (line,) = [w for w in warned if "availabilityZoneCount" in w]
+    assert line.startswith("config elastic-training:availabilityZoneCount=4 but the zones known in us-west-1 that EKS "
+                           "accepts are 2 (usw1-az1, usw1-az3;")
+    assert not [w for w in load_settings(dev(), "dev").warnings if "availabilityZoneCount" in w]
