@@ -5,7 +5,7 @@ for the program and for every plugin is the root (pulumi/pulumi pkg/engine/proje
 a directory `main` becomes every plugin's cwd). The dynamic provider's launcher resolves
 `virtualenv: .venv` against that cwd (sdk/python/dist/pulumi-resource-pulumi-python), so it finds
 the same `.venv` the language host uses, and `python -m pulumi.dynamic` run from the root imports
-`infra` from this checkout. tests/test_provider_host.py starts that host as the engine does.
+`infra` from this checkout. tests/components/test_provider_host.py starts that host as the engine does.
 """
 
 import pulumi

@@ -3,7 +3,7 @@
 jobs.training.train's rank 0 appends one JSON line per event to <run dir>/history.jsonl (jobs/training/checkpoint.py
 append_history; every line has `time`, Unix seconds): `start` (epochs_done, position, epochs,
 world_size, restart_count), `epoch` (epoch, loss, train_accuracy, images_per_second, seconds,
-world_size), `checkpoint` and `stop` (epochs_done, position: jobs/step_boundary.py), `finished`.
+world_size), `checkpoint` and `stop` (epochs_done, position: jobs/elastic/step_boundary.py), `finished`.
 The run directory is the worker container's ELASTIC_TRAINING_RUN_DIR (infra/specs/workloads.py sets it
 for any training command; elastic_training.run_directory); the controller mounts the same volume read-only at the
 same path, and reads nothing outside it.

@@ -58,7 +58,7 @@ def volume_error(error: OSError, path) -> JobError:
     hint = {errno.ENOSPC: " (the volume is full: free space or grow it, then rerun)",
             errno.EDQUOT: " (the volume's quota is used up: free space, then rerun)",
             errno.EROFS: " (the volume is mounted read-only: mount it read-write)",
-            errno.EFBIG: " (the file size limit of this process was reached)"}.get(error.errno, "")  # fmt: skip
+            errno.EFBIG: " (the file size limit of this process was reached)"}.get(error.errno or 0, "")  # fmt: skip
     kind = VolumeError if error.errno in VOLUME_ERRNOS else JobError
     return kind(f"cannot write {path}: {cause}{hint}")
 

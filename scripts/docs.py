@@ -12,6 +12,7 @@ Run this after a merge that touched any of them, and commit what it rewrote.
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import re
 import sys
@@ -133,7 +134,7 @@ def command_parser(name: str) -> argparse.ArgumentParser:
     """The parser of `elastic-training NAME`: its module's build_parser (deploy's takes the command)."""
     from infra.cli.main import COMMANDS
 
-    module = sys.modules[COMMANDS[name][0].__module__]
+    module = importlib.import_module(COMMANDS[name][0].__module__)
     build = module.build_parser
     return build(name) if inspect.signature(build).parameters else build()
 

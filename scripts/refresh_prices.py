@@ -6,8 +6,9 @@ One command, one reviewable diff:
     python scripts/refresh_prices.py --from-github            # newest commit of catalogs/v7/aws/vms.csv
     python scripts/refresh_prices.py --csv vms.csv --commit SHA [--commit-date YYYY-MM-DD]
 
-Carried types: those the table carries now, the GPU table (infra/gpu_instances.py), every
-nodeInstanceType/systemNodeInstanceType in stacks/, and any `--add TYPE`. The script prints what
+Carried types: those the table carries now, the GPU table (infra/aws/gpu_instances.py), every
+nodeInstanceType/systemNodeInstanceType in stacks/, and any `--add TYPE`; `--all` carries every type
+of the catalog (what a machine that can reach GitHub should run: `--from-github --all`). The script prints what
 changed (types added or dropped, On-Demand prices that moved) before `git diff` shows the rows.
 
 --from-github asks GitHub's REST API "List commits" (GET /repos/{owner}/{repo}/commits with
@@ -42,7 +43,7 @@ STACK_TYPE_KEYS = ("elastic-training:nodeInstanceType", "elastic-training:system
 def stack_types(stacks_dir: Path) -> set[str]:
     found = set()
     for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        config = (yaml.safe_load(path.read_text()) or {}).get("config", {})
+        config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config", {})
         found.update(str(config[key]) for key in STACK_TYPE_KEYS if key in config)
     return found
 
@@ -67,7 +68,8 @@ def _old_prices(directory: Path) -> dict[tuple[str, str], str]:
     path = directory / catalog_build.PRICES_FILE
     if not path.exists():
         return {}
-    return {(row["InstanceType"], row["Region"]): row["OnDemandUsd"] for row in csv.DictReader(path.open())}
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {(row["InstanceType"], row["Region"]): row["OnDemandUsd"] for row in csv.DictReader(handle)}
 
 
 def changes(before_types: set[str], before: dict[tuple[str, str], str], tables: catalog_build.Tables) -> list[str]:
@@ -90,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", help="the catalog commit the --csv copy was taken at (required with --csv)")
     parser.add_argument("--commit-date", help="that commit's date, YYYY-MM-DD")
     parser.add_argument("--add", action="append", default=[], metavar="TYPE", help="carry this instance type too")
+    parser.add_argument("--all", action="store_true", default=False,
+                        help="carry every instance type of the catalog (issue 39: about 1,400 types in every region "
+                             "it lists; the tables then take a few MB)")
     parser.add_argument("--data-dir", type=Path, default=catalog_build.DATA_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--stacks-dir", type=Path, default=ROOT / "stacks", help=argparse.SUPPRESS)
     parser.add_argument("--github-api", default=GITHUB_API, help=argparse.SUPPRESS)
@@ -99,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         if not args.commit:
             parser.error("--csv needs --commit: the catalog commit the copy was taken at")
-        text, commit, commit_date = args.csv.read_text(), args.commit, args.commit_date
+        text, commit, commit_date = args.csv.read_text(encoding="utf-8"), args.commit, args.commit_date
     else:
         commit, commit_date = newest_commit(args.github_api)
         raw = f"{args.github_raw}/{catalog_build.REPOSITORY}/{commit}/{catalog_build.CATALOG_PATH}"
@@ -108,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = catalog_build.read_catalog(text)
         before_types = catalog_build.carried_types(args.data_dir)
         carried = before_types | set(NVIDIA_INSTANCES) | stack_types(args.stacks_dir) | set(args.add)
+        if args.all:
+            carried |= {row["InstanceType"] for row in rows}
         before = _old_prices(args.data_dir)
         tables = catalog_build.build(rows, carried)
     except catalog_build.CatalogError as error:

@@ -69,7 +69,7 @@ def test_managed_nodes_in_private_subnets(dev, variant):
     inputs = nodes["inputs"]
     assert inputs["instanceTypes"] == ["m5.large"] and inputs["capacityType"] == "ON_DEMAND"
     assert inputs["scalingConfig"] == {"desiredSize": 2, "minSize": 2, "maxSize": 2}
-    # the root volume's size is in the launch template (tests/test_node_launch_template.py)
+    # the root volume's size is in the launch template (tests/components/test_node_launch_template.py)
     assert "diskSize" not in inputs and inputs["amiType"] == versions.NODE_AMI_TYPE
     assert inputs["cluster"] == dev.one("eks:index:Cluster")["urn"]
     assert inputs["subnetIds"] == dev.one("eks:index:Cluster")["inputs"]["privateSubnetIds"]
@@ -167,7 +167,7 @@ def test_storage_names_come_from_config(variant):
 def test_ecr_repository(dev):
     repo = dev.one("aws:ecr/repository:Repository")["inputs"]
     assert repo["imageScanningConfiguration"] == {"scanOnPush": True}
-    # Immutable except the content tags a rebuild pushes again (tests/test_ecr_tag_rule.py).
+    # Immutable except the content tags a rebuild pushes again (tests/components/test_ecr_tag_rule.py).
     assert repo["imageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
     assert repo["imageTagMutabilityExclusionFilters"] == [{"filter": "src-*", "filterType": "WILDCARD"}]
     assert repo["forceDelete"] is True

@@ -2,7 +2,7 @@
 
 The step's shell runs here for real (`bash -e`, as the runner does) with a stand-in for
 `.venv/bin/python` that answers with preflight's exit codes: 0 nothing failed, 1 a check failed,
-2 bad config (infra/cli/preflight/)."""
+2 bad config, 3 some checks could not run (infra/cli/preflight/)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def test_preflight_runs_after_the_install_and_before_the_preview_of_an_existing_
     assert '--markdown >> "${GITHUB_STEP_SUMMARY}"' in step["run"]
 
 
-@pytest.mark.parametrize("code, step_fails, warned", [(0, False, False), (1, False, True), (2, True, False)],
-                         ids=["all-passed", "a-check-failed", "bad-config"])
+@pytest.mark.parametrize("code, step_fails, warned", [(0, False, False), (1, False, True), (2, True, False), (3, False, True)],
+                         ids=["all-passed", "a-check-failed", "bad-config", "not-checked"])
 def test_the_summary_gets_the_table_and_only_bad_config_fails_the_job(tmp_path, code, step_fails, warned):
     _, step = preflight_step()
     (tmp_path / "bin").mkdir()

@@ -453,7 +453,7 @@ def test_ecr_scans_on_push_with_immutable_tags(rendered, stack):
     (repository,) = synth.of_type("aws:ecr/repository:Repository")
     assert repository["inputs"]["imageScanningConfiguration"] == {"scanOnPush": True}
     # Every tag immutable except the content tags, which a rebuild from another checkout pushes
-    # again (tests/test_ecr_tag_rule.py).
+    # again (tests/components/test_ecr_tag_rule.py).
     assert repository["inputs"]["imageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
     assert repository["inputs"]["imageTagMutabilityExclusionFilters"] == [{"filter": "src-*", "filterType": "WILDCARD"}]
     # Workloads use the digest, so a moved content tag changes no pod.

@@ -2,8 +2,8 @@
 on the worker pods, and every other pod on the on-demand system group (docs/elastic-capacity.md).
 
 Upstream behaviour modelled, from source:
-- the worker pods the TorchElastic controller creates: tests/controller_model.py (template labels,
-  annotations and the k8s.io/api v0.15 pod fields, tolerations and nodeSelector among them);
+- the worker pods our ElasticJob controller's Job creates: tests/worker_pods.py (the pod template
+  controller/render.py makes, under an index's name; tolerations and nodeSelector among its fields);
 - where a pod may land: Kubernetes' toleration matching and nodeSelector (tests/test_gpu_stack.py),
   against the managed node group's labels and the NodePool's template labels and taints;
 - what Karpenter reads: the chart's values (aws/karpenter-provider-aws charts/karpenter/values.yaml

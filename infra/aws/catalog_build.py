@@ -102,9 +102,9 @@ def _csv_text(columns: tuple[str, ...], rows: list[dict[str, str]]) -> str:
 
 def write(tables: Tables, source: dict[str, object], directory: Path = DATA_DIR) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / SHAPES_FILE).write_text(_csv_text(SHAPE_COLUMNS, tables.shapes))
-    (directory / PRICES_FILE).write_text(_csv_text(PRICE_COLUMNS, tables.prices))
-    (directory / SOURCE_FILE).write_text(json.dumps(source, indent=2, sort_keys=True) + "\n")
+    (directory / SHAPES_FILE).write_text(_csv_text(SHAPE_COLUMNS, tables.shapes), encoding="utf-8")
+    (directory / PRICES_FILE).write_text(_csv_text(PRICE_COLUMNS, tables.prices), encoding="utf-8")
+    (directory / SOURCE_FILE).write_text(json.dumps(source, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def carried_types(directory: Path = DATA_DIR) -> set[str]:
@@ -112,4 +112,5 @@ def carried_types(directory: Path = DATA_DIR) -> set[str]:
     path = directory / SHAPES_FILE
     if not path.exists():
         return set()
-    return {row["InstanceType"] for row in csv.DictReader(path.open())}
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {row["InstanceType"] for row in csv.DictReader(handle)}

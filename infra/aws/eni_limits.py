@@ -7,7 +7,7 @@ EC2 DescribeInstanceTypes with nodeadm/internal/util/ec2.go `getInstanceInfoFrom
 MaximumNetworkInterfaces of the network card at DefaultNetworkCardIndex, and
 Ipv4AddressesPerInterface. eni_limits.csv is that same computation over moto's DescribeInstanceTypes
 data (moto 5.2.5, moto/ec2/resources/instance_types.json.gz), for the x86-64 types only (the
-controller image is amd64-only); tests/test_node_allocatable.py recomputes it from moto's file and
+controller image is amd64-only); tests/aws/test_node_allocatable.py recomputes it from moto's file and
 compares it with instance-info.jsonl for the stacks' types. moto is a dev dependency, so the
 program reads the CSV, not moto.
 """
@@ -31,7 +31,7 @@ class EniLimits:
 
 @cache
 def table() -> dict[str, EniLimits]:
-    with TABLE.open(newline="") as handle:
+    with TABLE.open(newline="", encoding="utf-8") as handle:
         rows = csv.DictReader(handle)
         if tuple(rows.fieldnames or ()) != COLUMNS:
             raise ValueError(f"{TABLE} must have the columns {', '.join(COLUMNS)}")

@@ -4,8 +4,8 @@ Read from the EC2 instance-type data that moto ships (moto 5.2.5, file
 `moto/ec2/resources/instance_types.json.gz`: DescribeInstanceTypes answers, AWS-derived): every
 type whose `GpuInfo.Gpus` are all NVIDIA with `Count` >= 1 and whose `ProcessorInfo` lists x86_64.
 Left out: fractional-GPU types (g6f, gr6f: `Count` 0, `GpuPartitionSize` < 1), which the NVIDIA
-device plugin does not hand out as whole `nvidia.com/gpu`, and Graviton types (the TorchElastic
-controller image is amd64-only). tests/test_gpu_instances.py compares this table with moto's file,
+device plugin does not hand out as whole `nvidia.com/gpu`, and Graviton types (the training image,
+which also runs our ElasticJob controller, is built for linux/amd64 only). tests/aws/test_gpu_instances.py compares this table with moto's file,
 so a moto upgrade that changes the data fails there; it is a table, not a rule on names, because
 names say nothing reliable about GPU counts (g5.12xlarge and g5.16xlarge: 4 and 1).
 

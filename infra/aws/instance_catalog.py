@@ -21,7 +21,7 @@ from functools import cache
 
 from infra.aws import catalog_build
 
-_SOURCE = json.loads((catalog_build.DATA_DIR / catalog_build.SOURCE_FILE).read_text())
+_SOURCE = json.loads((catalog_build.DATA_DIR / catalog_build.SOURCE_FILE).read_text(encoding="utf-8"))
 
 REPOSITORY: str = _SOURCE["repository"]
 PATH: str = _SOURCE["path"]
@@ -78,7 +78,8 @@ class SpotSummary:
 
 @cache
 def _shapes() -> dict[str, Shape]:
-    rows = csv.DictReader((catalog_build.DATA_DIR / catalog_build.SHAPES_FILE).open())
+    with (catalog_build.DATA_DIR / catalog_build.SHAPES_FILE).open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
     return {row["InstanceType"]: Shape(vcpus=float(row["vCPUs"]), memory_gib=float(row["MemoryGiB"]),
                                        gpus=int(float(row["GPUs"])), gpu=row["GPU"] or None) for row in rows}
 
@@ -86,9 +87,17 @@ def _shapes() -> dict[str, Shape]:
 @cache
 def _zone_rows() -> dict[tuple[str, str], list[dict[str, str]]]:
     table: dict[tuple[str, str], list[dict[str, str]]] = {}
-    for row in csv.DictReader((catalog_build.DATA_DIR / catalog_build.PRICES_FILE).open()):
+    with (catalog_build.DATA_DIR / catalog_build.PRICES_FILE).open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
         table.setdefault((row["InstanceType"], row["Region"]), []).append(row)
     return table
+
+
+def zone_ids(region: str) -> frozenset[str]:
+    """The zone IDs the table lists in the region, over every carried type: the zones known to exist
+    there offline (a region may have more, where none of the carried types is offered)."""
+    return frozenset(row["AvailabilityZone"] for (_, where), rows in _zone_rows().items() if where == region for row in rows)
 
 
 def carried() -> tuple[str, ...]:

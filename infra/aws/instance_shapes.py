@@ -44,7 +44,7 @@ class Shape:
 
 @cache
 def source() -> dict[str, object]:
-    return json.loads((shapes_build.DATA_DIR / shapes_build.SOURCE_FILE).read_text())
+    return json.loads((shapes_build.DATA_DIR / shapes_build.SOURCE_FILE).read_text(encoding="utf-8"))
 
 
 def source_line() -> str:
@@ -56,7 +56,7 @@ def source_line() -> str:
 
 @cache
 def table() -> dict[str, Shape]:
-    with (shapes_build.DATA_DIR / shapes_build.SHAPES_FILE).open(newline="") as handle:
+    with (shapes_build.DATA_DIR / shapes_build.SHAPES_FILE).open(newline="", encoding="utf-8") as handle:
         rows = csv.DictReader(handle)
         if tuple(rows.fieldnames or ()) != shapes_build.COLUMNS:
             raise ValueError(f"{shapes_build.SHAPES_FILE} must have the columns {', '.join(shapes_build.COLUMNS)}")

@@ -15,11 +15,12 @@ it was read; a call that fails or answers something unusable gives None and one 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from infra.aws import prices
 
@@ -31,7 +32,8 @@ def _why(error: Exception) -> str:
     if isinstance(error, ClientError):
         err = error.response.get("Error", {})
         return f"{err.get('Code', 'error')}: {err.get('Message', '')}".strip(": ")
-    return " ".join(str(error).split()) or type(error).__name__
+    # A ResponseParserError quotes the endpoint's whole body (an HTML page from a proxy): its words, shortened.
+    return " ".join(re.sub(r"<[^>]*>", " ", str(error)).split())[:160] or type(error).__name__
 
 
 def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tuple[prices.Price | None, str]:
@@ -41,7 +43,7 @@ def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tupl
         ("preInstalledSw", "NA"), ("capacitystatus", "Used"))]
     try:
         answer = pricing.get_products(ServiceCode="AmazonEC2", Filters=filters, MaxResults=10)
-    except (BotoCoreError, ClientError) as error:
+    except Exception as error:  # noqa: BLE001 (only the botocore call is inside: any error is its answer, not our code)
         return None, f"Price List API not used for {instance_type}: {_why(error)}"
     usd = set()
     for text in answer.get("PriceList", []):
@@ -72,10 +74,15 @@ def spot(ec2: Any, instance_type: str, zones: list[str], now: datetime) -> tuple
             if not answer.get("NextToken"):
                 break
             kwargs["NextToken"] = answer["NextToken"]
-    except (BotoCoreError, ClientError) as error:
+    except Exception as error:  # noqa: BLE001 (the calls and the reading of their answers only: a non-AWS answer)
         return None, f"Spot price history not used for {instance_type}: {_why(error)}"
     if not latest:
-        return None, f"EC2 has no Spot price for {instance_type} in {', '.join(zones) or 'the region'}; not used"
+        # An answer, not a failure: no Spot market for the type there, so no Spot worker can start. The
+        # estimate must not fall back to the catalog's prices of other zones and price it as if it could.
+        where = ", ".join(zones) or "the region"
+        return prices.Price(None, "instance-hour", f"NOT READ: EC2 has no Spot price for {instance_type} in {where}: "
+                            "no Spot market there, so no Spot worker can start (choose another type or region)",
+                            now.date().isoformat()), f"EC2 has no Spot price for {instance_type} in {where}"
     values = sorted(price for _, price in latest.values())
     low, high = values[0], values[-1]
     source = (f"EC2 Spot price history (describe_spot_price_history, read {now.date().isoformat()}); "

@@ -7,7 +7,7 @@ cost estimate then lists that item as unpriced, and `preflight` with credentials
 the AWS Price List API (`pricing.get_products`).
 
 A stack item with NO entry at all (say a new region or instance type in a stack file) is unpriced
-in the estimate, and `cost.missing_prices` names it: tests/test_cost.py asserts that no stack in
+in the estimate, and `cost.missing_prices` names it: tests/cli/test_cost.py asserts that no stack in
 stacks/ has one, so adding a stack without recording its prices (or why they could not be read)
 fails the suite.
 

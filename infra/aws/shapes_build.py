@@ -34,7 +34,7 @@ class BuildError(ValueError):
 
 
 def read_moto_file(path: Path) -> dict[str, dict[str, Any]]:
-    with gzip.open(path, "rt") as handle:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
         return json.load(handle)
 
 

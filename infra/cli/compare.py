@@ -10,6 +10,8 @@ Exit status: 0 printed, 2 bad config or usage.
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import sys
 from datetime import date, datetime, timezone
@@ -41,7 +43,8 @@ def _minutes(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value <= 100000:
-        raise ValueError("must be a number of minutes above 0")
+        # ArgumentTypeError's text is argparse's whole message; a ValueError's names this function instead.
+        raise argparse.ArgumentTypeError(f"must be a number of minutes above 0 and at most 100000, got {text}")
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from infra.cli.args import OneLineParser, UsageError
 from infra.config import CONFIG_KEYS, PROJECT
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         build_parser().parse_args(argv)
     except UsageError as error:
-        print(f"config-table: {error}")
+        print(f"config-table: {error}", file=sys.stderr)
         return 2
     print(config_table(), end="")
     return 0

@@ -74,7 +74,7 @@ def _item(what: str, quantity: float | None, price: prices.Price, factor: float 
           run_quantity: float | None = None) -> dict[str, Any]:
     """factor turns quantity x unit price into USD per hour (1 for hourly units); None: a rate only."""
     def hourly(count: float | None) -> float | None:
-        if price.known and count is not None and factor is not None:
+        if price.usd is not None and count is not None and factor is not None:
             return round(count * price.usd * factor, 6)
         return None
     run_quantity = quantity if run_quantity is None else run_quantity
@@ -213,8 +213,23 @@ def item_line(item: dict[str, Any]) -> tuple[str, str, str]:
     return item["what"], unit, hourly
 
 
-def lines(cost_object: dict[str, Any]) -> list[str]:
-    """What synth, preflight and `elastic-training cost` print: the totals, each item with its source."""
+# How long a source's short name may be: the full citations (up to 700 characters) are for
+# `elastic-training cost STACK --sources` and cost.json; every other listing names the source only.
+SHORT_SOURCE = 90
+
+
+def short_source(source: str) -> str:
+    """The source's name without its quotes and reasons: up to its first ': ', ' (' or '; '."""
+    if source.startswith(("NOT READ", "NOT RECORDED")):
+        return source.split(": ", 1)[0] + " (see --sources)"
+    cut = min((i for i in (source.find(": "), source.find(" ("), source.find("; ")) if i > 0), default=len(source))
+    name = source[:cut].strip()
+    return name if len(name) <= SHORT_SOURCE else name[:SHORT_SOURCE - 3].rstrip() + "..."
+
+
+def lines(cost_object: dict[str, Any], sources: bool = True, stack: str = "STACK") -> list[str]:
+    """What synth, preflight and `elastic-training cost` print: the totals, each item with its source
+    (the full citation with `sources`, else its short name and where the citations are)."""
     out = [f"cost: {summary(cost_object)} ({cost_object['note']})"]
     # What the totals leave out, where no one reads past the first lines: the worker nodes of a type
     # the price table does not carry are the largest item there is.
@@ -223,6 +238,8 @@ def lines(cost_object: dict[str, Any]) -> list[str]:
     for item in cost_object["items"]:
         what, unit, hourly = item_line(item)
         out.append(f"  {what}: {unit} -> {hourly}")
-        out.append(f"      source: {item['source']}")
+        out.append(f"      source: {item['source'] if sources else short_source(item['source'])}")
     out.append(f"  prices from: {cost_object['pricesFrom']}")
+    if not sources:
+        out.append(f"  the sources in full: elastic-training cost {stack} --sources")
     return out

@@ -6,10 +6,10 @@ Exit status: 0 printed, 2 bad config or usage.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import date, datetime, timezone
-from types import SimpleNamespace
 
 from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
@@ -24,6 +24,8 @@ def build_parser() -> OneLineParser:
     add_config_overrides(parser)
     parser.add_argument("--json", action="store_true", default=False,
                         help="print the cost object as JSON instead of lines (default: off, lines)")
+    parser.add_argument("--sources", action="store_true", default=False,
+                        help="cite each price's source in full, as read (default: off, its short name)")
     return parser
 
 
@@ -36,14 +38,14 @@ def stack_rows(stacks: list[str], today: date) -> list[str]:
         hourly, daily, run = cost.readme_cells(cost.estimate(settings, today))
         spot_hourly = spot_run = "n/a"
         if settings.target == "eks":
-            spot = SimpleNamespace(**{**vars(settings), "capacity_type": SPOT})
+            spot = dataclasses.replace(settings, capacity_type=SPOT)
             spot_hourly, _, spot_run = cost.readme_cells(cost.estimate(spot, today))
         rows.append(f"| `{stack}` | {hourly} | {daily} | {run} | {spot_hourly} | {spot_run} |")
     return rows
 
 
-def lines(estimate: dict) -> list[str]:
-    return cost.lines(estimate)
+def lines(estimate: dict, sources: bool = True, stack: str = "STACK") -> list[str]:
+    return cost.lines(estimate, sources, stack)
 
 
 def main(argv: list[str] | None = None, today: date | None = None) -> int:
@@ -55,5 +57,5 @@ def main(argv: list[str] | None = None, today: date | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     estimate = cost.estimate(settings, today or datetime.now(timezone.utc).date())
-    print(json.dumps(estimate) if args.json else "\n".join(lines(estimate)))
+    print(json.dumps(estimate) if args.json else "\n".join(lines(estimate, args.sources, stack)))
     return 0

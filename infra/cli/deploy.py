@@ -7,7 +7,9 @@ upstream-facts-2.md fact 6), then `pulumi stack select --create STACK` and `pulu
 which shows the preview and asks before it changes anything.
 destroy: `pulumi stack select STACK` and `pulumi destroy --stack STACK`, which also previews and asks.
 
-Exit status: 0 done; 1 preflight failed, or Pulumi's own non-zero status; 2 bad stack, config or usage,
+up stops too when preflight could not run some checks (AWS did not answer), unless --accept-unchecked.
+
+Exit status: 0 done; 1 preflight failed or could not check (without --accept-unchecked), or Pulumi's own non-zero status; 2 bad stack, config or usage,
 or no `pulumi` on PATH.
 """
 
@@ -22,7 +24,7 @@ from typing import Callable
 
 from infra.cli import synth
 from infra.cli.args import PROJECT_ROOT, OneLineParser, UsageError, add_stack_argument
-from infra.cli.preflight.command import main as preflight_main
+from infra.cli.preflight.command import UNCHECKED, main as preflight_main
 from infra.config.stack_file import StackConfigError, stack_name
 
 # Pulumi.yaml's backend (file://./.pulumi-state), used unless PULUMI_BACKEND_URL names another.
@@ -39,25 +41,30 @@ def build_parser(command: str) -> OneLineParser:
     what = {"up": "check, preview and deploy a stack", "destroy": "preview and remove everything a stack created"}
     parser = OneLineParser(prog=f"elastic-training {command}", description=what[command])
     add_stack_argument(parser)
+    if command == "up":
+        parser.add_argument("--accept-unchecked", action="store_true", default=False,
+                            help="go on when preflight could not run some checks (AWS did not answer them) and nothing "
+                                 "failed (default: off, stop)")
     return parser
 
 
-def _start(command: str, argv: list[str] | None, root: Path) -> tuple[str | None, int]:
-    """(stack, 0) when the command may go on, else (None, exit status) after printing one line."""
+def _start(command: str, argv: list[str] | None, root: Path) -> tuple[str | None, int, bool]:
+    """(stack, 0, accept unchecked) when the command may go on, else (None, exit status, False) after one line."""
     try:
-        stack = stack_name(build_parser(command).parse_args(argv).stack, root / "stacks")
+        args = build_parser(command).parse_args(argv)
+        stack = stack_name(args.stack, root / "stacks")
     except (UsageError, StackConfigError) as error:
         print(f"{command}: {error}", file=sys.stderr)
-        return None, 2
+        return None, 2, False
     if shutil.which("pulumi") is None:
         print(f"{command}: the Pulumi CLI is not on PATH (install it: docs/getting-started.md, 'Prerequisites')", file=sys.stderr)
-        return None, 2
-    return stack, 0
+        return None, 2, False
+    return stack, 0, getattr(args, "accept_unchecked", False)
 
 
 def up(argv: list[str] | None = None, *, root: Path = PROJECT_ROOT, preflight: Callable[[list[str]], int] = preflight_main,
        run: Runner | None = None) -> int:
-    stack, status = _start("up", argv, root)
+    stack, status, accept_unchecked = _start("up", argv, root)
     if stack is None:
         return status
     run = run or run_in(root)
@@ -68,7 +75,14 @@ def up(argv: list[str] | None = None, *, root: Path = PROJECT_ROOT, preflight: C
         print(f"up: {error}", file=sys.stderr)
         return 2
     checked = preflight([stack])
-    if checked != 0:
+    if checked == UNCHECKED and accept_unchecked:
+        print(f"up: preflight could not run every check for stack {stack}; going on (--accept-unchecked)", file=sys.stderr)
+    elif checked == UNCHECKED:
+        print(f"up: preflight could not run every check for stack {stack} (marked 'could not check' above), so "
+              "nothing was created; rerun when AWS answers, or add --accept-unchecked to go on without them",
+              file=sys.stderr)
+        return 1
+    elif checked != 0:
         print(f"up: preflight failed for stack {stack}; fix the checks marked FAIL above (nothing was created)"
               if checked == 1 else f"up: preflight could not read stack {stack} (see above)", file=sys.stderr)
         return checked
@@ -78,7 +92,7 @@ def up(argv: list[str] | None = None, *, root: Path = PROJECT_ROOT, preflight: C
 
 
 def destroy(argv: list[str] | None = None, *, root: Path = PROJECT_ROOT, run: Runner | None = None) -> int:
-    stack, status = _start("destroy", argv, root)
+    stack, status, _ = _start("destroy", argv, root)
     if stack is None:
         return status
     run = run or run_in(root)

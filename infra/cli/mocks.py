@@ -175,7 +175,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         with self._lock:
             request = self._requests.get((args.typ, args.name))
         registration = Registration(
-            type=args.typ, name=args.name, urn=self._urn(args, request), custom=args.custom,
+            type=args.typ, name=args.name, urn=self._urn(args, request), custom=bool(args.custom),
             inputs=dict(args.inputs), provider=args.provider or "",
             parent=request.parent if request is not None else "",
             depends_on=sorted(set(request.dependencies)) if request is not None else [],

@@ -11,17 +11,49 @@ Exit status: 0 printed, 1 the cluster cannot be read or has no such run, 2 bad c
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
 from infra.components.kubernetes_reader import (ELASTICJOB_GROUP, ELASTICJOB_PLURAL, ELASTICJOB_VERSION, ApiError,
                                                 KubernetesCluster, TransientApiError, _api_client)
 from infra.config import EKS, ConfigError, load_settings
-from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file
+from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file, yaml_problem
 from infra.specs.workloads import names
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
+
+
+def default_kubeconfig() -> str:
+    """Where kubectl looks: the first file of KUBECONFIG when it is set, else ~/.kube/config."""
+    named = [part for part in os.environ.get("KUBECONFIG", "").split(os.pathsep) if part]
+    return named[0] if named else DEFAULT_KUBECONFIG
+
+
+def kubeconfig_problem(kubeconfig: str, stack: str, target: str) -> str | None:
+    """One line when the kubeconfig is missing or is not YAML (with its line), before the client reads it."""
+    path = Path(kubeconfig).expanduser()
+    if not path.is_file():
+        create = (f"the cluster of stack {stack} is not created yet, or its kubeconfig not written: "
+                  f"`elastic-training up {stack}` creates it, and the command its output commands.kubeconfig prints "
+                  "(aws eks update-kubeconfig ...) writes the kubeconfig") if target == EKS else (
+                  "point the stack's kubeconfig key, or --kubeconfig, at your cluster's file")
+        return f"no kubeconfig {kubeconfig}: {create}"
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        return f"cannot read kubeconfig {kubeconfig}: {error.strerror or error}"
+    except UnicodeDecodeError:
+        return f"kubeconfig {kubeconfig} is not UTF-8 text"
+    except yaml.YAMLError as error:
+        return f"kubeconfig {kubeconfig} is not valid YAML: {yaml_problem(error)}"
+    if not isinstance(document, dict) or "clusters" not in document:
+        return f"{kubeconfig} is not a kubeconfig (a YAML mapping with clusters, contexts and users)"
+    return None
 STATES = ("Failed", "Succeeded", "Restarting", "Running", "Created")
 
 
@@ -103,8 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ConfigError, StackConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    stack_kubeconfig = DEFAULT_KUBECONFIG if settings.target == EKS else settings.kubeconfig
+    stack_kubeconfig = default_kubeconfig() if settings.target == EKS else settings.kubeconfig
     kubeconfig = args.kubeconfig or stack_kubeconfig
+    problem = kubeconfig_problem(kubeconfig, args.stack, settings.target)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     context = args.context if args.context is not None else ("" if settings.target == EKS else settings.kube_context)
     name = names(settings.run_id).training
     try:

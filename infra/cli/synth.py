@@ -18,9 +18,12 @@ it): one line on stderr, exit status 2, nothing written and nothing deleted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -30,6 +33,7 @@ from typing import Any
 import yaml
 
 from infra.cli import cost
+from infra.cli.args import OneLineParser, UsageError
 from infra.config import PROJECT, ConfigError, Settings, load_settings
 from infra.cli.mocks import RecordingMocks, Registration
 from infra.config.stack_file import STACKS_DIR, StackConfigError, apply_overrides, read_stack_file, stack_name
@@ -168,31 +172,59 @@ def check_out_dir(out: Path) -> None:
             break
 
 
+# The staging directory being written, for the Ctrl-C handler to remove.
+_STAGING: list[Path] = []
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+
+
+@contextlib.contextmanager
+def ctrl_c_ends_at_once():
+    """Ctrl-C while the program runs under the mocks: one line, nothing written, exit 130. Pulumi's
+    runtime runs the program on an event loop and gRPC threads, where a KeyboardInterrupt is swallowed
+    or leaves the process waiting for ever (seen here: synth went on, or hung), so the handler does not
+    raise: it removes what synth was writing and ends the process."""
+
+    def interrupted(signum, frame):
+        for staging in _STAGING:
+            shutil.rmtree(staging, ignore_errors=True)
+        print("elastic-training synth: interrupted (Ctrl-C); nothing written", file=sys.stderr, flush=True)
+        os._exit(INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any],
                 cost_estimate: dict[str, Any] | None = None) -> None:
     """Write everything into a fresh temporary directory first, then move it into place."""
     check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    _STAGING.append(staging)
     try:
-        (staging / MARKER).write_text(MARKER_TEXT)
+        (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         manifests_dir = staging / "manifests"
         manifests_dir.mkdir()
         for registration in registrations:
             if is_manifest(registration):
                 obj = manifest(registration)
-                (manifests_dir / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
-        (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n")
-        (staging / "graph.mmd").write_text(mermaid_graph(registrations))
-        (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n")
+                (manifests_dir / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+        (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (staging / "graph.mmd").write_text(mermaid_graph(registrations), encoding="utf-8")
+        (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if cost_estimate is not None:
-            (staging / "cost.json").write_text(json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n")
+            (staging / "cost.json").write_text(json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        _STAGING.remove(staging)
 
 
 def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS_DIR) -> Settings:
@@ -204,18 +236,20 @@ def synth(stack: str, out: Path, overrides: list[str], stacks_dir: Path = STACKS
     except (ConfigError, StackConfigError) as error:
         raise SynthError(str(error)) from None
     check_out_dir(out)  # before the program runs: a refused --out costs no time
-    registrations, outputs = run_program(settings)
-    try:
-        write_synth(out, registrations, outputs, cost_estimate)
-    except OSError as error:
-        raise SynthError(f"--out {out}: cannot write: {error.strerror or error}") from None
+    with ctrl_c_ends_at_once():
+        registrations, outputs = run_program(settings)
+        try:
+            write_synth(out, registrations, outputs, cost_estimate)
+        except OSError as error:
+            raise SynthError(f"--out {out}: cannot write: {error.strerror or error}") from None
     return settings
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="elastic-training synth", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="elastic-training synth", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help="stack name (dev), or its file stacks/Pulumi.<stack>.yaml (required)")
-    parser.add_argument("--out", required=True, type=Path,
+    # expanduser: a quoted '~/out' (a Makefile, a CI step) would otherwise make a folder named "~" here.
+    parser.add_argument("--out", required=True, type=lambda text: Path(text).expanduser(),
                         help="directory to write: new, empty, or a previous synth output, which is replaced (required, no default)")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: none, "
@@ -224,7 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         settings = synth(args.stack, args.out, args.config)
     except SynthError as error:
@@ -234,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"synth: stack {settings.stack} written to {args.out}")
     # The figures cost.json holds, so what is printed and what is written never differ.
-    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text()))))
+    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text(encoding="utf-8")), sources=False,
+                                stack=settings.stack)))
     return 0
 
 

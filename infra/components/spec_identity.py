@@ -3,9 +3,9 @@ the wait never takes an older spec's result for the current one.
 
 pulumi-kubernetes replaces a custom resource only when its name or namespace changes
 (provider/pkg/provider/diff.go @ 00302beb, forceNewProperties); any other change is an update in
-place, and the TorchElastic controller never re-runs a finished job: a changed template on a
-Succeeded ElasticJob only gets its status rewritten (kubeflow/common @ 0b3a4c3 job.go), and on a
-running one the old pods keep the old arguments. So:
+place, and our ElasticJob controller never starts a finished run again (controller/reconcile.py,
+step 2: it only refreshes the status), and on a running one it replaces the Job, old pods first,
+only when the rendered Job changes. So:
 - the ElasticJob is replaced whenever its spec changes (`replaceOnChanges: ["spec"]`: the engine
   turns every detailed-diff entry under `spec` into a replacement, pulumi/pulumi
   pkg/resource/deploy/step_generator.go @ 1a16857a applyReplaceOnChanges), deleted before it is
@@ -16,7 +16,8 @@ running one the old pods keep the old arguments. So:
   new wait: ElasticJobCompletion's diff replaces on `specHash`), and a job that carries another
   hash is never taken as this spec's result.
 The hash covers the whole spec as registered (image digest included), so a refresh that changes
-nothing changes no hash (infra/specs/controller_fields.py keeps the spec refresh-stable).
+nothing changes no hash (our controller never writes the spec, controller/reconcile.py, so a
+refresh reads it as registered).
 """
 
 from __future__ import annotations

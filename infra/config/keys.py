@@ -10,12 +10,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from infra import versions
 from infra.aws import gpu_instances, instance_shapes, nvidia_gpus
 from infra.config import image_reference, own_training
-from infra.config.parsers import PARSERS, QUANTITY, parse_decimal, parse_optional_usd
+from infra.config.parsers import PARSERS, QUANTITY, memory_mib, parse_decimal, parse_optional_usd
 
 PROJECT = "elastic-training"
 
@@ -92,10 +93,11 @@ def _instance_type(v: str) -> str | None:
             return "must be an EC2 instance type such as c5.4xlarge (family, generation, size)"
         return instance_shapes.unknown_type_problem(v)
     # The architectures are EC2's (ProcessorInfo.SupportedArchitectures): Graviton types are arm64
-    # only, and the nodes run the x86-64 AMI and the amd64-only TorchElastic controller image.
+    # only, and the nodes run the x86-64 AMI and the training image (which also runs our ElasticJob
+    # controller) is built for linux/amd64 only (infra/versions.py IMAGE_PLATFORM).
     if not shape.amd64:
         return ("must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the "
-                "x86-64 EKS AMI and the amd64-only TorchElastic controller image")
+                "x86-64 EKS AMI and the training and controller image, built for linux/amd64 only")
     return None
 
 
@@ -118,7 +120,8 @@ def _worker_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
-    if instance_shapes.shape(v).gpus and gpu_instances.nvidia_instance(v) is None:
+    shape = instance_shapes.shape(v)  # known: _instance_type passed
+    if shape is not None and shape.gpus and gpu_instances.nvidia_instance(v) is None:
         return _NOT_WHOLE_NVIDIA
     return None
 
@@ -135,7 +138,8 @@ def _system_instance_type(v: str) -> str | None:
     problem = _instance_type(v)
     if problem:
         return problem
-    if gpu_instances.is_gpu_family(v) or instance_shapes.shape(v).gpus:
+    shape = instance_shapes.shape(v)  # known: _instance_type passed
+    if gpu_instances.is_gpu_family(v) or (shape is not None and shape.gpus):
         return "must be a CPU instance type such as m5.large (the system nodes are there to keep GPUs free)"
     return None
 
@@ -174,7 +178,39 @@ def _quantity(v: str) -> str | None:
     # A zero request and limit would leave the worker no CPU or memory at all.
     if match and float(match[1]) > 0:
         return None
-    return "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"
+    return "must be a CPU quantity above zero such as 15, 3.5 or 500m (thousandths of a CPU)"
+
+
+# The least memory a training worker can have: one worker of this CNN on CPU (batch 50, torchrun on
+# generated data) peaked at 880 MiB resident, measured with getrusage(RUSAGE_CHILDREN).ru_maxrss (issue 39).
+WORKER_MEMORY_MIN_MIB = 1024
+
+
+def _worker_memory(v: str) -> str | None:
+    allowed = ("must be a memory quantity of at least 1Gi, such as 24Gi, 3072Mi or 16G (Ki, Mi, Gi, Ti, k, M, G, T; "
+               "a worker of this model needs about 900 MiB)")
+    match = QUANTITY.fullmatch(v)
+    if not match:
+        return allowed
+    if memory_mib(v) >= WORKER_MEMORY_MIN_MIB:
+        return None
+    if match[3] is None:
+        return f"{allowed}: {v} without a unit is {v} bytes"
+    if match[3] == "m":
+        return f"{allowed}: the unit m is thousandths (of a byte, for memory), not mebibytes (Mi)"
+    return f"{allowed}: {v} is {memory_mib(v):g} MiB"
+
+
+def _kubernetes_version(v: str) -> str | None:
+    if v in versions.SUPPORTED_KUBERNETES_VERSIONS:
+        return None  # one past its support is refused with its dates (relations.kubernetes_support)
+    today = datetime.now(timezone.utc).date()
+    usable = [k for k in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(k, today) != versions.ENDED]
+    problem = f"must be one of {', '.join(usable)}"
+    # YAML reads an unquoted 1.40 as the number 1.4, and the Pulumi CLI passes the program "1.4".
+    if re.fullmatch(r"[0-9]+\.[0-9]", v):
+        problem += f" (quote the version in the stack file, kubernetesVersion: \"{v}0\": unquoted, YAML reads {v}0 as the number {v})"
+    return problem
 
 
 def _image_uri(v: str) -> str | None:
@@ -266,7 +302,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).", _between(2, 4)),
     ConfigKey("kubernetesVersion", "kubernetes_version", "string", versions.DEFAULT_KUBERNETES_VERSION,
               "EKS Kubernetes version (target existing: the cluster's version, which the manifests are checked against).",
-              _one_of(versions.SUPPORTED_KUBERNETES_VERSIONS)),
+              _kubernetes_version),
     ConfigKey("nodeInstanceType", "node_instance_type", "string", "c5.4xlarge",
               "EC2 instance type of the training nodes (x86-64); a G/P type with NVIDIA GPUs makes a GPU stack.",
               _worker_instance_type),
@@ -351,7 +387,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "nodeInstanceType (checked before anything is created).", _quantity),
     ConfigKey("workerMemory", "worker_memory", "string", "24Gi",
               "Memory request and limit of each training worker; workersPerNode of them must fit one node of "
-              "nodeInstanceType (checked before anything is created).", _quantity),
+              "nodeInstanceType (checked before anything is created); at least 1Gi.", _worker_memory),
     ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
               "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
     # A string key for the same reason as minAccuracy; "" (the default) sets no ceiling.

@@ -63,6 +63,8 @@ def cpu_millicores(quantity: str) -> int:
     """A CPU quantity that passed the key's rule, in millicores, rounded up as the API server
     rounds a request below 1m (resource.Quantity keeps at most milli precision for cpu)."""
     match = QUANTITY.fullmatch(quantity)
+    if match is None:
+        raise ValueError(f"{quantity!r} is not a CPU quantity")  # the key's rule refuses it first
     return math.ceil(Fraction(match[1]) * _CPU_UNITS.get(match[3] or "", Fraction(1)) * 1000)
 
 

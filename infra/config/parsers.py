@@ -72,6 +72,8 @@ def memory_mib(quantity: str) -> float:
     """A memory quantity that passed _quantity, in MiB ("24Gi" -> 24576; a bare number is bytes).
     The millis suffix 'm' makes no sense for memory and counts as bytes/1000."""
     match = QUANTITY.fullmatch(quantity)
+    if match is None:
+        raise ValueError(f"{quantity!r} is not a memory quantity")  # the key's rule refuses it first
     number, unit = float(match[1]), match[3]
     if unit == "m":
         return number / 1000 / 1048576

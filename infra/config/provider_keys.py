@@ -27,7 +27,7 @@ def aws_provider_keys() -> frozenset[str]:
     spec = importlib.util.find_spec("pulumi_aws")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("pulumi-aws is not installed: run scripts/setup.sh")
-    text = (Path(spec.submodule_search_locations[0]) / "config" / "vars.py").read_text()
+    text = (Path(spec.submodule_search_locations[0]) / "config" / "vars.py").read_text(encoding="utf-8")
     return frozenset(re.findall(r"__config__\.get\w*\('(\w+)'", text))
 
 

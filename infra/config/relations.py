@@ -141,6 +141,11 @@ def _check_gpu_worker_fits(v: dict[str, Any]) -> None:
                           f"which NCCL needs {NCCL_SHM_MIN_MIB}Mi of")
 
 
+# How far ahead a stack is warned that its version enters extended support: a stack lives for days to
+# weeks between `up` and `destroy`, and the extended rate is six times the standard one.
+EXTENDED_SUPPORT_NOTICE_DAYS = 30
+
+
 def kubernetes_support(version: str, today: date) -> str | None:
     """Refuse a version past EKS extended support on `today`; a warning when it is in extended support."""
     key = f"{PROJECT}:kubernetesVersion"
@@ -152,6 +157,13 @@ def kubernetes_support(version: str, today: date) -> str | None:
         raise ConfigError(key, version, f"EKS extended support for Kubernetes {version} ended on "
                                         f"{support.end_of_extended.isoformat()} (EKS creates no such cluster); "
                                         f"must be one of {', '.join(usable) or 'none (infra/versions.py needs a newer version)'}")
+    days_left = (support.end_of_standard - today).days
+    if phase == versions.STANDARD and days_left <= EXTENDED_SUPPORT_NOTICE_DAYS:
+        # A cluster created now is billed the extended rate from that day on, without any change of ours.
+        return (f"config {key}={version!r} enters EKS extended support on {support.end_of_standard.isoformat()} "
+                f"(in {days_left} day{'s' if days_left != 1 else ''}): from then the control plane costs {versions.EKS_EXTENDED_PRICE_PER_HOUR}/hour "
+                f"instead of {versions.EKS_STANDARD_PRICE_PER_HOUR}/hour; versions in standard support for longer: "
+                f"{', '.join(v for v in in_standard if versions.EKS_SUPPORT[v].end_of_standard > support.end_of_standard) or 'none'}")
     if phase == versions.EXTENDED:
         return (f"config {key}={version!r} is in EKS extended support since {support.end_of_standard.isoformat()}: "
                 f"the control plane costs {versions.EKS_EXTENDED_PRICE_PER_HOUR}/hour instead of "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, Mapping
 
-from infra.aws import gpu_instances, regions
+from infra.aws import gpu_instances, instance_catalog, regions, zones
 from infra.config import capacity
 from infra.config.errors import ConfigError
 from infra.config.provider_keys import check_aws_keys
@@ -116,6 +116,8 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
         raise ConfigError("aws:region", region, problem)
 
     warnings = check_relations(values)
+    if values["target"] == EKS:
+        warnings += _zone_count_warning(region, values["availability_zone_count"])
     if values["target"] == EXISTING:
         check_existing(values)
     if values["target"] == EKS:
@@ -133,9 +135,34 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     return Settings(project=PROJECT, stack=stack, region=region, warnings=tuple(warnings), **values)
 
 
+# The config namespaces a stack of this project can mean: the project's own, the providers the program
+# uses (pyproject.toml's infra extra: pulumi-aws, pulumi-kubernetes, pulumi-eks, pulumi-docker-build; the
+# namespace is the provider's package name) and Pulumi's own `pulumi:` settings. Any other is a typo
+# (`elastic_training:workers`) that every layer would ignore.
+NAMESPACES = (PROJECT, "aws", "kubernetes", "eks", "docker-build", "pulumi")
+
+
+def _zone_count_warning(region: str, count: int) -> list[str]:
+    """A warning when the zones known offline (the price table's, less those EKS refuses) are fewer than
+    availabilityZoneCount: `pulumi up` then fails when it picks the zones, after synth said nothing."""
+    known = sorted(instance_catalog.zone_ids(region) - zones.EKS_REFUSED_ZONE_IDS)
+    if not known or len(known) >= count:
+        return []
+    return [f"config {PROJECT}:availabilityZoneCount={count} but the zones known in {region} that EKS accepts are "
+            f"{len(known)} ({', '.join(known)}; infra/aws/data, less the zone IDs EKS refuses): `pulumi up` fails if the "
+            f"account has fewer usable zones; `elastic-training preflight` counts them, or set availabilityZoneCount "
+            f"to {len(known)}"]
+
+
 def _reject_unknown_keys(raw: Mapping[str, str]) -> None:
     prefix = f"{PROJECT}:"
     for full in sorted(raw):
+        namespace, _, name = full.partition(":")
+        if namespace not in NAMESPACES:
+            close = difflib.get_close_matches(namespace, NAMESPACES, n=1, cutoff=0.6)
+            hint = (f"did you mean {close[0]}:{name}?" if close
+                    else f"namespaces this program reads: {', '.join(NAMESPACES)}")
+            raise ConfigError(full, raw[full], f"unknown config namespace '{namespace}' ({hint})")
         if full.startswith(prefix) and full[len(prefix):] not in KEYS_BY_NAME:
             name = full[len(prefix):]
             close = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)

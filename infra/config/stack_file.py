@@ -104,7 +104,8 @@ def _stack_value(full: str, value: Any) -> str:
 
 
 def available_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+    """The stacks whose file can be opened: a dangling symlink is not one to suggest."""
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml") if p.is_file())
 
 
 def yaml_problem(error: yaml.YAMLError) -> str:
@@ -116,33 +117,61 @@ def yaml_problem(error: yaml.YAMLError) -> str:
     return f"{where}{problem}{opened}"
 
 
+def shown(path: Path) -> str:
+    """A path as the user can type it from where they are: relative to the current folder when it is
+    under it, else absolute (run from another folder, `stacks/` would name the wrong one)."""
+    resolved = path.absolute()
+    try:
+        return str(resolved.relative_to(Path.cwd()))
+    except ValueError:
+        return str(resolved)
+
+
 def stack_name(argument: str, stacks_dir: Path = STACKS_DIR) -> str:
     """The stack a command line names: its name (`dev`), or its stack file (`stacks/Pulumi.dev.yaml`,
-    or `Pulumi.dev.yaml` alone), which must be in stacks/: Pulumi reads a stack's config from nowhere else."""
+    or `Pulumi.dev.yaml` alone), which must be in stacks/: Pulumi reads a stack's config from nowhere else.
+    A relative path that does not exist from the current folder is read from the project folder."""
     if argument.endswith((".yaml", ".yml")) or "/" in argument:
         path = Path(argument)
         match = STACK_FILE_NAME.fullmatch(path.name)
         if match is None:
             raise StackConfigError(f"'{argument}' is not a stack file; allowed: {STACK_ALLOWED}")
-        if path.parent != Path(".") and path.resolve().parent != stacks_dir.resolve():
-            raise StackConfigError(f"{argument} is not in stacks/: Pulumi reads a stack's config only from stacks/ "
-                                   f"(Pulumi.yaml's stackConfigDir); copy it to stacks/{path.name} and name the stack "
-                                   f"{match['stack']}")
+        project_relative = stacks_dir.parent / path
+        in_stacks = (path.parent == Path(".") or path.resolve().parent == stacks_dir.resolve()
+                     or (not path.is_absolute() and not path.exists()
+                         and project_relative.resolve().parent == stacks_dir.resolve()))
+        if not in_stacks:
+            raise StackConfigError(f"{argument} is not in {shown(stacks_dir)}/, the project's stacks folder: Pulumi "
+                                   f"reads a stack's config only from there (Pulumi.yaml's stackConfigDir; project "
+                                   f"folder {shown(stacks_dir.parent)}); copy it to {shown(stacks_dir / path.name)} "
+                                   f"and name the stack {match['stack']}")
         argument = match["stack"]
     if not STACK_NAME.fullmatch(argument):
         raise StackConfigError(f"'{argument}' is not a stack name; allowed: {STACK_ALLOWED}")
-    if not (stacks_dir / f"Pulumi.{argument}.yaml").is_file():
+    file = stacks_dir / f"Pulumi.{argument}.yaml"
+    if file.is_symlink() and not file.exists():
+        raise StackConfigError(f"{shown(file)} is a symbolic link to {file.readlink()}, which does not exist: "
+                               "point it at a stack file or remove it")
+    if not file.is_file():
         stacks = available_stacks(stacks_dir)
         close = difflib.get_close_matches(argument, stacks, n=1)
         meant = f" (did you mean {close[0]}?)" if close else ""
-        raise StackConfigError(f"no stack file stacks/Pulumi.{argument}.yaml{meant}; stacks: {' '.join(stacks) or 'none'}")
+        raise StackConfigError(f"no stack file {shown(file)}{meant}; stacks: {' '.join(stacks) or 'none'}")
     return argument
 
 
 def _stack_document(path: Path) -> dict[str, Any]:
     """The stack file's config mapping, or one line that says why there is none to read."""
     try:
-        document = yaml.load(path.read_text(), Loader=CliYamlLoader)
+        # UTF-8 whatever the locale: the Pulumi CLI (Go) reads stack files as UTF-8 bytes.
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise StackConfigError(f"cannot read {shown(path)}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        line = error.object[:error.start].count(b"\n") + 1
+        raise StackConfigError(f"{path.name} is not UTF-8 text (line {line}): save it as UTF-8") from None
+    try:
+        document = yaml.load(text, Loader=CliYamlLoader)
     except yaml.YAMLError as error:
         raise StackConfigError(f"{path.name} is not valid YAML: {yaml_problem(error)}") from None
     if document is None:
@@ -167,9 +196,14 @@ def read_stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]
     config = _stack_document(path)["config"] or {}
     if not isinstance(config, dict):
         raise StackConfigError(f"{path.name}: 'config' must be a mapping of keys to values")
-    raw = {}
+    raw: dict[str, str] = {}
+    written: dict[str, str] = {}
     for key, value in config.items():
         full = full_key(str(key))
+        if full in written:
+            # `nodeMaxCount` and `elastic-training:nodeMaxCount` are one key: which one wins would be an accident.
+            raise StackConfigError(f"{path.name} sets {full} twice, as '{written[full]}' and as '{key}': keep one")
+        written[full] = str(key)
         if isinstance(value, dict) and "secure" in value:
             raw[full] = "[secret]"  # encrypted values cannot be read offline; synth shows a placeholder
         else:

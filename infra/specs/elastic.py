@@ -69,7 +69,7 @@ def _one_pod_deployment(name: str, component: str, namespace_name: str, selector
 
 @cache
 def _crd_document() -> dict[str, Any]:
-    return yaml.safe_load(CRD_FILE.read_text())
+    return yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
 
 
 def elasticjob_crd() -> dict[str, Any]:

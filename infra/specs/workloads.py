@@ -308,8 +308,8 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
             worker["resources"][bound][gpu.GPU_RESOURCE] = str(gpus)
     pod = _pod_spec([worker], volumes, **worker_placement(settings, name),
                     terminationGracePeriodSeconds=settings.worker_grace_seconds)
-    # No voluntary disruption (consolidation, drift) of a node while a worker runs there; the
-    # controller copies template annotations onto the pods (kubeflow/common pod_control.go).
+    # No voluntary disruption (consolidation, drift) of a node while a worker runs there; our
+    # controller puts the replica template, annotations included, in its Job (controller/render.py).
     template_metadata = {"labels": labels}
     if settings.target == EKS:
         template_metadata["annotations"] = capacity.worker_pod_annotations()
@@ -325,19 +325,18 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
             "rdzvEndpoint": rendezvous_endpoint(),
             "minReplicas": settings.min_workers,
             "maxReplicas": settings.max_workers,
-            # No activeDeadlineSeconds: the controller never sets status.startTime, which its
-            # deadline check needs (kubeflow/common job.go pastActiveDeadline), so it would be
-            # inert; the deadline is ElasticJobCompletion's (jobTimeoutMinutes).
+            # No activeDeadlineSeconds: the deadline is ElasticJobCompletion's (jobTimeoutMinutes),
+            # which can tell a deadline from a failed worker (our controller would pass one on to
+            # its Job, controller/render.py).
 
-            # No cleanPodPolicy: the controller keeps finished pods without one (its default is None,
-            # controllers/elasticjob_controller.go), so `kubectl logs` works after a successful run,
-            # and one here would never reach it: its Go type reads the run policy from the key
-            # "RunPolicy" (a named `json:",inline"` field, which Go's JSON inlines only when embedded)
-            # and its write-back drops the key (tests/elasticjob_writeback.py).
+            # No cleanPodPolicy: our controller deletes a finished run's pods only with
+            # cleanPodPolicy All (controller/reconcile.py), so without one `kubectl logs` works
+            # after a successful run.
             "replicaSpecs": {WORKER: {
                 "replicas": settings.workers,
-                # The pods' restartPolicy comes from here (ExitCode -> Never, kubeflow/common pod.go
-                # setRestartPolicy); one in the template would be overridden, with a warning event.
+                # Our controller's Job runs the pods with restartPolicy Never whatever this says (its
+                # podFailurePolicy needs it, controller/render.py); ExitCode is the archived
+                # controller's name for the same behaviour, which the CRD still accepts.
                 "restartPolicy": "ExitCode",
                 "template": {"metadata": template_metadata, "spec": pod},
             }},

@@ -5,7 +5,7 @@ torchrun turns a bad value into an assertion deep inside its launcher (`--nnodes
 should say in one line what is wrong and what is allowed, and exit 2 (bad input, permanent).
 
 The parser mirrors the option names of torch 2.13.0's torch/distributed/run.py `get_args_parser`
-(tests/jobs/test_agent_bounds.py compares the two), so that the values found here are the ones
+(tests/jobs/test_agent_faults.py compares the two), so that the values found here are the ones
 torchrun will use: options end where the training script begins, as in torchrun.
 PET_* environment variables (torchrun's defaults for each option) are not checked.
 """

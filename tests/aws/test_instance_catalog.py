@@ -65,12 +65,23 @@ def test_a_zone_without_a_spot_price_is_left_out_not_zero():
 
 
 def test_what_the_table_cannot_price_is_unpriced_with_the_reason():
-    absent = instance_catalog.on_demand("c6i.4xlarge", "us-west-2")
-    assert absent.usd is None and "scripts/refresh_prices.py --add c6i.4xlarge" in absent.reason
+    absent = instance_catalog.on_demand("m6i.4xlarge", "us-west-2")
+    assert absent.usd is None and "scripts/refresh_prices.py --add m6i.4xlarge" in absent.reason
     elsewhere = instance_catalog.on_demand("g6.xlarge", "us-west-1")   # g6 is not offered there
     assert elsewhere.usd is None and "no g6.xlarge in us-west-1" in elsewhere.reason
     assert instance_catalog.spot_median("g6.xlarge", "us-west-1").usd is None
-    assert instance_catalog.shape("c6i.4xlarge") is None
+    assert instance_catalog.shape("m6i.4xlarge") is None
+
+
+@pytest.mark.parametrize("kind, on_demand, spot_zones", [
+    # Issue 39: these stacks said "NOT IN THE TOTALS: worker nodes". The rows are the catalog's at the
+    # recorded commit (ec2_catalog_source.json), us-west-2: On-Demand $/hour and the zones with a Spot price.
+    ("c6i.4xlarge", 0.68, 4), ("c7a.4xlarge", 0.82112, 4), ("g5.2xlarge", 1.212, 3), ("p5.48xlarge", 98.32, 4)])
+def test_the_types_newcomers_chose_are_priced(kind, on_demand, spot_zones):
+    assert instance_catalog.on_demand(kind, "us-west-2").usd == on_demand
+    summary, why = instance_catalog.spot(kind, "us-west-2")
+    assert summary is not None and len(summary.by_zone) == spot_zones, why
+    assert instance_catalog.on_demand(kind, "eu-west-1" if kind != "p5.48xlarge" else "eu-west-2").known
 
 
 @pytest.mark.parametrize("stack", ["dev", "smoke", "gpu"])
@@ -166,6 +177,17 @@ def test_refresh_from_a_local_copy_writes_the_tables_and_says_what_moved(tmp_pat
                         "--stacks-dir", str(stacks)]) == 0
     out = capsys.readouterr().out
     assert "c5.4xlarge in us-west-2: On-Demand $0.68 -> $0.7" in out and "added" not in out
+
+
+def test_refresh_with_all_carries_every_type_of_the_copy(tmp_path, capsys):
+    """Issue 39: every instance type, not the stacks' few (`--from-github --all` where GitHub is reachable)."""
+    script, data, stacks = _load_script(), tmp_path / "data", _stacks(tmp_path)
+    (tmp_path / "vms.csv").write_text(SAMPLE)
+    assert script.main(["--csv", str(tmp_path / "vms.csv"), "--commit", "a" * 40, "--all",
+                        "--data-dir", str(data), "--stacks-dir", str(stacks)]) == 0
+    carried = {row.split(",")[0] for row in (data / "ec2_instances.csv").read_text().splitlines()[1:]}
+    assert carried == {line.split(",")[0] for line in SAMPLE.splitlines()[1:] if line}
+    assert "a1.large" in carried
 
 
 def test_refresh_needs_the_commit_of_a_local_copy(tmp_path, capsys):

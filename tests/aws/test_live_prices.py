@@ -86,7 +86,9 @@ def test_no_spot_price_in_the_zones_is_said_not_zero():
     with Stubber(ec2) as stub:
         stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []})
         price, why = live_prices.spot(ec2, "g6.xlarge", ["us-west-2b"], NOW)
-    assert price is None and why == "EC2 has no Spot price for g6.xlarge in us-west-2b; not used"
+    # Issue 39: the estimate once fell back to the catalog and priced a type without a Spot market there.
+    assert price is not None and price.usd is None and why == "EC2 has no Spot price for g6.xlarge in us-west-2b"
+    assert price.source.startswith("NOT READ: EC2 has no Spot price for g6.xlarge in us-west-2b: no Spot market there")
 
 
 def test_preflight_asks_the_spot_history_for_a_spot_stacks_workers_in_its_zones():
@@ -115,3 +117,24 @@ def test_preflight_asks_the_spot_history_for_a_spot_stacks_workers_in_its_zones(
     workers = next(i for i in estimate["items"] if i["what"].startswith("worker nodes while a run trains:"))
     assert notes == [] and live.on_demand["c5.4xlarge"].usd == 0.68
     assert workers["unitUsd"] == pytest.approx((0.2256 + 0.2329) / 2) and workers["source"].startswith("EC2 Spot price history")
+
+
+def test_a_type_without_a_spot_market_is_not_priced_from_the_catalog():
+    """With EC2's answer "no Spot price there", the estimate leaves the workers unpriced and says why,
+    instead of charging the catalog's Spot median of zones the stack does not use (issue 39)."""
+    from datetime import date
+
+    from infra.cli import cost
+    from infra.config import load_settings
+    from infra.config.stack_file import read_stack_file
+
+    settings = load_settings(read_stack_file("spot"), "spot", date(2026, 11, 24))
+    ec2 = client("ec2")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []})
+        price, _ = live_prices.spot(ec2, settings.node_instance_type, ["us-west-2a"], NOW)
+    live = cost.LivePrices(spot={settings.node_instance_type: price})
+    estimate = cost.estimate(settings, date(2026, 11, 24), live=live)
+    (workers,) = [item for item in estimate["items"] if item["what"].startswith("worker nodes")]
+    assert workers["unitUsd"] is None and "no Spot market there" in workers["source"]
+    assert any(line.startswith("  NOT IN THE TOTALS: worker nodes") for line in cost.lines(estimate))

@@ -53,7 +53,7 @@ def test_cost_compare_and_preflight_answer_or_refuse_in_one_line(instance_type, 
             assert code == 0 and err == "", (name, err)
 
 
-@pytest.mark.parametrize("instance_type", ["c6i.4xlarge", "p5.48xlarge", "p6-b200.48xlarge"])
+@pytest.mark.parametrize("instance_type", ["m6i.4xlarge", "p4d.24xlarge", "p6-b200.48xlarge"])
 def test_cost_names_the_worker_nodes_it_cannot_price_beside_the_totals(instance_type, capsys):
     """The offline price table carries the stacks' types only: a type outside it is sized, and the
     cost says, right under its totals, that the workers are not in them and how to add their price."""
@@ -86,3 +86,12 @@ def test_synth_renders_a_type_outside_the_price_table(synth_stack, instance_type
     types = next(r for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"] == "node.kubernetes.io/instance-type")
     assert instance_type in types["values"]
     assert {instance_shapes.shape(t) for t in types["values"]} == {instance_shapes.shape(instance_type)}
+
+
+@pytest.mark.parametrize("instance_type", ["c6i.4xlarge", "c7a.4xlarge", "g5.2xlarge", "p5.48xlarge"])
+def test_cost_prices_the_workers_of_the_types_newcomers_chose(instance_type, capsys):
+    """Issue 39: these said "NOT IN THE TOTALS: worker nodes"; the table carries them now."""
+    code, out, _ = run(cost_command.main, ["dev", "-c", f"nodeInstanceType={instance_type}", "-c", "workerCpu=7",
+                                           "-c", "workerMemory=24Gi"], capsys)
+    assert code == 0 and "NOT IN THE TOTALS" not in out and "or more" not in out.splitlines()[0]
+    assert f"worker nodes while a run trains: 2 x {instance_type} On-Demand: $" in out

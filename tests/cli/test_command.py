@@ -147,7 +147,7 @@ def test_the_jobs_accept_the_local_command_lines():
     from jobs.data import prepare
     from jobs.training import train
 
-    for (_, _, module, *args), parser in zip([s for s in local.steps(False, None, "py") if s[2] != "torch.distributed.run"],
+    for (_, _, _module, *args), parser in zip([s for s in local.steps(False, None, "py") if s[2] != "torch.distributed.run"],
                                              [prepare.build_parser(), evaluate.build_parser()]):
         parser.parse_args(args)
     train_args = local.steps(False, None, "py")[1]

@@ -47,7 +47,7 @@ def test_each_stack_runs_for_its_own_ceiling_unless_told():
 
 @pytest.mark.parametrize("argv, phrase", [
     (["dev", "nosuch"], "no stack file stacks/Pulumi.nosuch.yaml"),
-    (["dev", "smoke", "--run-minutes", "0"], "argument --run-minutes: invalid _minutes value: '0'"),
+    (["dev", "smoke", "--run-minutes", "0"], "argument --run-minutes: must be a number of minutes above 0 and at most 100000, got 0"),
     (["dev", "smoke", "--b", "nodeMaxCount=many"], "elastic-training:nodeMaxCount"),
 ])
 def test_bad_input_is_one_line(argv, phrase, capsys):

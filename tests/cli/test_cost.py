@@ -224,7 +224,7 @@ def test_stack_table_states_the_vcpu_quota_each_stack_needs(stack, where):
 
 
 def test_the_costs_page_shows_the_figures_the_code_computes():
-    """docs/costs.md's table of each stack with and without Spot workers, from infra/cli/cost_command.stack_rows."""
+    """docs/costs.md's table of each stack with and without Spot workers, from infra/cli/cost_command.py stack_rows."""
     from datetime import datetime, timezone
 
     from infra.cli.cost_command import stack_rows

@@ -48,15 +48,14 @@ def test_a_model_without_a_finished_record_gets_one_once(tmp_path):
 
 
 @pytest.fixture
-def recorded(monkeypatch):
+def recorded():
     commands: list[list[str]] = []
 
-    def run(command, cwd, check):
+    def run(command, cwd, env, log):
         commands.append(command)
-        return subprocess.CompletedProcess(command, 0)
+        return local.StepResult(0, [], "")
 
-    monkeypatch.setattr(local.subprocess, "run", run)
-    return commands
+    return commands, run
 
 
 def run_dir(commands: list[list[str]]) -> str:
@@ -65,23 +64,26 @@ def run_dir(commands: list[list[str]]) -> str:
 
 
 def test_a_second_call_is_a_new_run(tmp_path, recorded, capsys):
+    commands, runner = recorded
     finished_run(tmp_path, "run-1")
-    assert local.main([], root=tmp_path) == 0
-    assert run_dir(recorded) == "runs/synthetic/run-2"
-    assert not (tmp_path / run_dir(recorded) / "model.pt").exists()  # so jobs.training.train trains
-    assert capsys.readouterr().err == "local: run run-2 in runs/synthetic/run-2\n"
+    assert local.main([], root=tmp_path, step_runner=runner) == 0
+    assert run_dir(commands) == "runs/synthetic/run-2"
+    assert not (tmp_path / run_dir(commands) / "model.pt").exists()  # so jobs.training.train trains
+    assert capsys.readouterr().err.startswith(f"local: run run-2 in {tmp_path}/runs/synthetic/run-2 (project folder {tmp_path})")
 
 
 def test_run_id_goes_back_to_a_run(tmp_path, recorded):
+    commands, runner = recorded
     finished_run(tmp_path, "run-1")
-    assert local.main(["--run-id", "run-1"], root=tmp_path) == 0
-    assert run_dir(recorded) == "runs/synthetic/run-1"
+    assert local.main(["--run-id", "run-1"], root=tmp_path, step_runner=runner) == 0
+    assert run_dir(commands) == "runs/synthetic/run-1"
 
 
 def test_a_bad_run_id_is_one_line(tmp_path, recorded, capsys):
-    assert local.main(["--run-id", "../x"], root=tmp_path) == 2
+    commands, runner = recorded
+    assert local.main(["--run-id", "../x"], root=tmp_path, step_runner=runner) == 2
     assert capsys.readouterr().err == "local: --run-id '../x' is invalid: letters, digits, '.', '_' and '-' only\n"
-    assert recorded == []
+    assert commands == []
 
 
 def test_what_local_shows_of_a_finished_run_names_no_option_local_lacks(tmp_path):

@@ -275,7 +275,9 @@ def test_scenario(scenario, aws_env, tools, capsys, monkeypatch):
     for check_id, text in scenario.message.items():
         message = next(c["message"] for c in report["checks"] if c["id"] == check_id)
         assert text in message, message
-    assert code == (1 if "fail" in got.values() else 0)
+    # A check that could not run is not a pass (issue 39): exit 3 when nothing failed but some were not checked.
+    unchecked = any(c["message"].startswith("could not check") for c in report["checks"])
+    assert code == (1 if "fail" in got.values() else 3 if unchecked else 0)
     assert set(report) == {"stack", "region", "checks", "cost"}
     assert report["cost"]["hourlyUsd"] == pytest.approx(sum(i["hourlyUsd"] or 0 for i in report["cost"]["items"]))
     cost = report["cost"]

@@ -52,7 +52,7 @@ def test_progress_and_last_failure_lines():
     (["nope"], "no stack file", 2),
     ([], "the following arguments are required: stack", 2),
     (["local", "-c", "runId=Bad_Id"], "runId", 2),
-    (["local", "--kubeconfig", "/nonexistent/kubeconfig"], "cannot use kubeconfig /nonexistent/kubeconfig", 1),
+    (["local", "--kubeconfig", "/nonexistent/kubeconfig"], "no kubeconfig /nonexistent/kubeconfig: point the stack's kubeconfig key", 1),
 ])
 def test_bad_input_is_one_line(capsys, argv, says, code):
     assert status.main(argv) == code

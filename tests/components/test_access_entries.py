@@ -1,7 +1,7 @@
 """A CI deployer and a person taking turns at `pulumi up` keep the same access entries (issue 21
 item 2, upstream-facts-2.md fact 13).
 
-Each `up` is the real program (infra/__main__.py, as `pulumi up` runs it) under the recording mocks,
+Each `up` is the real program (__main__.py, as `pulumi up` runs it) under the recording mocks,
 with STS answering the run's caller and EKS answering what the cluster holds so far; between runs
 the access entries it registered are applied to a model of EKS (tests/eks_access_model.py: an
 explicit entry for a principal that has one, the creator's included, is refused with 409

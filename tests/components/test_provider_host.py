@@ -7,7 +7,7 @@ The engine starts every plugin in the project's `main` directory, and the launch
 the first ElasticJobCompletion. tests/provider_host.py models the engine and the launcher from
 pulumi/pulumi @ 1b5949891b (each function names its file); the host, `python -m pulumi.dynamic` of
 the installed SDK, runs for real and is driven over gRPC with the SDK's stubs, against the HTTPS
-API server of tests/test_completion_http.py.
+API server of tests/components/test_completion_http.py.
 
 Where `import infra` comes from: the launcher runs `python -u -m pulumi.dynamic`, and `-m` puts
 the working directory first on sys.path (Python docs, "Command line and environment", -m), so the

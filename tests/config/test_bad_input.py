@@ -112,7 +112,9 @@ TABLE = [
     Bad("instance-graviton-1", ("nodeInstanceType=a1.large",), f"{P}:nodeInstanceType", "'a1.large'", "must be an x86-64 instance type"),
     # Kubernetes version, region, IAM principals
     Bad("kubernetes-too-old", ("kubernetesVersion=1.20",), f"{P}:kubernetesVersion", "'1.20'",
-        "must be one of " + ", ".join(versions.SUPPORTED_KUBERNETES_VERSIONS)),
+        # Only the versions EKS still creates today (issue 39: the list once named one it refused).
+        "must be one of " + ", ".join(v for v in versions.SUPPORTED_KUBERNETES_VERSIONS
+                                      if versions.eks_support_phase(v, date.today()) != versions.ENDED)),
     Bad("kubernetes-patch-version", ("kubernetesVersion=1.33.1",), f"{P}:kubernetesVersion", "'1.33.1'", "must be one of"),
     Bad("region-no-number", ("aws:region=us-west",), "aws:region", "'us-west'", "must be set to an AWS region"),
     Bad("region-is-a-zone", ("aws:region=us-west-2a",), "aws:region", "'us-west-2a'", "must be set to an AWS region"),
@@ -145,9 +147,12 @@ TABLE = [
     Bad("md5-uppercase", ("dataMd5=" + CIFAR10_MD5.upper(),), f"{P}:dataMd5", repr(CIFAR10_MD5.upper()),
         "must be empty or 32 lowercase hex digits"),
     Bad("md5-short", ("dataMd5=1234",), f"{P}:dataMd5", "'1234'", "must be empty or 32 lowercase hex digits"),
-    Bad("cpu-word", ("workerCpu=15cores",), f"{P}:workerCpu", "'15cores'", "must be a Kubernetes quantity above zero"),
-    Bad("memory-gb", ("workerMemory=24GB",), f"{P}:workerMemory", "'24GB'", "must be a Kubernetes quantity above zero"),
-    Bad("cpu-zero", ("workerCpu=0",), f"{P}:workerCpu", "'0'", "must be a Kubernetes quantity above zero"),
+    Bad("cpu-word", ("workerCpu=15cores",), f"{P}:workerCpu", "'15cores'", "must be a CPU quantity above zero"),
+    Bad("memory-gb", ("workerMemory=24GB",), f"{P}:workerMemory", "'24GB'", "must be a memory quantity of at least 1Gi"),
+    Bad("memory-bytes", ("workerMemory=24",), f"{P}:workerMemory", "'24'", "24 without a unit is 24 bytes"),
+    Bad("memory-millis", ("workerMemory=500m",), f"{P}:workerMemory", "'500m'", "the unit m is thousandths"),
+    Bad("memory-small", ("workerMemory=24Mi",), f"{P}:workerMemory", "'24Mi'", "24Mi is 24 MiB"),
+    Bad("cpu-zero", ("workerCpu=0",), f"{P}:workerCpu", "'0'", "must be a CPU quantity above zero"),
     # target existing (issue 10) and the storage keys
     Bad("target-unknown", ("target=gke",), f"{P}:target", "'gke'", "must be one of eks, existing"),
     Bad("region-empty-on-eks", ("aws:region=",), "aws:region", "''", "must be set to an AWS region"),

@@ -17,9 +17,10 @@ from infra.cli.config_docs import config_table
 from infra.config.stack_file import as_config_string, read_stack_file
 
 REGION = {"aws:region": "us-west-2"}
-# A day on which the default Kubernetes version is in EKS standard support, so the warnings asserted
-# below do not depend on the day the suite runs (tests/test_kubernetes_support.py covers the others).
-STANDARD_SUPPORT_DAY = versions.EKS_SUPPORT[versions.DEFAULT_KUBERNETES_VERSION].end_of_standard - timedelta(days=1)
+# A day on which the default Kubernetes version is in EKS standard support and not yet in the month
+# before extended support (which warns), so the warnings asserted below do not depend on the day the
+# suite runs (tests/config/test_kubernetes_support.py covers the others).
+STANDARD_SUPPORT_DAY = versions.EKS_SUPPORT[versions.DEFAULT_KUBERNETES_VERSION].end_of_standard - timedelta(days=60)
 
 
 def test_pulumi_yaml_declares_every_key_with_type_description_default():

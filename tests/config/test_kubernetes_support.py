@@ -61,7 +61,10 @@ def test_phases_at_the_boundary_days(version):
     assert versions.eks_support_phase(version, last_extended) == versions.EXTENDED
     assert versions.eks_support_phase(version, day_after) == versions.ENDED
 
-    assert settings_on(version, last_standard).warnings == ()
+    # The last days of standard support warn of the price to come (issue 39); a month before, nothing.
+    (coming,) = settings_on(version, last_standard).warnings
+    assert coming.startswith(f"config {KEY}={version!r} enters EKS extended support on {support.end_of_standard} (in 1 day)")
+    assert settings_on(version, support.end_of_standard - 31 * DAY).warnings == ()
     for day in (first_extended, last_extended):
         (warning,) = settings_on(version, day).warnings
         assert warning.startswith(f"config {KEY}={version!r} is in EKS extended support since {support.end_of_standard}")

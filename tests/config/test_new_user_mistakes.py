@@ -183,8 +183,9 @@ def test_a_path_to_a_stack_file_names_its_stack():
     ("stacks/Pulumi.dve.yaml", "no stack file stacks/Pulumi.dve.yaml (did you mean dev?)"),
     ("Pulumi.dev.yml", "'Pulumi.dev.yml' is not a stack file; allowed: a stack name such as dev, or its stack file "
                        "stacks/Pulumi.<stack>.yaml"),
-    ("/tmp/Pulumi.dev.yaml", "/tmp/Pulumi.dev.yaml is not in stacks/: Pulumi reads a stack's config only from stacks/ "
-                             "(Pulumi.yaml's stackConfigDir); copy it to stacks/Pulumi.dev.yaml and name the stack dev"),
+    ("/tmp/Pulumi.dev.yaml", "/tmp/Pulumi.dev.yaml is not in stacks/, the project's stacks folder: Pulumi reads a stack's "
+                             "config only from there (Pulumi.yaml's stackConfigDir; project folder .); copy it to "
+                             "stacks/Pulumi.dev.yaml and name the stack dev"),
     ("dev stack", "'dev stack' is not a stack name; allowed: a stack name such as dev"),
 ], ids=["typo", "typo-in-a-path", "yml", "outside-stacks", "space"])
 def test_a_stack_argument_that_names_no_stack_says_what_is_allowed(clone, argument, expected):

@@ -80,7 +80,14 @@ def test_kubernetes_version_is_one_of_the_supported_and_nothing_else():
     rule = rule_of("kubernetesVersion")
     for version in versions.SUPPORTED_KUBERNETES_VERSIONS:
         assert rule(version) is None
-    assert rule("1.30") == rule("1.36") == f"must be one of {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}"
+    # The list names only the versions EKS still creates today (issue 39), and an unquoted 1.40 is named.
+    from datetime import datetime, timezone
+
+    today = datetime.now(timezone.utc).date()
+    usable = ", ".join(v for v in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(v, today) != versions.ENDED)
+    assert rule("1.30") == rule("1.36") == f"must be one of {usable}"
+    assert rule("1.4") == (f"must be one of {usable} (quote the version in the stack file, kubernetesVersion: \"1.40\": "
+                           "unquoted, YAML reads 1.40 as the number 1.4)")
 
 
 def test_log_retention_is_exactly_the_cloudwatch_values():
@@ -135,9 +142,9 @@ def test_data_prep_verifies_the_default_checksum_on_the_default_source_and_none_
     # Graviton types, by what EC2 says of them (ProcessorInfo.SupportedArchitectures: arm64 only).
     ("nodeInstanceType", [], ["c6g.large", "m7gd.xlarge", "c6gn.large", "a1.large"],
      "must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the x86-64 EKS AMI "
-     "and the amd64-only TorchElastic controller image"),
+     "and the training and controller image, built for linux/amd64 only"),
     ("workerCpu", ["15", "500m", "1.5", "0.1", "1m"], ["0", "0m", "0.0", "-1", "1.", "15x", ""],
-     "must be a Kubernetes quantity above zero such as 15, 500m, 24Gi or 512Mi"),
+     "must be a CPU quantity above zero such as 15, 3.5 or 500m (thousandths of a CPU)"),
     # jobs.data.prepare refuses more than MAX_SYNTHETIC_PER_CLASS images per class: so does the config, at 5001.
     ("dataSource", ["https://h/p.tgz", "s3://b/k", "synthetic", "synthetic:1", "synthetic:5000"],
      ["http://h/p.tgz", "https://h", "s3://b", "synthetic:0", "synthetic:5001", "synthetic:999999", "synthetic:",
@@ -269,7 +276,7 @@ def test_the_open_endpoint_warning_appears_exactly_when_0_0_0_0_slash_0_is_liste
 
 
 def test_today_defaults_to_the_utc_date(monkeypatch):
-    """The EKS calendar's days are UTC days (tests/test_kubernetes_support.py cites it)."""
+    """The EKS calendar's days are UTC days (tests/config/test_kubernetes_support.py cites it)."""
     import infra.config.settings
 
     asked = []

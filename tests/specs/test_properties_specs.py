@@ -274,7 +274,7 @@ def platform_objects() -> dict[str, object]:
 
 def test_the_platform_objects_match_their_golden_file():
     """The reviewed whole: UPDATE_GOLDEN=1 rewrites tests/golden/platform-objects.yaml (as
-    tests/test_workloads.py does for the workloads); the diff then shows in review."""
+    tests/specs/test_workloads.py does for the workloads); the diff then shows in review."""
     import os
     from pathlib import Path
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER
 
 from infra.aws.ec2_quotas import VcpuQuota, vcpu_quota
 from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
@@ -58,7 +58,7 @@ def offered_zones(preflight: PreflightRun, kind: str) -> list[str]:
         LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
     try:
         return sorted({o["Location"] for page in pages for o in page.get("InstanceTypeOfferings", [])})
-    except (ClientError, BotoCoreError) as error:
+    except UNEXPECTED_ANSWER as error:
         raise CouldNotCheck(f"ec2 describe_instance_type_offerings: {reason(error)}") from None
 
 
@@ -117,7 +117,8 @@ def vcpu_quotas(preflight: PreflightRun) -> tuple[str, str, str]:
     """(status, message, fix) of the vcpu-quota check. Groups whose families share a quota (the
     Standard one holds c/m workers and m system nodes alike) are summed against it: EC2 counts every
     running instance of those families against the one limit."""
-    results, members = [], {}
+    results: list[tuple[str, str, str]] = []
+    members: dict[VcpuQuota, list[tuple[NodeGroup, int]]] = {}
     for group in node_groups(preflight.settings):
         try:
             sized = group_size(preflight, group)
@@ -142,7 +143,10 @@ def vcpu_quotas(preflight: PreflightRun) -> tuple[str, str, str]:
 def group_size(preflight: PreflightRun, group: NodeGroup) -> tuple[VcpuQuota, int] | tuple[str, str, str]:
     """(its quota, vCPUs of one node) of a node group, or the (status, message, fix) that ends its check."""
     kind, label = group.instance_type, group.label
-    family = INSTANCE_TYPE.fullmatch(kind)["family"]
+    matched = INSTANCE_TYPE.fullmatch(kind)
+    if matched is None:  # the config's rule refuses such a type first
+        return "skip", f"{label}{kind} is not an instance type name", ""
+    family = matched["family"]
     quota = vcpu_quota(family)
     if quota is None:
         return "warn", f"{label}no On-Demand vCPU quota known for the {family} family ({kind})", ""

@@ -16,12 +16,12 @@ from importlib import metadata
 from typing import Any, Callable
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import ClientError, NoCredentialsError
 
 from infra import versions
 from infra.cli import cost
 from infra.cli.preflight import capacity, spot, spot_role
-from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call, reason
+from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER, CouldNotCheck, aws_call, guarded, reason
 from infra.aws import ec2_quotas, live_prices, prices
 from infra.config import Settings
 from infra.aws.zones import usable_zone_names
@@ -46,7 +46,16 @@ ClientMaker = Callable[[str, str], Any]
 
 def default_client(service: str, region: str) -> Any:
     """A client of boto3's default session: what a user's environment configures, nothing else."""
-    return boto3.client(service, region_name=region)
+    return guarded(boto3.client(service, region_name=region))
+
+
+def profile_clients(profile: str | None) -> ClientMaker:
+    """Clients of the session `pulumi up` would use: the stack's `aws:profile` when it sets one (the
+    provider's config wins over AWS_PROFILE), else the environment's. Raises botocore's
+    ProfileNotFound when that profile is not configured."""
+    session = boto3.Session(profile_name=profile)
+    session.client("sts", region_name=ALWAYS_ENABLED_REGION)  # a profile that does not exist fails here, not mid-run
+    return lambda service, region: guarded(session.client(service, region_name=region))
 
 
 @dataclass
@@ -56,9 +65,21 @@ class Check:
     message: str
     fix: str = ""
 
+    @property
+    def checked(self) -> bool:
+        """False when the check, or a part of it, could not run (AWS unreachable, denied, throttled): every
+        such message says "could not check" (could_not_check, capacity.py). Not a pass, whatever the status."""
+        return "could not check" not in self.message
+
     def as_json(self) -> dict[str, str]:
         return {"id": self.id, "status": self.status,
                 "message": self.message + (f"; fix: {self.fix}" if self.fix else "")}
+
+
+def refuses_credentials(error: ClientError) -> bool:
+    """A refusal of the credentials themselves: AWS answers an unsigned, badly signed, expired or unknown
+    key with 403 (401 for some services); a 500 from a proxy or throttling says nothing about them."""
+    return error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (401, 403)
 
 
 def could_not_check(check_id: str, error: CouldNotCheck, extra: str = "") -> Check:
@@ -92,8 +113,11 @@ class Preflight:
         except NoCredentialsError:
             return Check("credentials", FAIL, "no AWS credentials found (boto3's credential chain came up empty)", fix)
         except ClientError as error:
-            return Check("credentials", FAIL, f"AWS refused the credentials: {reason(error)}", fix)
-        except BotoCoreError as error:
+            if refuses_credentials(error):
+                return Check("credentials", FAIL, f"AWS refused the credentials: {reason(error)}", fix)
+            # A 500 from a proxy, throttling: nothing is known about the credentials yet.
+            return Check("credentials", WARN, f"could not check: sts GetCallerIdentity: {reason(error)}")
+        except UNEXPECTED_ANSWER as error:  # unreachable, or not AWS's answer (aws_calls.py)
             return Check("credentials", WARN, f"could not check: sts GetCallerIdentity: {reason(error)}")
         return Check("credentials", PASS, f"account {identity['Account']}, {identity['Arn']}")
 

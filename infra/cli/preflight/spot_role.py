@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from infra.cli.preflight.aws_calls import CouldNotCheck, reason
+from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER, CouldNotCheck, reason
 from infra.config import SPOT, Settings
 
 CHECK_ID = "spot-role"
@@ -48,6 +48,6 @@ def check(settings: Settings, iam: Callable[[], Any], make_check: Callable[..., 
                               "CreateFleet would fail with ServiceLinkedRoleCreationNotPermitted and no Spot worker "
                               "would ever start", f"run once per account: `{CREATE_COMMAND}`")
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
-    except BotoCoreError as error:
+    except UNEXPECTED_ANSWER as error:  # unreachable, or not AWS's answer (aws_calls.py)
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
     return make_check(CHECK_ID, passed, f"{ROLE_NAME} exists ({role.get('Path', '/')}): EC2 can launch Spot instances")
