@@ -32,7 +32,7 @@ from jobs.training import loop  # noqa: E402
 from jobs.training.distributed import WorkerPlace  # noqa: E402
 from jobs.training.loop import TrainingData, train_one_epoch  # noqa: E402
 from jobs.training.model import WorkshopCNN  # noqa: E402
-from jobs.training.recipes import RECIPES, RunSettings, build_optimizer  # noqa: E402
+from jobs.training.recipes import RunSettings, build_optimizer  # noqa: E402
 from jobs.training.runtime import choose_device, configure_cpu_threads  # noqa: E402
 from jobs.data.transforms import Normalization  # noqa: E402
 

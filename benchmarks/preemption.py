@@ -43,7 +43,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jobs.training import checkpoint
+from jobs.training import checkpoint  # noqa: E402
 from jobs.data import cifar as data  # noqa: E402
 from jobs.training.model import WorkshopCNN  # noqa: E402
 from jobs.training.progress import Progress, save_checkpoint  # noqa: E402

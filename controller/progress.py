@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.render import WORKER, WORKER_CONTAINER
-from elastic_training import history, run_directory
+from elastic_training import history as history_schema, run_directory
 
 HISTORY_NAME = run_directory.HISTORY
 # A history is a few hundred bytes per epoch; a bigger file is not read whole.
-MAX_BYTES = history.MAX_BYTES
+MAX_BYTES = history_schema.MAX_BYTES
 # A read that takes longer (a hung NFS server: open() and read() block in the kernel) is given up;
 # the reconcile goes on without progress (issue 36 item 8).
 READ_SECONDS = 2.0

@@ -92,7 +92,7 @@ def pod_failure_policy() -> dict[str, Any]:
 def _expect(value: Any, kind: type, where: str, allowed: str, of_strings: bool = False) -> None:
     """The CRD's schema refuses these at create time; an ElasticJob stored before that schema (or
     under an older CRD) is refused here with the same line instead of crashing the renderer."""
-    items = (value.values() if isinstance(value, dict) else value) if of_strings and isinstance(value, kind) else ()
+    items: Any = (value.values() if isinstance(value, dict) else value) if of_strings and isinstance(value, kind) else ()
     if not isinstance(value, kind) or not all(isinstance(item, str) for item in items):
         raise InvalidSpec(f"{where} is {value!r}: {allowed} is needed")
 

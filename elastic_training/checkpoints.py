@@ -36,7 +36,7 @@ def newest_checkpoint(run_dir: Path) -> Found | None:
     """The newest checkpoint in `run_dir` that passes its check; None when there is none at all.
     Raises CorruptFile (exit 3) when there are checkpoints and none passes."""
     run_dir = Path(run_dir)
-    rejected = []
+    rejected: list[str] = []
     for name in (run_directory.CHECKPOINT, run_directory.PREVIOUS_CHECKPOINT):
         path = run_dir / name
         if not path.exists():

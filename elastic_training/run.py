@@ -32,7 +32,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import torch
 

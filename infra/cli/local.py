@@ -1,5 +1,8 @@
 """`elastic-training local`: the whole pipeline on this machine, on CPU, with no cloud.
 
+(It is over 400 lines because a run's lifecycle on this machine, claiming, locking, checking free space, running the
+steps and resuming, is one sequence that reads best in one file; the own-script path is in local_script.py.)
+
 prepare -> train (2 local workers, torchrun) -> evaluate: the same jobs/ code the pods run.
   elastic-training local             generated data in CIFAR-10's format (works offline)
   elastic-training local --cifar10   the real CIFAR-10 (downloads 170 MB, checks its MD5)
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 
-from elastic_training import run_directory
+from elastic_training import exit_codes, run_directory
 from infra.cli import local_script
 from infra.cli.args import PROJECT_ROOT, OneLineParser, UsageError
 from infra.config.stack_file import shown
@@ -61,7 +64,7 @@ LOG_NAME = "local.log"
 # What `local` records about a run when it creates it: a later `--run-id` resumes with the same epochs.
 RUN_RECORD = "local.json"
 LOCK_NAME = ".local.lock"
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+INTERRUPTED = exit_codes.INTERRUPTED  # 130 = 128 + SIGINT, as a shell reports it
 
 
 MAX_NPROC = 16  # processes on one machine; far above what a laptop trains well with
@@ -155,7 +158,7 @@ def _run_epochs(run: Path) -> int | None:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     try:
-        lines = (run / "history.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (run / run_directory.HISTORY).read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
     starts = []
@@ -176,7 +179,7 @@ def resume_epochs(run: Path, run_id: str, asked: int | None, runs: Path) -> int 
         raise LocalError(f"--run-id {run_id}: there is no run {shown(run)} (runs there: {' '.join(known) or 'none'}); "
                          "leave out --run-id to start a new run")
     recorded = _run_epochs(run)
-    if (run / "model.pt").exists():
+    if (run / run_directory.MODEL).exists():
         if asked is not None and asked != recorded:
             raise LocalError(f"--epochs {asked}: run {run_id} is finished ({recorded or 'its'} epochs), so it only "
                              "re-evaluates and trains no more; leave out --run-id to train a new run with "

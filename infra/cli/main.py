@@ -11,6 +11,8 @@ import importlib
 import signal
 import sys
 
+from elastic_training import exit_codes
+
 
 class Command:
     """A command's entry point, `module:function`, imported only when it runs: the imports (Pulumi,
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C: one line, not the traceback of wherever Python was; 130 = 128 + SIGINT, as a shell reports it.
         # `local` handles it itself (it names the command that resumes the run).
         print(f"elastic-training {args[0]}: interrupted (Ctrl-C)", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
 
 
 def run() -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from elastic_training import exit_codes
 from infra.cli import cost
 from infra.cli.args import OneLineParser, UsageError
 from infra.config import PROJECT, ConfigError, Settings, load_settings
@@ -174,7 +175,7 @@ def check_out_dir(out: Path) -> None:
 
 # The staging directory being written, for the Ctrl-C handler to remove.
 _STAGING: list[Path] = []
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+INTERRUPTED = exit_codes.INTERRUPTED  # 130 = 128 + SIGINT, as a shell reports it
 
 
 @contextlib.contextmanager

@@ -1,5 +1,8 @@
 """Every project config key: its type, default, description and the rule its value must meet.
 
+It is over 400 lines because it is the one table of keys (one entry each, read by Pulumi.yaml's schema, the docs
+and the checks); splitting the table would make two places to look for a key.
+
 `CONFIG_KEYS` is the single list of project keys: `Pulumi.yaml`'s config schema and docs/configuration.md's
 table are checked against it by the tests. Rules here look at one value; rules that tie keys
 together are in relations.py.

@@ -10,7 +10,6 @@ from typing import Any
 import yaml
 
 from elastic_training.elasticjob import GROUP, JOB_LABEL, PLURAL, TRAINING_COMPONENT
-from infra import versions
 from infra.specs import rendezvous_store
 from infra.specs.labels import PART_OF, common_labels
 from infra.specs.security import (RESTRICTED, container_security_context, pod_security_context, pod_security_labels,

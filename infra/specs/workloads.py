@@ -255,7 +255,9 @@ def training_target(settings: Settings) -> list[str]:
     """What torchrun runs in every worker: the stack's trainingCommand (its python dropped: torchrun starts
     the interpreter), or the CIFAR-10 job."""
     if settings.training_command:
-        return own_training.torchrun_target(list(settings.training_command))
+        target = own_training.torchrun_target(list(settings.training_command))
+        assert target is not None, "the config checks refuse any other trainingCommand before anything renders"
+        return target
     return [
         "-m", "jobs.training.train",
         "--data", DATA_DIR,

@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
