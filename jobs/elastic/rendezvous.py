@@ -31,9 +31,12 @@ pyproject.toml and jobs/elastic/rendezvous_plugin.py, and by jobs.elastic.torchr
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import sys
 from base64 import b64decode, b64encode
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 
 from torch.distributed.elastic.rendezvous.api import (
@@ -83,12 +86,52 @@ SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 MISSING = "<no rendezvous state>"
 
 
+FINISHED = "finished"  # the one outcome an agent of ours closes a rendezvous with
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """Why a rendezvous was closed, in a key of its own beside torch's state, whose `closed` is one
+    bool for "finished" and "failed" (upstream-facts-4 fact 3). The agent whose run finished writes
+    it just before it closes the rendezvous; an agent that finds the rendezvous closed reads it."""
+
+    outcome: str
+    node: str  # torch's node descriptor: address_pid_localid
+    round: int
+    at: str  # UTC, ISO 8601
+
+    @staticmethod
+    def key(run_id: str) -> str:
+        # Not a key of any round's store (torch's `torch.rendezvous.<run id>.<round>/...`).
+        return f"torch.rendezvous.{run_id}.end"
+
+    def text(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def parse(cls, value: bytes) -> RunEnd | None:
+        """None for what no agent of ours wrote: such a close says nothing about the run."""
+        try:
+            fields = json.loads(value)
+            return cls(str(fields["outcome"]), str(fields["node"]), int(fields["round"]), str(fields["at"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
 class ArrivedAfterTheEnd(Exception):
-    """The rendezvous was closed before this node ever joined a round of it: the group it was to join
-    (a replacement let in late, say) finished first. torch's join raises RendezvousClosedError
-    (dynamic_rendezvous.py `_RendezvousJoinOp`), which its launcher prints as a traceback and exit 1,
-    a failure the Job would count; jobs.elastic.torchrun exits 0 with this line instead: nothing is
-    left for this node to do."""
+    """The rendezvous was closed, and its RunEnd says the run finished, before this node joined a
+    round of it (a replacement let in late, say) or while it re-joined. torch's join raises
+    RendezvousClosedError (dynamic_rendezvous.py `_RendezvousJoinOp`), which its launcher prints as
+    a traceback and exit 1, a failure the Job would count; jobs.elastic.torchrun exits 0 with this
+    line instead: nothing is left for this node to do."""
+
+
+class ClosedWithoutFinishing(Exception):
+    """The rendezvous is closed and no agent recorded that its run finished: torch's own handler
+    closed it (an agent without this backend, or of an image before it, closes after a failed group
+    too: upstream-facts-4 fact 1), or someone called `set_closed`. A closed rendezvous never opens
+    again while the store keeps it, so jobs.elastic.torchrun exits 3 (a retry cannot help:
+    jobs/exit_codes.py) with this line, never 0: the run did not finish."""
 
 
 class SpareNotAdmitted(Exception):
@@ -104,11 +147,16 @@ class ReseedingBackend(RendezvousBackend):
     """The round's state in one key of the store, put back from this node's last state when the
     store lost it (see the module docstring). States are base64 text; the token is that text."""
 
-    def __init__(self, store: ReconnectingStore, run_id: str, clock=lambda: datetime.now(timezone.utc)):
+    def __init__(self, store: ReconnectingStore, run_id: str, alive_for: timedelta,
+                 clock=lambda: datetime.now(timezone.utc)):
         if not run_id:
             raise ValueError("The run id must be a non-empty string.")
         self._store = store
         self._key = f"torch.rendezvous.{run_id}"  # the key torch's c10d backend uses
+        self._end_key = RunEnd.key(run_id)
+        # How long a heartbeat keeps a node in the rendezvous (keep_alive_interval x
+        # keep_alive_max_attempt: torch's _BackendRendezvousStateHolder._sanitize).
+        self._alive_for = alive_for
         self._clock = clock
         self._last: bytes | None = None  # the last state this node read or wrote, base64
 
@@ -118,12 +166,13 @@ class ReseedingBackend(RendezvousBackend):
 
     def get_state(self) -> tuple[bytes, Token] | None:
         value = self._store.compare_set(self._key, MISSING, MISSING)
+        answered = self._store.recovered()
         if value == MISSING.encode():
             if self._last is None:
                 return None  # a new rendezvous, or a new node on an emptied store: torch starts a state
-            value = self._reseed(self._last)
-        elif self._store.recovered():
-            value = self._renew_heartbeats(value)
+            value = self._reseed(self._last, answered or self._clock())
+        elif answered:
+            value = self._renew_heartbeats(value, answered)
         return self._decoded(value)
 
     def set_state(self, state: bytes, token: Token | None = None) -> tuple[bytes, Token, bool] | None:
@@ -136,39 +185,56 @@ class ReseedingBackend(RendezvousBackend):
             value = self._store.compare_set(self._key, b"", desired)
             if value == desired:
                 _said_put_back(desired)
-        if self._store.recovered():
-            value = self._renew_heartbeats(value)
+        answered = self._store.recovered()
+        if answered:
+            value = self._renew_heartbeats(value, answered)
         state_bits, new_token = self._decoded(value)
         return state_bits, new_token, value == desired
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _reseed(self, last: bytes) -> bytes:
-        seed = self._with_fresh_heartbeats(last)
+    def _reseed(self, last: bytes, answered: datetime) -> bytes:
+        seed = self._with_fresh_heartbeats(last, answered)
         value = self._store.compare_set(self._key, b"", seed)  # another node may have been first
         if value == seed:
             _said_put_back(seed)
         self._store.recovered()  # the heartbeats are renewed already
         return value
 
-    def _renew_heartbeats(self, value: bytes) -> bytes:
-        """After an outage: every heartbeat in the state renewed as of now, by compare-and-set (a
-        few tries: the other nodes do the same at about the same time; one renewal is enough)."""
+    def _renew_heartbeats(self, value: bytes, answered: datetime) -> bytes:
+        """After an outage: the heartbeats of the nodes that were alive when the store last answered
+        renewed as of now, by compare-and-set (a few tries: the other nodes do the same at about the
+        same time; one renewal is enough)."""
         for _ in range(5):
-            renewed = self._with_fresh_heartbeats(value)
+            renewed = self._with_fresh_heartbeats(value, answered)
             result = self._store.compare_set(self._key, value, renewed)
             if result == renewed:
                 return result
             if result == value:  # the key is missing: the store was emptied in between
-                return self._reseed(value)
+                return self._reseed(value, answered)
             value = result
         return value
 
-    def _with_fresh_heartbeats(self, value: bytes) -> bytes:
+    def _with_fresh_heartbeats(self, value: bytes, answered: datetime) -> bytes:
+        """Nobody could write a heartbeat while the store was away, so torch's sanitizer would drop
+        every node, the living ones included: renew those whose heartbeat was fresh when the store
+        last answered (`answered`). A node that was dead already keeps its old heartbeat, and is
+        dropped as it would have been without the outage."""
         state = pickle.loads(b64decode(value))
         now = self._clock()
-        state.last_heartbeats = {node: max(beat, now) for node, beat in state.last_heartbeats.items()}
+        alive_since = answered - self._alive_for
+        state.last_heartbeats = {node: max(beat, now) if beat >= alive_since else beat
+                                 for node, beat in state.last_heartbeats.items()}
         return b64encode(pickle.dumps(state))
+
+    # --- how the run ended (RunEnd) -----------------------------------------------------------
+
+    def record_end(self, end: RunEnd) -> None:
+        self._store.set(self._end_key, end.text())
+
+    def read_end(self) -> RunEnd | None:
+        value = self._store.compare_set(self._end_key, MISSING, MISSING)  # read without waiting
+        return None if value == MISSING.encode() else RunEnd.parse(value)
 
     def _decoded(self, value: bytes) -> tuple[bytes, Token]:
         try:
@@ -186,11 +252,12 @@ def _said_put_back(value: bytes) -> None:
 
 
 class OutlastingRendezvousHandler(DynamicRendezvousHandler):
-    """torch's DynamicRendezvousHandler with the two rules of the module docstring."""
+    """torch's DynamicRendezvousHandler with the rules of the module docstring."""
 
     _round: int | None = None
     _reforming = False
     _store_outage: Outage
+    _run_backend: ReseedingBackend
 
     @property
     def use_agent_store(self) -> bool:
@@ -200,11 +267,7 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
         try:
             info = super().next_rendezvous()
         except RendezvousClosedError:
-            if self._round is not None:
-                raise
-            raise ArrivedAfterTheEnd(
-                f"the rendezvous {self._settings.run_id} was closed before this node joined it: the group it was "
-                "to join has finished, so there is nothing left for this node to do") from None
+            raise self._closed() from None
         except RendezvousGracefulExitError:
             raise SpareNotAdmitted(
                 f"the rendezvous {self._settings.run_id} closed while this node waited as a spare: its group was "
@@ -224,11 +287,43 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
             self._reforming = True
         return max(waiting, 1)  # torch's agent restarts its workers and joins the next round
 
+    def _closed(self) -> Exception:
+        """What a join that found the rendezvous closed means, from the run's RunEnd."""
+        run_id = self._settings.run_id
+        end = self._run_backend.read_end()
+        if end is not None and end.outcome == FINISHED:
+            when = "before this node joined it" if self._round is None else "while this node re-joined it"
+            return ArrivedAfterTheEnd(
+                f"the rendezvous {run_id} was closed {when}: the group it was to join has finished (node {end.node}, "
+                f"round {end.round}, {end.at}), so there is nothing left for this node to do")
+        return ClosedWithoutFinishing(
+            f"the rendezvous {run_id} is closed, and no agent recorded that its run finished (torch's own handler "
+            "closes it after a failed group too): the run failed, this node cannot join it, and a retry cannot either")
+
     def shutdown(self) -> bool:
+        """Close the rendezvous only when this agent's run finished, saying so first (RunEnd).
+
+        torch's launch_agent calls this in its `finally` (launcher/api.py, torch 2.13.0), so the
+        exception that ends the agent's run is the one being handled here: ChildFailedError (its
+        workers failed past --max_restarts), a rendezvous error; None when the run finished
+        (tests/jobs/test_rendezvous_end.py shows both with real agents). Were an exception seen
+        wrongly, the run would be left open, never claimed finished. A failed agent leaves the
+        rendezvous open: the survivors re-form without it once its heartbeat is stale, and the Job's
+        retry of its worker (backoffLimitPerIndex) joins again; the Job, not the rendezvous, decides
+        when the run has failed."""
+        ending = sys.exception()
         if self._store_outage.gave_up:
             say("leaving the rendezvous open for the recreated workers")
             self._stop_heartbeats()
             return False
+        if ending is not None:
+            if not isinstance(ending, (ArrivedAfterTheEnd, ClosedWithoutFinishing, SpareNotAdmitted)):
+                say(f"leaving the rendezvous {self._settings.run_id} open ({type(ending).__name__}: this agent's run "
+                    "failed; the others may go on, and this worker's retry can join again)")
+            self._stop_heartbeats()
+            return False
+        self._run_backend.record_end(RunEnd(FINISHED, repr(self._this_node), self._state_holder.state.round,
+                                            datetime.now(timezone.utc).isoformat()))
         return super().shutdown()
 
 
@@ -246,15 +341,17 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     host, port = parse_rendezvous_endpoint(params.endpoint, default_port=DEFAULT_PORT)
     outage = Outage(f"{host}:{port}", _config(params, OUTAGE_KEY) if params.get(OUTAGE_KEY) else STORE_OUTAGE_TIMEOUT)
     store = ReconnectingStore(host, port, timedelta(seconds=params.get_as_int("read_timeout", READ_TIMEOUT)), outage)
-    backend = ReseedingBackend(store, params.run_id)
+    keep_alive_interval, keep_alive_max_attempt = _config(params, "keep_alive_interval"), _config(params, "keep_alive_max_attempt")
+    backend = ReseedingBackend(store, params.run_id, timedelta(seconds=keep_alive_interval * keep_alive_max_attempt))
     timeout = RendezvousTimeout(*(timedelta(seconds=_config(params, f"{name}_timeout"))
                                   for name in ("join", "last_call", "close", "heartbeat")))
     handler = OutlastingRendezvousHandler.from_backend(
         params.run_id, store, backend, params.min_nodes, params.max_nodes, params.local_addr, timeout,
-        keep_alive_interval=_config(params, "keep_alive_interval"),
-        keep_alive_max_attempt=_config(params, "keep_alive_max_attempt"))
+        keep_alive_interval=keep_alive_interval, keep_alive_max_attempt=keep_alive_max_attempt)
     handler._store_outage = outage
+    handler._run_backend = backend
     return handler
 
 
-__all__ = ["ArrivedAfterTheEnd", "BACKEND", "DEFAULT_PORT", "SpareNotAdmitted", "StoreUnavailable", "create_handler"]
+__all__ = ["ArrivedAfterTheEnd", "BACKEND", "ClosedWithoutFinishing", "DEFAULT_PORT", "RunEnd", "SpareNotAdmitted",
+           "StoreUnavailable", "create_handler"]
