@@ -81,6 +81,11 @@ DEFAULTS = {
     "keep_alive_max_attempt": 3,
 }
 SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+# torch's private members this module uses (upstream-facts-4 fact 4): DynamicRendezvousHandler's, and the
+# fields of _RendezvousState it reads or rewrites. torch is pinned exactly (pyproject.toml);
+# tests/jobs/test_torch_internals.py names any a torch lacks, and fails when this module uses one not listed.
+TORCH_HANDLER_INTERNALS = ("_settings", "_state_holder", "_stop_heartbeats", "_this_node")
+TORCH_STATE_FIELDS = ("last_heartbeats", "participants", "round")
 # compare_set(key, MISSING, MISSING) reads a key without blocking: on a missing key it returns
 # MISSING and writes nothing; an existing key is returned as it is. Never a base64 state.
 MISSING = "<no rendezvous state>"

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 import time
 import uuid
-from base64 import b64decode
-from datetime import timedelta
+from base64 import b64decode, b64encode
+from datetime import datetime, timedelta, timezone
 
 import pytest
 import torch.distributed as dist
@@ -199,3 +200,38 @@ def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(
     assert os.environ[rendezvous.SHARE_STORE_VARIABLE] == "1"  # fact 10
     with pytest.raises(ValueError, match="keep_alive_interval=0: must be a whole number of seconds above 0"):
         ours(store, run_id, handlers, keep_alive_interval=0)
+
+
+def test_after_a_stall_only_the_heartbeats_of_nodes_alive_before_it_are_renewed(store, run_id, handlers):
+    """Issue 36 item 7. Before, every heartbeat in the state was renewed as of the store's return, so a
+    node that was dead before the stall (its heartbeat stale, not yet dropped) came back as a participant
+    for another keep_alive_interval x keep_alive_max_attempt. Now only those fresh when the store last
+    answered are renewed."""
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc
+
+    handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=2)
+    handler.next_rendezvous()
+    handler._stop_heartbeats()  # this test writes the state itself
+    client = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=5))
+    key = f"torch.rendezvous.{run_id}"
+    value = client.compare_set(key, rendezvous.MISSING, rendezvous.MISSING)
+    state = pickle.loads(b64decode(value))
+    now = datetime.now(timezone.utc)
+    dead = _NodeDesc("10.0.0.9", 1, 0)
+    state.participants[dead] = 1
+    state.last_heartbeats[dead] = now - timedelta(seconds=60)
+    state.last_heartbeats[handler._this_node] = now
+    planted = b64encode(pickle.dumps(state))
+    assert client.compare_set(key, value, planted) == planted
+    backend = handler._run_backend
+    backend.get_state()  # the store answers: the time before the stall
+    os.kill(store.process.pid, signal.SIGSTOP)
+    resume = threading.Timer(3, os.kill, (store.process.pid, signal.SIGCONT))
+    resume.start()
+    try:
+        backend.get_state()  # waits through the stall; the store answers again after 3 s
+    finally:
+        resume.join()
+    after = stored_state(store, run_id)
+    assert after.last_heartbeats[handler._this_node] > now + timedelta(seconds=2)  # renewed
+    assert after.last_heartbeats[dead] == now - timedelta(seconds=60)  # dead before the stall: left as it was
