@@ -14,15 +14,20 @@ pyproject.toml and jobs/elastic/rendezvous_plugin.py, and by jobs.elastic.torchr
   stale state (`TCPStore.compare_set` on a missing key returns the expected value and writes
   nothing: upstream-facts-3.md fact 9). An emptied store (a restarted store pod) gets back this
   node's last state, so the group stays one group; a node that has none (a new pod) starts a state
-  as torch does. After any outage the heartbeats in the state are renewed once: nobody could write
-  one meanwhile, and torch's sanitizer would otherwise drop every node whose heartbeat is older
-  than keep_alive_interval x keep_alive_max_attempt, the living ones included;
-- OutlastingRendezvousHandler, torch's handler plus two rules: a node that is no longer a
+  as torch does. After any outage or stall the heartbeats of the nodes that were alive when the
+  store last answered are renewed once: nobody could write one meanwhile, and torch's sanitizer
+  would otherwise drop every node whose heartbeat is older than keep_alive_interval x
+  keep_alive_max_attempt, the living ones included (a node dead before the outage is not revived);
+- OutlastingRendezvousHandler, torch's handler plus these rules: a node that is no longer a
   participant of the round it trains in (another node started a state on the emptied store before
   the group put its own back: the newcomer race) asks its group to re-form, by reporting a node
-  waiting, as torch's agent does for a newcomer; and after giving up on the store it does not close
-  the rendezvous (torch closes it in launcher/api.py `launch_agent` on any exception: the recreated
-  pods could never join it again);
+  waiting, as torch's agent does for a newcomer; the rendezvous is closed only when this agent's
+  run finished, with a record saying so (RunEnd): torch closes it in launcher/api.py `launch_agent`
+  after a failed group too (upstream-facts-4 fact 1), and its `closed` cannot say which, so a
+  failed run ended Succeeded (issue 36). A failed agent, or one that gave up on the store, leaves
+  the rendezvous open: the survivors go on without it and the Job's retry of its worker joins
+  again. An agent that finds the rendezvous closed exits 0 only when the record says the run
+  finished (ArrivedAfterTheEnd), 3 otherwise (ClosedWithoutFinishing);
 - TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torch's shared store (`_bootstrap_store_info`, cached across
   rounds) breaks a node joining a running group and the loss of rank 0's node (fact 10);
 - our default timeouts (DEFAULTS), which a `--rdzv_conf` key overrides; docs/design-notes.md says
