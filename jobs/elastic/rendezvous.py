@@ -77,8 +77,16 @@ READ_TIMEOUT = 60
 # heartbeat (6 s), and the survivors' round closes last_call after the minimum is there (5 s): with
 # the workers' start that is under 20 s here. A node that brings the group to maxWorkers closes the
 # round at once, whatever the last call. docs/design-notes.md, "Rendezvous timeouts".
+# join_timeout: how long nodes below the minimum wait for more (survivors for a replacement). No
+# shorter than the longest a replacement can take to come: the Job controller's longest delay
+# before it re-creates a failed index's pod (600 s, MaxJobPodFailureBackOff; it counts failures the
+# pod failure policy ignores: upstream-facts-4 fact 9), plus the longest the training wait lets a
+# worker wait for a node (CAPACITY_WAIT_SECONDS in infra/components/scheduling.py, 30 minutes; a
+# test compares the two). A survivor that timed out would exit 1 and use one of its own retries.
+JOB_MAX_RECREATION_DELAY = 600
+CAPACITY_WAIT = 30 * 60
 DEFAULTS = {
-    "join_timeout": 600,
+    "join_timeout": JOB_MAX_RECREATION_DELAY + CAPACITY_WAIT,
     "last_call_timeout": 5,
     "close_timeout": 30,
     "heartbeat_timeout": 5,

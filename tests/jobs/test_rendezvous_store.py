@@ -23,6 +23,7 @@ from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import create_
 from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as torch_create_handler
 from torchrun_harness import StoreServer
 
+from infra.components.scheduling import CAPACITY_WAIT_SECONDS
 from jobs.elastic import rendezvous
 from jobs.elastic import store_client
 
@@ -193,6 +194,9 @@ def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(
     handler = rendezvous.create_handler(RendezvousParameters(rendezvous.BACKEND, store.endpoint, run_id, 1, 1))
     handlers.append(handler)
     settings = handler.settings
+    # Survivors wait for a replacement at least as long as it may take to come (issue 36 item 4):
+    # the Job controller's longest re-creation delay, then the training wait's bound on a pending worker.
+    assert settings.timeout.join == timedelta(seconds=600 + CAPACITY_WAIT_SECONDS) == timedelta(minutes=40)
     assert (settings.timeout.last_call, settings.keep_alive_interval, settings.keep_alive_max_attempt) == (
         timedelta(seconds=rendezvous.DEFAULTS["last_call_timeout"]),
         timedelta(seconds=rendezvous.DEFAULTS["keep_alive_interval"]), rendezvous.DEFAULTS["keep_alive_max_attempt"])
