@@ -1,5 +1,6 @@
 """The ElasticJob CRD, our ElasticJob controller (RBAC, Deployment: controller/), and the rendezvous store
-torchrun's agents rendezvous on (a TCPStore served by our own image: jobs/elastic/store_server.py)."""
+torchrun's agents rendezvous on (a TCPStore served by our own image: jobs/elastic/store_server.py, one pod of a
+StatefulSet)."""
 
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, 
 
 def _one_pod_deployment(name: str, component: str, namespace_name: str, selector: dict[str, str],
                         pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """A Deployment of one pod, replaced by Recreate: the old pod is gone before the new one starts
-    (the controller's Lease, the store's single group)."""
+    """A Deployment of one pod, replaced by Recreate in a rollout (the controller: its Lease, not the
+    Deployment, keeps a second one from acting)."""
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": _meta(name, component, namespace_name),
@@ -168,8 +169,14 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     }
     # A TCP connect is what the store's clients do; the store answers it once its socket listens.
     listening = {"tcpSocket": {"port": STORE_PORT}, "timeoutSeconds": 2}
-    # Recreate: never two stores behind the Service at once (agents on different stores would form two groups).
-    deployment = _one_pod_deployment(STORE_NAME, component, namespace_name, selector, {
+    # A StatefulSet of one, not a Deployment: never two stores at once (agents on two stores would form two
+    # groups writing one run directory). A Deployment's ReplicaSet starts a new pod as soon as the old one
+    # has a deletionTimestamp, still running on a node that stopped answering (upstream-facts-4 fact 10;
+    # `Recreate` governs rollouts only); a StatefulSet starts ordinal 0 again only once the old pod is
+    # gone from the API, which on a lost node takes the Node's removal (EKS removes the Node of a
+    # terminated instance, then the pod garbage collector the pod) or an operator's word
+    # (docs/troubleshooting.md). tests/cluster/test_store_never_twice.py shows both on a control plane.
+    pod_spec = {
         "automountServiceAccountToken": False,
         "priorityClassName": rendezvous_store.PRIORITY_CLASS,
         # It stops at once on SIGTERM; a stuck one is not waited for long.
@@ -198,9 +205,22 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
         }],
         # The root filesystem is read-only; /tmp for whatever torch writes there.
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
-    })
+    }
+    statefulset = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": _meta(STORE_NAME, component, namespace_name),
+        "spec": {
+            "replicas": 1,
+            # The Service above; the pod's DNS name under it is not used (the agents use the Service's).
+            "serviceName": STORE_NAME,
+            # The default, written out: an update deletes the pod and starts the new one once it is gone.
+            "updateStrategy": {"type": "RollingUpdate"},
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": _labels(component, STORE_NAME)}, "spec": pod_spec},
+        },
+    }
     return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector),
-            annotate(deployment, image_by_tag=image_by_tag)]
+            annotate(statefulset, image_by_tag=image_by_tag)]
 
 
 def rendezvous_endpoint() -> str:
