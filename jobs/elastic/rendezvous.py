@@ -46,6 +46,7 @@ from datetime import datetime, timedelta, timezone
 
 from torch.distributed.elastic.rendezvous.api import (
     RendezvousClosedError,
+    RendezvousError,
     RendezvousGracefulExitError,
     RendezvousHandler,
     RendezvousInfo,
@@ -340,9 +341,12 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
                     "failed; the others may go on, and this worker's retry can join again)")
             self._stop_heartbeats()
             return False
-        self._run_backend.record_end(RunEnd(FINISHED, repr(self._this_node), self._state_holder.state.round,
-                                            datetime.now(timezone.utc).isoformat()))
-        return super().shutdown()
+        try:
+            self._run_backend.record_end(RunEnd(FINISHED, repr(self._this_node), self._state_holder.state.round,
+                                                datetime.now(timezone.utc).isoformat()))
+        except RendezvousError as error:  # the store away past its bound: torch's close below fails alike
+            say(f"could not record that the run finished ({error})")
+        return super().shutdown()  # torch's: a RendezvousError is logged, the agent still ends as it finished
 
 
 def _config(params: RendezvousParameters, key: str) -> int:
