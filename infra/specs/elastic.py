@@ -173,8 +173,9 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     # groups writing one run directory). A Deployment's ReplicaSet starts a new pod as soon as the old one
     # has a deletionTimestamp, still running on a node that stopped answering (upstream-facts-4 fact 10;
     # `Recreate` governs rollouts only); a StatefulSet starts ordinal 0 again only once the old pod is
-    # gone from the API, which on a lost node takes the Node's removal (EKS removes the Node of a
-    # terminated instance, then the pod garbage collector the pod) or an operator's word
+    # gone from the API, which on a lost node takes the Node's removal (the cloud controller deletes a
+    # NotReady Node whose instance no longer exists: k8s.io/cloud-provider controllers/nodelifecycle
+    # MonitorNodes, v0.35.8; then the pod garbage collector deletes its pods) or an operator's word
     # (docs/troubleshooting.md). tests/cluster/test_store_never_twice.py shows both on a control plane.
     pod_spec = {
         "automountServiceAccountToken": False,
