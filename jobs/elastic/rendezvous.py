@@ -154,7 +154,9 @@ class ClosedWithoutFinishing(Exception):
 
 
 class SpareNotAdmitted(Exception):
-    """The rendezvous closed (the run is over) while this node waited as a spare: the group was full.
+    """The rendezvous closed without a record that its run finished while this node waited as a
+    spare: the group was full. (A spare of a finished run ends as ArrivedAfterTheEnd, exit 0: an
+    exit 3 would fail its index beside the group's succeeded ones.)
 
     torch 2.13.0 turns this case (a node in the redundancy list when the rendezvous closes:
     dynamic_rendezvous.py `_RendezvousJoinOp` raises RendezvousGracefulExitError) into a crash of its
@@ -288,6 +290,12 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
         except RendezvousClosedError:
             raise self._closed() from None
         except RendezvousGracefulExitError:
+            end = self._run_backend.read_end()
+            if end is not None and end.outcome == FINISHED:  # review rdzv-1 item 4: the spare of a finished run
+                raise ArrivedAfterTheEnd(
+                    f"the rendezvous {self._settings.run_id} closed while this node waited as a spare (its group was "
+                    f"full at {self._settings.max_nodes} nodes): the group finished (node {end.node}, round {end.round}, "
+                    f"{end.at}), so there is nothing left for this node to do") from None
             raise SpareNotAdmitted(
                 f"the rendezvous {self._settings.run_id} closed while this node waited as a spare: its group was "
                 f"full at {self._settings.max_nodes} nodes (--nnodes MIN:MAX admits no more agents than MAX)") from None

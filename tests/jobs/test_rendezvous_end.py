@@ -11,8 +11,10 @@ workers failed leaves it open.
 
 from __future__ import annotations
 
+import pickle
 import sys
 import time
+from base64 import b64decode
 from datetime import timedelta
 from pathlib import Path
 
@@ -184,3 +186,65 @@ def test_a_finished_run_records_who_finished_it(store_server, tmp_path):
     end = rendezvous.RunEnd.parse(client.get(rendezvous.RunEnd.key(run_id)))
     assert end is not None and end.outcome == rendezvous.FINISHED and end.round == 0, end  # its first round
     assert end.node.startswith("127.0.0.1_"), end  # torch's node descriptor: address_pid_localid
+
+
+def stored_state(port: int, run_id: str):
+    """The round's state in the store now, read by a client of our own (None: no state)."""
+    client = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=timedelta(seconds=5))
+    value = client.compare_set(f"torch.rendezvous.{run_id}", rendezvous.MISSING, rendezvous.MISSING)
+    return None if value == rendezvous.MISSING.encode() else pickle.loads(b64decode(value))
+
+
+def test_a_spare_of_a_finished_run_exits_0(store_server, tmp_path):
+    """Review rdzv-1 item 4, its reproduction: --nnodes=1:1, agent A trains, agent B comes and waits
+    as a spare (torch's redundancy list); A finishes and closes the rendezvous. Before: B exited 3
+    (SpareNotAdmitted), which fails its index under podFailurePolicy FailIndex beside A's succeeded
+    one. Now B reads the run's RunEnd and exits 0 with one line: the run it waited for finished."""
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    release = tmp_path / "release"
+    flags = cluster_style_torchrun_flags(store_server.endpoint, "spare", max_restarts=0, nnodes="1:1")
+    run_id = flags[-1].split("=", 1)[1]
+    job = TorchrunJob("spare", [agent_command(flags, script, "run", str(release))], tmp_path / "logs")
+    try:
+        job.start()
+        wait_for("A's worker runs", lambda: "worker up rank" in job.log_path(0).read_text(errors="replace"), job)
+        job.add_agent(agent_command(flags, script, "run", str(tmp_path / "never")))
+        wait_for("B waits as a spare", lambda: len(stored_state(store_server.port, run_id).redundancy_list) == 1, job)
+        release.write_text("")
+        wait_for("every agent ended", job.is_finished, job)
+    finally:
+        job.kill_everything()
+    results = job.results()
+    assert [r.returncode for r in results] == [0, 0], [r.log[-2000:] for r in results]
+    assert "worker up" not in results[1].log, results[1].log[-2000:]
+    (line,) = said(results[1].log)
+    assert "waited as a spare" in line and "the group finished" in line and line.endswith("exiting 0"), line
+
+
+def test_a_spare_of_a_rendezvous_closed_without_a_finished_record_exits_3(store_server, tmp_path):
+    """The other side of item 4: a spare whose rendezvous torch's own handler closed (no RunEnd: the
+    run may have failed) still ends with one line and exit 3, never 0."""
+    run_id = f"foreign-spare-{time.time_ns()}"
+    params = RendezvousParameters(rendezvous.BACKEND, store_server.endpoint, run_id, min_nodes=1, max_nodes=1,
+                                  local_addr="127.0.0.1", is_host=False, last_call_timeout=1)
+    backend, client = torch_c10d_backend(params)
+    foreign = torch_create_handler(client, backend, params)
+    foreign.next_rendezvous()  # its round is full at 1; its keep-alive thread heartbeats meanwhile
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    flags = [f"--rdzv_endpoint={store_server.endpoint}", f"--rdzv_id={run_id}", "--nnodes=1:1",
+             f"--rdzv_backend={rendezvous.BACKEND}", "--nproc_per_node=1", "--local_addr=127.0.0.1"]
+    job = TorchrunJob("spare", [agent_command(flags, script, "run", str(tmp_path / "x"))], tmp_path / "logs")
+    try:
+        job.start()
+        wait_for("the agent waits as a spare", lambda: len(stored_state(store_server.port, run_id).redundancy_list) == 1, job)
+        assert foreign.shutdown() is True  # torch's close, as after a failed group: no RunEnd
+        wait_for("the spare ended", job.is_finished, job)
+    finally:
+        foreign._stop_heartbeats()
+        job.kill_everything()
+    (result,) = job.results()
+    assert result.returncode == exit_codes.CANNOT_CONTINUE, result.log[-2000:]
+    (line,) = said(result.log)
+    assert "waited as a spare" in line and line.endswith(f"exiting {exit_codes.CANNOT_CONTINUE}"), line
