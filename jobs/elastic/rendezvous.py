@@ -99,13 +99,17 @@ SHARE_STORE_VARIABLE = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # fields of _RendezvousState it reads or rewrites. torch is pinned exactly (pyproject.toml);
 # tests/jobs/test_torch_internals.py names any a torch lacks, and fails when this module uses one not listed.
 TORCH_HANDLER_INTERNALS = ("_settings", "_state_holder", "_stop_heartbeats", "_this_node")
-TORCH_STATE_FIELDS = ("last_heartbeats", "participants", "round")
+TORCH_STATE_FIELDS = ("closed", "last_heartbeats", "participants", "round")
 # compare_set(key, MISSING, MISSING) reads a key without blocking: on a missing key it returns
 # MISSING and writes nothing; an existing key is returned as it is. Never a base64 state.
 MISSING = "<no rendezvous state>"
 
 
 FINISHED = "finished"  # the one outcome an agent of ours closes a rendezvous with
+# The RunEnd carried in the closed state itself, an attribute torch's _RendezvousState does not have
+# (pickle keeps it; torch never reads it): a store restarted between the record and the close would
+# otherwise keep the closed state, put back by the finishing agent, without the record (review rdzv-1 item 5).
+STATE_RUN_END = "elastic_training_run_end"
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,7 @@ class ReseedingBackend(RendezvousBackend):
         self._alive_for = alive_for
         self._clock = clock
         self._last: bytes | None = None  # the last state this node read or wrote, base64
+        self._end: RunEnd | None = None  # the end this node recorded: carried in every closed state it writes
 
     @property
     def name(self) -> str:
@@ -197,7 +202,7 @@ class ReseedingBackend(RendezvousBackend):
         return self._decoded(value)
 
     def set_state(self, state: bytes, token: Token | None = None) -> tuple[bytes, Token, bool] | None:
-        desired = b64encode(state)
+        desired = b64encode(self._with_end(state))
         expected = token if isinstance(token, bytes) else b""  # b"": only if there is no state yet
         value = self._store.compare_set(self._key, expected, desired)
         if expected and value == expected != desired:
@@ -251,11 +256,26 @@ class ReseedingBackend(RendezvousBackend):
     # --- how the run ended (RunEnd) -----------------------------------------------------------
 
     def record_end(self, end: RunEnd) -> None:
+        self._end = end
         self._store.set(self._end_key, end.text())
 
     def read_end(self) -> RunEnd | None:
+        """The record's key, else the one carried in the last state this node read (STATE_RUN_END)."""
         value = self._store.compare_set(self._end_key, MISSING, MISSING)  # read without waiting
-        return None if value == MISSING.encode() else RunEnd.parse(value)
+        if value != MISSING.encode():
+            return RunEnd.parse(value)
+        carried = getattr(pickle.loads(b64decode(self._last)), STATE_RUN_END, None) if self._last else None
+        return RunEnd.parse(carried) if carried is not None else None
+
+    def _with_end(self, state: bytes) -> bytes:
+        """A closed state this node writes after it recorded the end carries the record."""
+        if self._end is None:
+            return state
+        decoded = pickle.loads(state)
+        if not decoded.closed:
+            return state
+        setattr(decoded, STATE_RUN_END, self._end.text())
+        return pickle.dumps(decoded)
 
     def _decoded(self, value: bytes) -> tuple[bytes, Token]:
         try:

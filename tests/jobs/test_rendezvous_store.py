@@ -190,6 +190,27 @@ def test_a_normal_shutdown_closes_the_rendezvous_as_torch_does(store, run_id, ha
     assert stored_state(store, run_id).closed and handler.is_closed()
 
 
+def test_a_store_restarted_between_the_record_and_the_close_still_says_the_run_finished(store, run_id, handlers):
+    """Review rdzv-1 item 5: the finishing agent records RunEnd, the store restarts empty, then its
+    close puts its state back, closed. Before: the record was gone with the old store, so a late
+    agent found a rendezvous closed without one (ClosedWithoutFinishing: exit 3 after a finished run).
+    Now the closed state carries the record, and the late agent arrived after the end (exit 0)."""
+    finisher = ours(store, run_id, handlers)
+    finisher.next_rendezvous()
+    record_end = finisher._run_backend.record_end
+
+    def record_then_lose_the_store(end):
+        record_end(end)
+        store.restart()  # the store pod replaced: empty
+
+    finisher._run_backend.record_end = record_then_lose_the_store
+    assert finisher.shutdown() is True
+    assert stored_state(store, run_id).closed
+    late = ours(store, run_id, handlers)
+    with pytest.raises(rendezvous.ArrivedAfterTheEnd, match=r"has finished \(node 127\.0\.0\.1_.*round 0"):
+        late.next_rendezvous()
+
+
 def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(store, run_id, handlers):
     handler = rendezvous.create_handler(RendezvousParameters(rendezvous.BACKEND, store.endpoint, run_id, 1, 1))
     handlers.append(handler)
