@@ -216,6 +216,13 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
             "serviceName": STORE_NAME,
             # The default, written out: an update deletes the pod and starts the new one once it is gone.
             "updateStrategy": {"type": "RollingUpdate"},
+            # Not the default OrderedReady, under which a pod that is not Running and Ready (Pending,
+            # ImagePullBackOff, CrashLoopBackOff) stops the controller before the rolling update that would
+            # replace it with a fixed template (processReplica returns while `monotonic`:
+            # pkg/controller/statefulset/stateful_set_control.go, v1.35.8; review rdzv-1 item 1). Parallel
+            # cannot start two stores either: the new pod has the old one's name (rendezvous-store-0) and is
+            # created only once the old is gone from the API. Immutable once the StatefulSet exists.
+            "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": selector},
             "template": {"metadata": {"labels": _labels(component, STORE_NAME)}, "spec": pod_spec},
         },

@@ -35,6 +35,8 @@ def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_no
     assert "Deployment" not in objects and objects["StatefulSet"]["spec"]["replicas"] == 1
     assert objects["StatefulSet"]["spec"]["serviceName"] == objects["Service"]["metadata"]["name"]
     assert objects["StatefulSet"]["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
+    # a broken store pod does not block the fixed template (review rdzv-1 item 1: OrderedReady does)
+    assert objects["StatefulSet"]["spec"]["podManagementPolicy"] == "Parallel"
     assert pod["securityContext"]["runAsUser"] == elastic.STORE_UID == 10001  # the image's user (images/Dockerfile)
     # off a dead node in 30 s (not the admission default of 300 s): the workers wait for it meanwhile
     assert sorted((t["key"], t["effect"], t["tolerationSeconds"]) for t in pod["tolerations"]) == [
