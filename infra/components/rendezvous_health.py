@@ -26,7 +26,8 @@ from infra.specs.workloads import WORKER_CONTAINER
 STATEFULSET = STORE_NAME
 # Longer than the workers ride out an outage (jobs.elastic.rendezvous.STORE_OUTAGE_TIMEOUT, 600 s), so a
 # store back within that never ends a run. The store has no volume: a pod whose node died is
-# replaced on any system node in any zone after its 30 s toleration, plus the image's pull there.
+# replaced on any system node in any zone once that Node is deleted (infra/specs/elastic.py
+# store_objects), plus the image's pull there.
 STORE_DOWN_SECONDS = 15 * 60
 GAVE_UP_CODE = 138  # jobs/torchrun.py EXIT_STORE_UNAVAILABLE
 
@@ -68,6 +69,13 @@ def _pod_detail(pod: dict[str, Any]) -> str:
         node = (pod.get("spec") or {}).get("nodeName") or "?"
         parts.append(f"being deleted on node {node} (a new store pod starts once it is gone: if that node is lost, "
                      f"delete the Node; docs/troubleshooting.md)")
+    elif status.get("phase") == "Running" and not any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []):
+        # On a node that stopped answering the pod stays, not ready, until its Node is deleted (it tolerates
+        # the node's taints without end: infra/specs/elastic.py store_objects).
+        node = (pod.get("spec") or {}).get("nodeName") or "?"
+        parts.append(f"not ready on node {node} (if that node stopped answering, a new store pod starts once the "
+                     f"Node is deleted; docs/troubleshooting.md)")
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and condition.get("message"):
             parts.append(condition["message"])

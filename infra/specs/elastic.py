@@ -182,10 +182,14 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
         "priorityClassName": rendezvous_store.PRIORITY_CLASS,
         # It stops at once on SIGTERM; a stuck one is not waited for long.
         "terminationGracePeriodSeconds": 10,
-        # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
-        # plugin gives: the workers wait for it (store_outage_timeout, jobs/elastic/rendezvous.py).
-        "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
-                         "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
+        # Kept on a node that stops answering, however long (no tolerationSeconds; the DefaultTolerationSeconds
+        # admission plugin adds its 300 s only to a pod without these). Evicting a StatefulSet's pod there moves
+        # nothing: it is a graceful delete (tainteviction/taint_eviction.go, v1.35.8) no kubelet confirms, and the
+        # StatefulSet waits until the pod is gone (stateful_set_control.go). It would only kill, emptied, the
+        # store of a node that comes back (review rdzv-1 item 3). A lost node's pod goes when its Node is deleted
+        # (the pod garbage collector's orphan pass, podgc/gc_controller.go); the out-of-service taint still evicts.
+        "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute"}
+                        for taint in ("not-ready", "unreachable")],
         "securityContext": pod_security_context(STORE_UID, STORE_UID),
         "containers": [{
             "name": "store",

@@ -111,6 +111,19 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
     assert store_pods  # the reason comes from the store's own pod
 
 
+def test_a_store_pod_on_a_node_that_stopped_answering_is_named_with_its_node():
+    """Review rdzv-1 item 3: the store's pod is no longer evicted from such a node (it would only stay
+    Terminating), so the wait names the node and what ends it: the Node's deletion."""
+    pod = pending_store_pod()
+    pod["spec"]["nodeName"] = "ip-10-0-1-5.ec2.internal"
+    # what the node lifecycle controller leaves on the pod of a NotReady node (MarkPodsNotReady)
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    state = rendezvous_health.store_state(store_statefulset(ready=False), [pod])
+    assert state == rendezvous_health.StoreState(False, f"pod {STORE_POD} Running: not ready on node ip-10-0-1-5.ec2.internal "
+                                                        "(if that node stopped answering, a new store pod starts once the "
+                                                        "Node is deleted; docs/troubleshooting.md)")
+
+
 def test_the_store_check_counts_only_the_workers_138_exits():
     sidecar = _pod(20, "Failed", 143)
     sidecar["status"]["containerStatuses"].append({**sidecar["status"]["containerStatuses"][0], "name": "proxy",

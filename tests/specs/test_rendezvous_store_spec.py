@@ -38,9 +38,10 @@ def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_no
     # a broken store pod does not block the fixed template (review rdzv-1 item 1: OrderedReady does)
     assert objects["StatefulSet"]["spec"]["podManagementPolicy"] == "Parallel"
     assert pod["securityContext"]["runAsUser"] == elastic.STORE_UID == 10001  # the image's user (images/Dockerfile)
-    # off a dead node in 30 s (not the admission default of 300 s): the workers wait for it meanwhile
-    assert sorted((t["key"], t["effect"], t["tolerationSeconds"]) for t in pod["tolerations"]) == [
-        ("node.kubernetes.io/not-ready", "NoExecute", 30), ("node.kubernetes.io/unreachable", "NoExecute", 30)]
+    # kept on a node that stops answering, without end (review rdzv-1 item 3): an eviction there moves nothing
+    # (the StatefulSet waits for the pod to be gone) and kills the store of a node that comes back
+    assert sorted((t["key"], t["effect"], t.get("tolerationSeconds")) for t in pod["tolerations"]) == [
+        ("node.kubernetes.io/not-ready", "NoExecute", None), ("node.kubernetes.io/unreachable", "NoExecute", None)]
 
 
 def test_the_workers_name_our_backend_after_the_controller_s_etcd():
