@@ -141,3 +141,24 @@ def test_an_agent_that_arrives_after_its_group_finished_exits_0_with_one_line(st
     said = [line for line in late.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
     assert len(said) == 1 and "was closed before this node joined it" in said[0] and said[0].endswith("exiting 0"), late.log[-2000:]
     assert "Traceback" not in late.log and "worker up" not in late.log
+
+
+def test_a_group_whose_workers_keep_failing_is_stopped_with_a_line_that_says_so(tmp_path):
+    """Review rdzv-1 item 7: a worker that fails at once, under a --max_restarts as high as Spot runs
+    use, makes torchrun restart the group again and again; jobs.elastic.agent's re-formation bound
+    stops it (exit 3). Before, its line blamed "more agents joined this rendezvous than its --nnodes
+    admits", which torch's dynamic rendezvous no longer does (surplus agents wait as spares)."""
+    script = tmp_path / "worker.py"
+    script.write_text("import sys, time; print('worker up', flush=True); time.sleep(1); sys.exit(1)")
+    termination_log = tmp_path / "termination-log"
+    termination_log.write_text("")
+    result = agent("--standalone", "--nproc_per_node=1", "--max_restarts=50", "--monitor-interval=0.1", str(script),
+                   JOBS_AGENT_MAX_REFORMATIONS="2", JOBS_AGENT_REFORMATION_WINDOW_SECONDS="600",
+                   JOBS_TERMINATION_LOG=str(termination_log), timeout=240)  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == exit_codes.CANNOT_CONTINUE, output[-3000:]
+    said = [line for line in output.splitlines() if line.startswith("jobs.elastic.agent:")]
+    assert said == [termination_log.read_text().strip()], output[-3000:]
+    assert "re-formed more than 2 times in 600 s: its workers keep failing" in said[0], said
+    assert "--nnodes" not in said[0], said
+    assert 3 <= output.count("worker up") < 50, output[-3000:]  # stopped long before --max_restarts
