@@ -27,7 +27,8 @@ pyproject.toml and jobs/elastic/rendezvous_plugin.py, and by jobs.elastic.torchr
   failed run ended Succeeded (issue 36). A failed agent, or one that gave up on the store, leaves
   the rendezvous open: the survivors go on without it and the Job's retry of its worker joins
   again. An agent that finds the rendezvous closed exits 0 only when the record says the run
-  finished (ArrivedAfterTheEnd), 3 otherwise (ClosedWithoutFinishing);
+  finished (ArrivedAfterTheEnd), 3 otherwise (ClosedWithoutFinishing), and 3 when it trained in it
+  and re-joined, its workers stopped without finishing (RejoinedAfterTheEnd);
 - TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torch's shared store (`_bootstrap_store_info`, cached across
   rounds) breaks a node joining a running group and the loss of rank 0's node (fact 10);
 - our default timeouts (DEFAULTS), which a `--rdzv_conf` key overrides; docs/design-notes.md says
@@ -143,7 +144,7 @@ class RunEnd:
 
 class ArrivedAfterTheEnd(Exception):
     """The rendezvous was closed, and its RunEnd says the run finished, before this node joined a
-    round of it (a replacement let in late, say) or while it re-joined. torch's join raises
+    round of it (a replacement let in late, say; one that re-joins is RejoinedAfterTheEnd). torch's join raises
     RendezvousClosedError (dynamic_rendezvous.py `_RendezvousJoinOp`), which its launcher prints as
     a traceback and exit 1, a failure the Job would count; jobs.elastic.torchrun exits 0 with this
     line instead: nothing is left for this node to do."""
@@ -155,6 +156,15 @@ class ClosedWithoutFinishing(Exception):
     too: upstream-facts-4 fact 1), or someone called `set_closed`. A closed rendezvous never opens
     again while the store keeps it, so jobs.elastic.torchrun exits 3 (a retry cannot help:
     jobs/exit_codes.py) with this line, never 0: the run did not finish."""
+
+
+class RejoinedAfterTheEnd(Exception):
+    """This node trained in a round, then its workers stopped (they failed, or were restarted for a
+    node that was waiting) and it re-joined the rendezvous, which the group had closed as finished
+    meanwhile (review rdzv-1 item 9a). Its workers did not finish: rank 0's final save or evaluation
+    may be what failed, outlasting the others' exit barrier. jobs.elastic.torchrun exits 3 with this
+    line, not 0 (a retry would only find the run over and exit 0); whether the run itself finished is
+    for its history, not this node, to say."""
 
 
 class SpareNotAdmitted(Exception):
@@ -338,11 +348,15 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
         """What a join that found the rendezvous closed means, from the run's RunEnd."""
         run_id = self._settings.run_id
         end = self._run_backend.read_end()
+        if end is not None and end.outcome == FINISHED and self._round is not None:
+            return RejoinedAfterTheEnd(
+                f"the rendezvous {run_id} was closed as finished (node {end.node}, round {end.round}, {end.at}) while "
+                f"this node re-joined it after its workers of round {self._round} stopped without finishing: the "
+                "rest of the group finished without them")
         if end is not None and end.outcome == FINISHED:
-            when = "before this node joined it" if self._round is None else "while this node re-joined it"
             return ArrivedAfterTheEnd(
-                f"the rendezvous {run_id} was closed {when}: the group it was to join has finished (node {end.node}, "
-                f"round {end.round}, {end.at}), so there is nothing left for this node to do")
+                f"the rendezvous {run_id} was closed before this node joined it: the group it was to join has finished "
+                f"(node {end.node}, round {end.round}, {end.at}), so there is nothing left for this node to do")
         return ClosedWithoutFinishing(
             f"the rendezvous {run_id} is closed, and no agent recorded that its run finished (torch's own handler "
             "closes it after a failed group too): the run failed, this node cannot join it, and a retry cannot either")
@@ -364,7 +378,7 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
             self._stop_heartbeats()
             return False
         if ending is not None:
-            if not isinstance(ending, (ArrivedAfterTheEnd, ClosedWithoutFinishing, SpareNotAdmitted)):
+            if not isinstance(ending, (ArrivedAfterTheEnd, ClosedWithoutFinishing, RejoinedAfterTheEnd, SpareNotAdmitted)):
                 say(f"leaving the rendezvous {self._settings.run_id} open ({type(ending).__name__}: this agent's run "
                     "failed; the others may go on, and this worker's retry can join again)")
             self._stop_heartbeats()
@@ -403,5 +417,5 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     return handler
 
 
-__all__ = ["ArrivedAfterTheEnd", "BACKEND", "ClosedWithoutFinishing", "DEFAULT_PORT", "RunEnd", "SpareNotAdmitted",
-           "StoreUnavailable", "create_handler"]
+__all__ = ["ArrivedAfterTheEnd", "BACKEND", "ClosedWithoutFinishing", "DEFAULT_PORT", "RejoinedAfterTheEnd", "RunEnd",
+           "SpareNotAdmitted", "StoreUnavailable", "create_handler"]

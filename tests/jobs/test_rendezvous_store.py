@@ -211,6 +211,27 @@ def test_a_store_restarted_between_the_record_and_the_close_still_says_the_run_f
         late.next_rendezvous()
 
 
+def test_a_node_that_re_joins_after_its_group_finished_did_not_finish(store, run_id, handlers):
+    """Review rdzv-1 item 9a: nodes A and B train in round 0 (--nnodes=2:2); B's workers finish, B
+    records RunEnd and closes; A's workers then fail (rank 0's final save, say, outlasting B's exit
+    barrier) and torch's agent re-joins. Before: "arrived after the end", exit 0, as if A's workers had
+    finished. Now RejoinedAfterTheEnd (jobs.elastic.torchrun: exit 3), naming A's round."""
+    a, b = (ours(store, run_id, handlers, min_nodes=2, max_nodes=2) for _ in range(2))
+    rounds = {}
+    threads = [threading.Thread(target=lambda h=h, n=n: rounds.__setitem__(n, h.next_rendezvous())) for n, h in (("a", a), ("b", b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(rounds) == ["a", "b"] and rounds["a"].world_size == 2, rounds
+    assert b.shutdown() is True  # B's run finished: RunEnd, then torch's close
+    with pytest.raises(rendezvous.RejoinedAfterTheEnd, match=r"re-joined it after its workers of round 0 stopped"):
+        a.next_rendezvous()
+    late = ours(store, run_id, handlers, min_nodes=2, max_nodes=2)
+    with pytest.raises(rendezvous.ArrivedAfterTheEnd):  # a node that never trained in it: still 0
+        late.next_rendezvous()
+
+
 def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(store, run_id, handlers):
     handler = rendezvous.create_handler(RendezvousParameters(rendezvous.BACKEND, store.endpoint, run_id, 1, 1))
     handlers.append(handler)
