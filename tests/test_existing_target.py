@@ -91,7 +91,7 @@ def test_synth_local_counts(synth_stack):
     kinds = sorted(m["kind"] for m in synth.manifests)
     # One namespace: the controller runs in the workload namespace with a namespaced Role (issue 33).
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "Role", "RoleBinding", "ServiceAccount",
-                            "Deployment", "Deployment", "Service",
+                            "Deployment", "StatefulSet", "Service",
                             "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
                             "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob",
                             # the rendezvous store's disruption budget and priority (issue 22); no volume (issue 31)

@@ -201,7 +201,7 @@ def test_checkov_scanned_every_stack_and_every_workload(scans):
     scanned = {Path(c["file_abs_path"]) for c in passed}
     for stack in STACKS:
         kinds = {obj["kind"] for path, obj in load_manifests(scans.root / "manifests" / stack).items() if path in scanned}
-        assert {"Deployment", "Job", "Service", "ServiceAccount", "Role", "RoleBinding"} <= kinds, (stack, kinds)
+        assert {"Deployment", "StatefulSet", "Job", "Service", "ServiceAccount", "Role", "RoleBinding"} <= kinds, (stack, kinds)
 
 
 def test_every_suppression_is_explained_and_still_needed(scans, rendered):
@@ -286,7 +286,7 @@ def node_agent_dir(obj: dict[str, Any]) -> str | None:
 def test_every_pod_is_hardened(rendered, stack):
     pods = all_pods(rendered[stack])
     gpu_stack = is_gpu_stack(load_settings(read_stack_file(stack), stack))
-    assert {obj["kind"] for obj, _ in pods} == {"Deployment", "Job", "ElasticJob"} | ({"DaemonSet"} if gpu_stack else set())
+    assert {obj["kind"] for obj, _ in pods} == {"Deployment", "StatefulSet", "Job", "ElasticJob"} | ({"DaemonSet"} if gpu_stack else set())
     for obj, template in pods:
         where = f"{obj['kind']}/{obj['metadata']['name']}"
         spec = template["spec"]
@@ -383,7 +383,7 @@ def test_network_policies_admit_only_what_is_needed(rendered, stack):
         namespace = obj["metadata"]["namespace"]
         assert [p for p in ingress_policies(synth, namespace) if selects(p["spec"]["podSelector"], template["metadata"]["labels"])], (
             f"no ingress NetworkPolicy selects the pods of {obj['kind']}/{obj['metadata']['name']}")
-    namespace, store = pod_labels(synth, "Deployment", "rendezvous")
+    namespace, store = pod_labels(synth, "StatefulSet", "rendezvous")
     _, worker = pod_labels(synth, "ElasticJob", elastic_specs.TRAINING_COMPONENT)
     _, prep = pod_labels(synth, "Job", "data-prep")
     _, evaluation = pod_labels(synth, "Job", "evaluation")

@@ -22,7 +22,7 @@ class ElasticArgs:
     provider: pulumi.ProviderResource
     # The training image: the rendezvous store runs its jobs.elastic.store_server.
     image: pulumi.Input[str]
-    # The store's Deployment (and the controller's, in elastic_controller.py) waits for nodes: without any, its pod stays Pending and
+    # The store's StatefulSet (and the controller's Deployment, in elastic_controller.py) waits for nodes: without any, its pod stays Pending and
     # Pulumi's await of the Deployment times out. None on an existing cluster, whose nodes are there.
     nodes: pulumi.Resource | None = None
 
@@ -55,7 +55,7 @@ class Elastic(pulumi.ComponentResource):
                                                                          image_by_tag=image_by_tag(settings))}
         KubernetesObject(f"{name}-store-service", store_objects["Service"], after_ns)
         KubernetesObject(f"{name}-store-poddisruptionbudget", store_objects["PodDisruptionBudget"], after_ns)
-        self.store = KubernetesObject(f"{name}-store-deployment", store_objects["Deployment"], pulumi.ResourceOptions.merge(
+        self.store = KubernetesObject(f"{name}-store-statefulset", store_objects["StatefulSet"], pulumi.ResourceOptions.merge(
             after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority])))
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})

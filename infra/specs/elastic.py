@@ -1,5 +1,6 @@
 """The ElasticJob CRD, our ElasticJob controller (RBAC, Deployment: controller/), and the rendezvous store
-torchrun's agents rendezvous on (a TCPStore served by our own image: jobs/elastic/store_server.py)."""
+torchrun's agents rendezvous on (a TCPStore served by our own image: jobs/elastic/store_server.py, one pod of a
+StatefulSet)."""
 
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, 
 
 def _one_pod_deployment(name: str, component: str, namespace_name: str, selector: dict[str, str],
                         pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """A Deployment of one pod, replaced by Recreate: the old pod is gone before the new one starts
-    (the controller's Lease, the store's single group)."""
+    """A Deployment of one pod, replaced by Recreate in a rollout (the controller: its Lease, not the
+    Deployment, keeps a second one from acting)."""
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": _meta(name, component, namespace_name),
@@ -238,16 +239,27 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     }
     # A TCP connect is what the store's clients do; the store answers it once its socket listens.
     listening = {"tcpSocket": {"port": STORE_PORT}, "timeoutSeconds": 2}
-    # Recreate: never two stores behind the Service at once (agents on different stores would form two groups).
-    deployment = _one_pod_deployment(STORE_NAME, component, namespace_name, selector, {
+    # A StatefulSet of one, not a Deployment: never two stores at once (agents on two stores would form two
+    # groups writing one run directory). A Deployment's ReplicaSet starts a new pod as soon as the old one
+    # has a deletionTimestamp, still running on a node that stopped answering (upstream-facts-4 fact 10;
+    # `Recreate` governs rollouts only); a StatefulSet starts ordinal 0 again only once the old pod is
+    # gone from the API, which on a lost node takes the Node's removal (the cloud controller deletes a
+    # NotReady Node whose instance no longer exists: k8s.io/cloud-provider controllers/nodelifecycle
+    # MonitorNodes, v0.35.8; then the pod garbage collector deletes its pods) or an operator's word
+    # (docs/troubleshooting.md). tests/cluster/test_store_never_twice.py shows both on a control plane.
+    pod_spec = {
         "automountServiceAccountToken": False,
         "priorityClassName": rendezvous_store.PRIORITY_CLASS,
         # It stops at once on SIGTERM; a stuck one is not waited for long.
         "terminationGracePeriodSeconds": 10,
-        # Off a dead node after 30 s, not the 300 s the DefaultTolerationSeconds admission
-        # plugin gives: the workers wait for it (store_outage_timeout, jobs/elastic/rendezvous.py).
-        "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
-                         "tolerationSeconds": 30} for taint in ("not-ready", "unreachable")],
+        # Kept on a node that stops answering, however long (no tolerationSeconds; the DefaultTolerationSeconds
+        # admission plugin adds its 300 s only to a pod without these). Evicting a StatefulSet's pod there moves
+        # nothing: it is a graceful delete (tainteviction/taint_eviction.go, v1.35.8) no kubelet confirms, and the
+        # StatefulSet waits until the pod is gone (stateful_set_control.go). It would only kill, emptied, the
+        # store of a node that comes back (review rdzv-1 item 3). A lost node's pod goes when its Node is deleted
+        # (the pod garbage collector's orphan pass, podgc/gc_controller.go); the out-of-service taint still evicts.
+        "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute"}
+                        for taint in ("not-ready", "unreachable")],
         "securityContext": pod_security_context(STORE_UID, STORE_UID),
         "containers": [{
             "name": "store",
@@ -268,9 +280,29 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
         }],
         # The root filesystem is read-only; /tmp for whatever torch writes there.
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
-    })
+    }
+    statefulset = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": _meta(STORE_NAME, component, namespace_name),
+        "spec": {
+            "replicas": 1,
+            # The Service above; the pod's DNS name under it is not used (the agents use the Service's).
+            "serviceName": STORE_NAME,
+            # The default, written out: an update deletes the pod and starts the new one once it is gone.
+            "updateStrategy": {"type": "RollingUpdate"},
+            # Not the default OrderedReady, under which a pod that is not Running and Ready (Pending,
+            # ImagePullBackOff, CrashLoopBackOff) stops the controller before the rolling update that would
+            # replace it with a fixed template (processReplica returns while `monotonic`:
+            # pkg/controller/statefulset/stateful_set_control.go, v1.35.8; review rdzv-1 item 1). Parallel
+            # cannot start two stores either: the new pod has the old one's name (rendezvous-store-0) and is
+            # created only once the old is gone from the API. Immutable once the StatefulSet exists.
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": _labels(component, STORE_NAME)}, "spec": pod_spec},
+        },
+    }
     return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector),
-            annotate(deployment, image_by_tag=image_by_tag)]
+            annotate(statefulset, image_by_tag=image_by_tag)]
 
 
 def rendezvous_endpoint() -> str:

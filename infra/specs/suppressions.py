@@ -12,7 +12,7 @@ from typing import Any
 from infra import versions
 
 CONTROLLER = ("Deployment", "elastic-controller")
-STORE = ("Deployment", "rendezvous")
+STORE = ("StatefulSet", "rendezvous")
 DEVICE_PLUGIN = ("DaemonSet", "gpu-device-plugin")
 # What each key means, for the docs table.
 OBJECT_NAMES = {CONTROLLER: "our ElasticJob controller (workload namespace)",
@@ -27,9 +27,9 @@ def _third_party_image(image: str) -> str:
 
 # Our own workloads normally run the image the stack built, by digest. An `imageUri` pinned by a tag
 # instead (an image loaded into kind has no registry digest) fails two checks, for a reason:
-# (checkov scans the Jobs and the Deployments; it has no checks for the ElasticJob, a custom resource.)
-# Our objects that run the training image (the controller's Deployment: python -m controller; the
-# rendezvous store's: python -m jobs.elastic.store_server).
+# (checkov scans the Jobs, the Deployment and the StatefulSet; it has no checks for the ElasticJob, a custom
+# resource.) Our objects that run the training image (the controller's Deployment: python -m controller; the
+# rendezvous store's StatefulSet: python -m jobs.elastic.store_server).
 IMAGE_COMPONENTS = {("Job", "data-prep"), ("Job", "evaluation"), CONTROLLER, STORE}
 TAG_PINNED_IMAGE: list[tuple[str, str]] = [
     ("CKV_K8S_43", "imageUri names a tag, not a digest: an image built and loaded into the cluster (kind load "

@@ -39,7 +39,9 @@ from jobs.elastic import torchrun_options
 
 EXIT_STOPPED_FROM_OUTSIDE = exit_codes.TERMINATED  # 143: retryable for the controller
 # A group re-formed this often this fast is not elastic churn (a preemption or a scale-up re-forms
-# it once): the rendezvous has more agents than it admits. Environment overrides for tests.
+# it once): its workers keep failing and torchrun keeps restarting them (a high --max_restarts, as
+# Spot runs need), or an agent keeps joining and leaving. Surplus agents do not churn it: torch's
+# dynamic rendezvous keeps them as spares (review rdzv-1 item 7). Environment overrides for tests.
 MAX_REFORMATIONS = int(os.environ.get("JOBS_AGENT_MAX_REFORMATIONS", "10"))
 REFORMATION_WINDOW_SECONDS = float(os.environ.get("JOBS_AGENT_REFORMATION_WINDOW_SECONDS", "600"))
 _POLL_SECONDS = 0.2
@@ -170,8 +172,8 @@ def _wait(torchrun: subprocess.Popen, notice: Path) -> tuple[int, int | None]:
         watch.observe(_children(torchrun.pid), time.monotonic())
         if watch.too_many():
             line = (f"jobs.elastic.agent: the worker group re-formed more than {watch.limit} times in "
-                    f"{watch.window:g} s: more agents joined this rendezvous than its --nnodes admits (or one "
-                    f"keeps joining and leaving); stopping, exiting {exit_codes.CANNOT_CONTINUE}")  # fmt: skip
+                    f"{watch.window:g} s: its workers keep failing (their errors are above in this log) or an agent "
+                    f"keeps joining and leaving the rendezvous; stopping, exiting {exit_codes.CANNOT_CONTINUE}")  # fmt: skip
             print(line, file=sys.stderr, flush=True)
             termination.write_termination_message(line)
             _stop(torchrun)

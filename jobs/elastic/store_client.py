@@ -18,7 +18,8 @@ answer it raises StoreUnavailable, with one line naming the store, and every lat
 at once: jobs.elastic.torchrun turns it into the retryable exit 138.
 
 `recovered()` tells the rendezvous backend, once, that the store answers again after an outage or
-a stall: no heartbeat could be written meanwhile (jobs/elastic/rendezvous.py).
+a stall, and when it last answered before it: no heartbeat could be written meanwhile, so the
+backend renews those that were fresh then (jobs/elastic/rendezvous.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import torch.distributed as dist
@@ -97,15 +98,18 @@ class ReconnectingStore(dist.Store):
     """A TCPStore client that connects again after its server went away (see the module docstring)."""
 
     def __init__(self, host: str, port: int, read_timeout: timedelta, outage: Outage,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep,
+                 wall_clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
         super().__init__()
         self.host, self.port = host, port
         self._read_timeout = read_timeout
         self._outage = outage
         self._sleep = sleep
+        self._wall_clock = wall_clock  # heartbeats are wall-clock times (torch's _RendezvousState)
         self._client: dist.TCPStore | None = None
         self._lock = threading.Lock()  # guards the connection only: a blocking wait must not hold it
-        self._recovered = False
+        self._answered_at: datetime | None = None  # when the store last answered a call
+        self._recovered: datetime | None = None  # when it last answered before the outage it came back from
         self.set_timeout(read_timeout)  # `timeout` of this Store: what `wait` honours (PrefixStore sets it)
 
     # --- the connection -----------------------------------------------------------------------
@@ -125,6 +129,8 @@ class ReconnectingStore(dist.Store):
                 self._client = None
 
     def _call(self, operation: str, *args: Any) -> Any:
+        # Read before the call: another thread's call may end the same outage first and move it.
+        answered_before = self._answered_at
         while True:
             if self._outage.gave_up:
                 raise StoreUnavailable(self._outage.gave_up)
@@ -139,16 +145,25 @@ class ReconnectingStore(dist.Store):
                 failure = error
             else:
                 stalled = operation not in WAITING_OPERATIONS and time.monotonic() - started > STALL_SECONDS
-                if self._outage.end() or stalled:
-                    self._recovered = True
+                if (self._outage.end() or stalled) and answered_before is not None:
+                    # (A process that never reached the store before knows nothing of the time before.)
+                    self._note_recovery(answered_before)
+                self._answered_at = self._wall_clock()
                 return result
             self._drop(client)
             self._outage.note(failure)  # raises StoreUnavailable past the bound
             self._sleep(PROBE_SECONDS)
 
-    def recovered(self) -> bool:
-        """True once after each outage the store came back from."""
-        recovered, self._recovered = self._recovered, False
+    def _note_recovery(self, answered_before: datetime) -> None:
+        with self._lock:
+            if self._recovered is None or answered_before < self._recovered:
+                self._recovered = answered_before
+
+    def recovered(self) -> datetime | None:
+        """Once after each outage or stall the store came back from: when it last answered before it
+        (wall clock). None otherwise, and for a process that had not reached the store before."""
+        with self._lock:
+            recovered, self._recovered = self._recovered, None
         return recovered
 
     # --- torch.distributed.Store --------------------------------------------------------------

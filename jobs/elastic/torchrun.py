@@ -52,6 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except rendezvous.ArrivedAfterTheEnd as error:
         print(f"jobs.elastic.torchrun: {error}; exiting 0", file=sys.stderr, flush=True)
         return exit_codes.OK
+    except (rendezvous.ClosedWithoutFinishing, rendezvous.RejoinedAfterTheEnd) as error:
+        line = f"jobs.elastic.torchrun: {error}; exiting {exit_codes.CANNOT_CONTINUE}"
+        print(line, file=sys.stderr, flush=True)
+        termination.report_permanent(exit_codes.CANNOT_CONTINUE, line)
+        return exit_codes.CANNOT_CONTINUE
     except rendezvous.SpareNotAdmitted as error:
         line = f"jobs.elastic.torchrun: {error}; exiting {exit_codes.CANNOT_CONTINUE}"
         print(line, file=sys.stderr, flush=True)

@@ -73,8 +73,9 @@ def test_dev_in_us_west_2_skips_the_los_angeles_local_zone(dev):
 
 def test_controller_and_store_deployments_depend_on_the_node_group(dev):
     nodes = dev.one("eks:index:ManagedNodeGroup")["urn"]
-    deployments = dev.of_type("kubernetes:apps/v1:Deployment")
-    assert {d["inputs"]["metadata"]["name"] for d in deployments} == {"elasticjob-controller", "rendezvous-store"}
+    deployments = [*dev.of_type("kubernetes:apps/v1:Deployment"), *dev.of_type("kubernetes:apps/v1:StatefulSet")]
+    assert sorted((d["type"].rsplit(":", 1)[1], d["inputs"]["metadata"]["name"]) for d in deployments) == [
+        ("Deployment", "elasticjob-controller"), ("StatefulSet", "rendezvous-store")]
     for deployment in deployments:
         assert nodes in deployment["dependsOn"], deployment["name"]
 

@@ -99,7 +99,7 @@ def test_karpenter_row_is_the_chart_values_we_set():
 
 def test_our_deployments_rows_are_what_the_specs_render():
     rendered = {m["metadata"]["name"]: m for m in elastic.store_objects("ns", "trainer:1", "IfNotPresent")
-                if m["kind"] == "Deployment"}
+                if m["kind"] == "StatefulSet"}
     rendered.update({m["metadata"]["name"]: m for m in elastic.controller_objects("ns", "trainer:1", "efs-pvc")
                      if m["kind"] == "Deployment"})
     for name in (elastic.STORE_NAME, elastic.CONTROLLER_NAME):

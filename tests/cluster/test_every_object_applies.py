@@ -10,7 +10,7 @@ For each stack, on the tier's control plane (tests/cluster/conftest.py), as a de
   CEL rules, defaulting, and every admission plugin EKS enables (Pod Security among them) run;
 - every pod a workload will create (from its template, as its controller does) is dry-run created
   in its namespace: Pod Security admission judges pods, not the Deployments or Jobs around them, so
-  a worker refused by `enforce` only shows here. The Jobs' and Deployments' own controllers create
+  a worker refused by `enforce` only shows here. The Jobs', Deployments' and StatefulSet's own controllers create
   their pods for real too, and none may report FailedCreate;
 - read back, each object holds every field that was sent, unchanged (a field pruned or rewritten by
   the server would be a diff on every `pulumi preview`), and applying it again changes nothing.
@@ -101,12 +101,12 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
         changed = [ref(before) for before, after in zip(live, again) if _as_applied(after) != _as_applied(before)]
         assert not changed, f"applying the same objects again would change: {changed}"
 
-        # The real Job and ReplicaSet controllers create the pods (no node is needed for that).
-        controlled = [o for o in objects if o["kind"] in ("Deployment", "Job")]
+        # The real Job, ReplicaSet and StatefulSet controllers create the pods (no node is needed for that).
+        controlled = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet", "Job")]
 
         def pods_created() -> bool:
             status = [o.get("status") or {} for o in get(plane, controlled)]
-            return all(s.get("replicas", 0) >= (o["spec"].get("replicas", 1)) if o["kind"] == "Deployment"
+            return all(s.get("replicas", 0) >= (o["spec"].get("replicas", 1)) if o["kind"] in ("Deployment", "StatefulSet")
                        else s.get("active", 0) + s.get("succeeded", 0) >= 1 for o, s in zip(controlled, status))
         wait_until(f"the pods of {[ref(o) for o in controlled]}", pods_created, timeout=60)
         for namespace in sorted({o["metadata"]["namespace"] for o in controlled}):

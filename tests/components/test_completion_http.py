@@ -161,7 +161,7 @@ class FakeApiServer(ThreadingHTTPServer):
         self.logs = logs
         self.nodes: list | tuple = []  # GET /api/v1/nodes: the items, or (status, body) to refuse
         self.jobs: dict[str, dict] = {}  # batch/v1 Jobs by name (GET, PATCH)
-        self.deployments: dict[str, dict] = {}  # apps/v1 Deployments by name (GET): the rendezvous store's, for rendezvous_health
+        self.statefulsets: dict[str, dict] = {}  # apps/v1 StatefulSets by name (GET): the rendezvous store's, for rendezvous_health
         self.patches: list[tuple[str, dict]] = []  # (Content-Type, body) of every PATCH
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
@@ -221,11 +221,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.server.patches.append((self.headers["Content-Type"], patch))
                     job["spec"].update(patch.get("spec", {}))
                 return self._send(200, job)
-            deployment = url.path.removeprefix(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/")
-            if method == "GET" and deployment != url.path:
-                if deployment not in self.server.deployments:
-                    return self._send(404, _status(404, "NotFound", f'deployments.apps "{deployment}" not found'))
-                return self._send(200, self.server.deployments[deployment])
+            statefulset = url.path.removeprefix(f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets/")
+            if method == "GET" and statefulset != url.path:
+                if statefulset not in self.server.statefulsets:
+                    return self._send(404, _status(404, "NotFound", f'statefulsets.apps "{statefulset}" not found'))
+                return self._send(200, self.server.statefulsets[statefulset])
             if method == "GET" and url.path == "/api/v1/nodes":
                 if isinstance(self.server.nodes, tuple):  # (status, body): a refusal such as 403
                     return self._send(*self.server.nodes)
@@ -303,9 +303,9 @@ def test_the_real_reader_authenticates_with_the_exec_plugin_and_refreshes_the_to
     tokens = [token for _, _, _, token in server.requests]
     assert None not in tokens  # every request carried a valid bearer token
     paths = [path for _, path, _, _ in server.requests]
-    # ... and the rendezvous store's Deployment (infra/components/rendezvous_health.py), which this server does not have
+    # ... and the rendezvous store's StatefulSet (infra/components/rendezvous_health.py), which this server does not have
     assert paths == [ELASTICJOB_PATH, f"/api/v1/namespaces/{NAMESPACE}/pods", f"/api/v1/namespaces/{NAMESPACE}/events",
-                     f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/rendezvous-store"] * 2
+                     f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets/rendezvous-store"] * 2
     # The plugin ran at load and once more when the first token was about to expire; the server saw both.
     assert tokens == ["k8s-aws-v1.token-1"] * 4 + ["k8s-aws-v1.token-2"] * 4
     assert len(token_log.read_text().splitlines()) == 2

@@ -1,11 +1,11 @@
-"""The training wait reads the rendezvous store's Deployment through the real Kubernetes client against
+"""The training wait reads the rendezvous store's StatefulSet through the real Kubernetes client against
 the HTTPS test server of test_completion_http.py: a store that went away and came back leaves the
 run running; one that stays away fails it, in one line that names the store.
 
-Shapes, as the API server returns them: the store's Deployment is the one the stack renders
-(infra/specs/elastic.py), with the status the Deployment controller writes (apps/v1
-DeploymentStatus: readyReplicas absent while no pod is ready, unavailableReplicas, the Available
-condition); the store's pod is Pending with the PodScheduled=False condition kube-scheduler sets, whose
+Shapes, as the API server returns them: the store's StatefulSet is the one the stack renders
+(infra/specs/elastic.py), with the status the StatefulSet controller writes (apps/v1
+StatefulSetStatus: readyReplicas and availableReplicas absent while no pod is ready, the revisions);
+the store's pod (ordinal 0) is Pending with the PodScheduled=False condition kube-scheduler sets, whose
 message, when no node has room for it (every system node full or gone), carries the noderesources
 plugin's reason "Insufficient memory" in the scheduler's "0/N nodes are available: ..." form; a worker
 that gives up on the store (jobs/elastic/torchrun.py) leaves a failed pod whose worker exited 138,
@@ -27,23 +27,21 @@ NO_ROOM = "0/2 nodes are available: 2 Insufficient memory."
 
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
-STORE_POD = "rendezvous-store-6f7c9d8b5-x2k4q"
+STORE_POD = "rendezvous-store-0"
 
 
-def store_deployment(ready: bool) -> dict:
-    deployment = copy.deepcopy({o["kind"]: o for o in elastic.store_objects(NAMESPACE, IMAGE, "IfNotPresent")}["Deployment"])
-    deployment["metadata"].update(uid="store-uid", generation=1, resourceVersion="900")
-    available = {"type": "Available", "status": "True" if ready else "False",
-                 "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
-                 "message": "Deployment has minimum availability." if ready else "Deployment does not have minimum availability.",
-                 "lastUpdateTime": "2026-11-22T03:10:00Z", "lastTransitionTime": "2026-11-22T03:10:00Z"}
-    deployment["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "conditions": [available],
-                            **({"readyReplicas": 1, "availableReplicas": 1} if ready else {"unavailableReplicas": 1})}
-    return deployment
+def store_statefulset(ready: bool) -> dict:
+    statefulset = copy.deepcopy({o["kind"]: o for o in elastic.store_objects(NAMESPACE, IMAGE, "IfNotPresent")}["StatefulSet"])
+    statefulset["metadata"].update(uid="store-uid", generation=1, resourceVersion="900")
+    # apps/v1 StatefulSetStatus: readyReplicas and availableReplicas are left out when zero.
+    statefulset["status"] = {"observedGeneration": 1, "replicas": 1, "currentReplicas": 1, "updatedReplicas": 1,
+                             "currentRevision": "rendezvous-store-5d4f8c7b9", "updateRevision": "rendezvous-store-5d4f8c7b9",
+                             "collisionCount": 0, **({"readyReplicas": 1, "availableReplicas": 1} if ready else {})}
+    return statefulset
 
 
 def pending_store_pod() -> dict:
-    template = store_deployment(False)["spec"]["template"]
+    template = store_statefulset(False)["spec"]["template"]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": STORE_POD, "namespace": NAMESPACE, "uid": "store-pod",
                          "labels": template["metadata"]["labels"]},
@@ -62,16 +60,16 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
     start, _ = cluster_env
     workers = [_pod(0, "Running"), _pod(1, "Running")]
     server, kubeconfig = start([RUNNING], workers, [])
-    server.deployments[elastic.STORE_NAME] = store_deployment(ready=True)
+    server.statefulsets[elastic.STORE_NAME] = store_statefulset(ready=True)
     clock = Clock()
 
     def store_gone():
-        server.deployments[elastic.STORE_NAME] = store_deployment(ready=False)
+        server.statefulsets[elastic.STORE_NAME] = store_statefulset(ready=False)
         server.pods.append(pending_store_pod())
         server.pods.extend(gave_up_pods(2))  # away past the workers' own bound: they gave up once
 
     def store_back():
-        server.deployments[elastic.STORE_NAME] = store_deployment(ready=True)
+        server.statefulsets[elastic.STORE_NAME] = store_statefulset(ready=True)
         server.pods.remove(next(p for p in server.pods if p["metadata"]["name"] == STORE_POD))
 
     clock.at(60, store_gone)
@@ -83,7 +81,7 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
 
     assert verdict.state == "succeeded", verdict.message
     assert not [r for r in server.requests if r[0] == "DELETE"]  # the run was never stopped
-    store_reads = [r for r in server.requests if r[1].endswith(f"/deployments/{elastic.STORE_NAME}")]
+    store_reads = [r for r in server.requests if r[1].endswith(f"/statefulsets/{elastic.STORE_NAME}")]
     assert store_reads and all(r[3] for r in store_reads)  # read with the same credentials as the job
 
 
@@ -91,7 +89,7 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
     start, _ = cluster_env
     server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_store_pod(), *gave_up_pods(2)],
                                [])
-    server.deployments[elastic.STORE_NAME] = store_deployment(ready=False)
+    server.statefulsets[elastic.STORE_NAME] = store_statefulset(ready=False)
     clock = Clock()
 
     verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
@@ -100,7 +98,7 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
     assert verdict.state == "failed"
     first_line = verdict.message.splitlines()[0]
     assert first_line == (
-        f"ElasticJob {NAMESPACE}/{NAME}: the rendezvous store rendezvous-store:29400 (Deployment {NAMESPACE}/rendezvous-store) "
+        f"ElasticJob {NAMESPACE}/{NAME}: the rendezvous store rendezvous-store:29400 (StatefulSet {NAMESPACE}/rendezvous-store) "
         f"has had no ready pod for 15 minutes (pod {STORE_POD} Pending: {NO_ROOM}); workers gave up on it "
         f"(exit 138) 2 times; the workers cannot form a group without it. The ElasticJob {NAMESPACE}/{NAME} was "
         f"deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
@@ -111,6 +109,19 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
     store_pods = [r for r in server.requests if r[1].endswith("/pods")
                   and r[2].get("labelSelector") == "app.kubernetes.io/name=rendezvous-store"]
     assert store_pods  # the reason comes from the store's own pod
+
+
+def test_a_store_pod_on_a_node_that_stopped_answering_is_named_with_its_node():
+    """Review rdzv-1 item 3: the store's pod is no longer evicted from such a node (it would only stay
+    Terminating), so the wait names the node and what ends it: the Node's deletion."""
+    pod = pending_store_pod()
+    pod["spec"]["nodeName"] = "ip-10-0-1-5.ec2.internal"
+    # what the node lifecycle controller leaves on the pod of a NotReady node (MarkPodsNotReady)
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    state = rendezvous_health.store_state(store_statefulset(ready=False), [pod])
+    assert state == rendezvous_health.StoreState(False, f"pod {STORE_POD} Running: not ready on node ip-10-0-1-5.ec2.internal "
+                                                        "(if that node stopped answering, a new store pod starts once the "
+                                                        "Node is deleted; docs/troubleshooting.md)")
 
 
 def test_the_store_check_counts_only_the_workers_138_exits():

@@ -103,9 +103,10 @@ def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(store_
     waiting agent, again and again (17 rounds in 200 s, issue 32); jobs.elastic.agent stops an agent
     whose group re-forms more than JOBS_AGENT_MAX_REFORMATIONS times (exit 3). torch's dynamic
     rendezvous (issue 31) does not churn: the round closes at 2, and the other two wait as spares
-    (its redundancy list) until the run is over, when torch's launcher would crash on them (exit 1,
-    jobs.elastic.rendezvous SpareNotAdmitted); they end with one line each, exit 3, and the two
-    in the group finish."""
+    (its redundancy list) until the run is over, when torch's launcher would crash on them (exit 1).
+    The two in the group finish; the spares end with one line each and exit 0, as the run they
+    waited for finished (review rdzv-1 item 4: they exited 3, SpareNotAdmitted, which fails their
+    indexes beside the finished ones)."""
     script = tmp_path / "worker.py"
     script.write_text("import time; print('worker up', flush=True); time.sleep(15)")
     flags = cluster_style_torchrun_flags(store_server.endpoint, "surplus", nnodes="2:2")
@@ -115,13 +116,12 @@ def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(store_
     run_torchrun_jobs([job], deadline_seconds=240)
     results = job.results()
     assert not any(result.timed_out for result in results), [result.log[-2000:] for result in results]
-    stopped = [result for result in results if result.returncode == exit_codes.CANNOT_CONTINUE]
-    assert stopped and all(result.returncode in (0, exit_codes.CANNOT_CONTINUE) for result in results), \
-        [(result.returncode, result.log[-1500:]) for result in results]  # fmt: skip
-    assert [result.returncode for result in results].count(0) == 2, [result.returncode for result in results]
-    for result in stopped:  # jobs.elastic.torchrun's line, which jobs.elastic.agent repeats as it stops
+    assert [result.returncode for result in results] == [0] * 4, [(result.returncode, result.log[-1500:]) for result in results]
+    spares = [result for result in results if "worker up" not in result.log]
+    assert len(spares) == 2, [result.log[-1500:] for result in results]
+    for result in spares:
         said = [line for line in result.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
-        assert len(said) == 1 and "waited as a spare" in said[0] and "--nnodes" in said[0], result.log[-2000:]
+        assert len(said) == 1 and "waited as a spare" in said[0] and said[0].endswith("exiting 0"), result.log[-2000:]
 
 
 def test_an_agent_that_arrives_after_its_group_finished_exits_0_with_one_line(store_server, tmp_path):
@@ -141,3 +141,24 @@ def test_an_agent_that_arrives_after_its_group_finished_exits_0_with_one_line(st
     said = [line for line in late.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
     assert len(said) == 1 and "was closed before this node joined it" in said[0] and said[0].endswith("exiting 0"), late.log[-2000:]
     assert "Traceback" not in late.log and "worker up" not in late.log
+
+
+def test_a_group_whose_workers_keep_failing_is_stopped_with_a_line_that_says_so(tmp_path):
+    """Review rdzv-1 item 7: a worker that fails at once, under a --max_restarts as high as Spot runs
+    use, makes torchrun restart the group again and again; jobs.elastic.agent's re-formation bound
+    stops it (exit 3). Before, its line blamed "more agents joined this rendezvous than its --nnodes
+    admits", which torch's dynamic rendezvous no longer does (surplus agents wait as spares)."""
+    script = tmp_path / "worker.py"
+    script.write_text("import sys, time; print('worker up', flush=True); time.sleep(1); sys.exit(1)")
+    termination_log = tmp_path / "termination-log"
+    termination_log.write_text("")
+    result = agent("--standalone", "--nproc_per_node=1", "--max_restarts=50", "--monitor-interval=0.1", str(script),
+                   JOBS_AGENT_MAX_REFORMATIONS="2", JOBS_AGENT_REFORMATION_WINDOW_SECONDS="600",
+                   JOBS_TERMINATION_LOG=str(termination_log), timeout=240)  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == exit_codes.CANNOT_CONTINUE, output[-3000:]
+    said = [line for line in output.splitlines() if line.startswith("jobs.elastic.agent:")]
+    assert said == [termination_log.read_text().strip()], output[-3000:]
+    assert "re-formed more than 2 times in 600 s: its workers keep failing" in said[0], said
+    assert "--nnodes" not in said[0], said
+    assert 3 <= output.count("worker up") < 50, output[-3000:]  # stopped long before --max_restarts

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 import time
 import uuid
-from base64 import b64decode
-from datetime import timedelta
+from base64 import b64decode, b64encode
+from datetime import datetime, timedelta, timezone
 
 import pytest
 import torch.distributed as dist
@@ -22,6 +23,7 @@ from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import create_
 from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as torch_create_handler
 from torchrun_harness import StoreServer
 
+from infra.components.scheduling import CAPACITY_WAIT_SECONDS
 from jobs.elastic import rendezvous
 from jobs.elastic import store_client
 
@@ -188,10 +190,55 @@ def test_a_normal_shutdown_closes_the_rendezvous_as_torch_does(store, run_id, ha
     assert stored_state(store, run_id).closed and handler.is_closed()
 
 
+def test_a_store_restarted_between_the_record_and_the_close_still_says_the_run_finished(store, run_id, handlers):
+    """Review rdzv-1 item 5: the finishing agent records RunEnd, the store restarts empty, then its
+    close puts its state back, closed. Before: the record was gone with the old store, so a late
+    agent found a rendezvous closed without one (ClosedWithoutFinishing: exit 3 after a finished run).
+    Now the closed state carries the record, and the late agent arrived after the end (exit 0)."""
+    finisher = ours(store, run_id, handlers)
+    finisher.next_rendezvous()
+    record_end = finisher._run_backend.record_end
+
+    def record_then_lose_the_store(end):
+        record_end(end)
+        store.restart()  # the store pod replaced: empty
+
+    finisher._run_backend.record_end = record_then_lose_the_store
+    assert finisher.shutdown() is True
+    assert stored_state(store, run_id).closed
+    late = ours(store, run_id, handlers)
+    with pytest.raises(rendezvous.ArrivedAfterTheEnd, match=r"has finished \(node 127\.0\.0\.1_.*round 0"):
+        late.next_rendezvous()
+
+
+def test_a_node_that_re_joins_after_its_group_finished_did_not_finish(store, run_id, handlers):
+    """Review rdzv-1 item 9a: nodes A and B train in round 0 (--nnodes=2:2); B's workers finish, B
+    records RunEnd and closes; A's workers then fail (rank 0's final save, say, outlasting B's exit
+    barrier) and torch's agent re-joins. Before: "arrived after the end", exit 0, as if A's workers had
+    finished. Now RejoinedAfterTheEnd (jobs.elastic.torchrun: exit 3), naming A's round."""
+    a, b = (ours(store, run_id, handlers, min_nodes=2, max_nodes=2) for _ in range(2))
+    rounds = {}
+    threads = [threading.Thread(target=lambda h=h, n=n: rounds.__setitem__(n, h.next_rendezvous())) for n, h in (("a", a), ("b", b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(rounds) == ["a", "b"] and rounds["a"].world_size == 2, rounds
+    assert b.shutdown() is True  # B's run finished: RunEnd, then torch's close
+    with pytest.raises(rendezvous.RejoinedAfterTheEnd, match=r"re-joined it after its workers of round 0 stopped"):
+        a.next_rendezvous()
+    late = ours(store, run_id, handlers, min_nodes=2, max_nodes=2)
+    with pytest.raises(rendezvous.ArrivedAfterTheEnd):  # a node that never trained in it: still 0
+        late.next_rendezvous()
+
+
 def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(store, run_id, handlers):
     handler = rendezvous.create_handler(RendezvousParameters(rendezvous.BACKEND, store.endpoint, run_id, 1, 1))
     handlers.append(handler)
     settings = handler.settings
+    # Survivors wait for a replacement at least as long as it may take to come (issue 36 item 4):
+    # the Job controller's longest re-creation delay, then the training wait's bound on a pending worker.
+    assert settings.timeout.join == timedelta(seconds=600 + CAPACITY_WAIT_SECONDS) == timedelta(minutes=40)
     assert (settings.timeout.last_call, settings.keep_alive_interval, settings.keep_alive_max_attempt) == (
         timedelta(seconds=rendezvous.DEFAULTS["last_call_timeout"]),
         timedelta(seconds=rendezvous.DEFAULTS["keep_alive_interval"]), rendezvous.DEFAULTS["keep_alive_max_attempt"])
@@ -199,3 +246,38 @@ def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(
     assert os.environ[rendezvous.SHARE_STORE_VARIABLE] == "1"  # fact 10
     with pytest.raises(ValueError, match="keep_alive_interval=0: must be a whole number of seconds above 0"):
         ours(store, run_id, handlers, keep_alive_interval=0)
+
+
+def test_after_a_stall_only_the_heartbeats_of_nodes_alive_before_it_are_renewed(store, run_id, handlers):
+    """Issue 36 item 7. Before, every heartbeat in the state was renewed as of the store's return, so a
+    node that was dead before the stall (its heartbeat stale, not yet dropped) came back as a participant
+    for another keep_alive_interval x keep_alive_max_attempt. Now only those fresh when the store last
+    answered are renewed."""
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc
+
+    handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=2)
+    handler.next_rendezvous()
+    handler._stop_heartbeats()  # this test writes the state itself
+    client = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=5))
+    key = f"torch.rendezvous.{run_id}"
+    value = client.compare_set(key, rendezvous.MISSING, rendezvous.MISSING)
+    state = pickle.loads(b64decode(value))
+    now = datetime.now(timezone.utc)
+    dead = _NodeDesc("10.0.0.9", 1, 0)
+    state.participants[dead] = 1
+    state.last_heartbeats[dead] = now - timedelta(seconds=60)
+    state.last_heartbeats[handler._this_node] = now
+    planted = b64encode(pickle.dumps(state))
+    assert client.compare_set(key, value, planted) == planted
+    backend = handler._run_backend
+    backend.get_state()  # the store answers: the time before the stall
+    os.kill(store.process.pid, signal.SIGSTOP)
+    resume = threading.Timer(3, os.kill, (store.process.pid, signal.SIGCONT))
+    resume.start()
+    try:
+        backend.get_state()  # waits through the stall; the store answers again after 3 s
+    finally:
+        resume.join()
+    after = stored_state(store, run_id)
+    assert after.last_heartbeats[handler._this_node] > now + timedelta(seconds=2)  # renewed
+    assert after.last_heartbeats[dead] == now - timedelta(seconds=60)  # dead before the stall: left as it was

@@ -318,7 +318,7 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     assert watch.problem(down, pods, 0) is None
     verdict = watch.problem(down, pods, rendezvous_health.STORE_DOWN_SECONDS)
     gave_up = codes.count(EXIT_STORE_UNAVAILABLE)
-    assert verdict.startswith("the rendezvous store rendezvous-store:29400 (Deployment training/rendezvous-store)")
+    assert verdict.startswith("the rendezvous store rendezvous-store:29400 (StatefulSet training/rendezvous-store)")
     assert f"workers gave up on it (exit 138) {gave_up} times" in verdict and "\n" not in verdict
     print(f"\ngone: agents gave up {first_exit - run.killed_at:.1f} s after the store died (bound {BOUND_SECONDS} s); "
           f"training resumed {resumed[0]['time'] - run.back_at:.1f} s after its return, from epoch "

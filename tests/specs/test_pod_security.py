@@ -53,7 +53,7 @@ def test_worker_pods_keep_their_seccomp_profile_so_the_namespace_enforces_restri
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_pod_the_api_server_creates_passes_restricted(synth_stack, stack):
     synth = synth_stack(stack)
-    owners = [m for m in synth.manifests if m["kind"] in ("Deployment", "Job")]
+    owners = [m for m in synth.manifests if m["kind"] in ("Deployment", "StatefulSet", "Job")]
     names = {m["metadata"]["name"] for m in owners}
     assert {elastic_specs.STORE_NAME, elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {"prep-", "eval-"}, names
     for obj in owners:

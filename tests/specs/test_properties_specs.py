@@ -214,7 +214,7 @@ def test_the_controller_runs_from_the_training_image_and_reads_the_shared_volume
 def test_each_deployment_selects_its_own_pods_and_they_meet_the_restricted_level(objects):
     from pod_security import violations
 
-    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (deployment,) = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet")]
     template = deployment["spec"]["template"]
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert selector.items() <= template["metadata"]["labels"].items()

@@ -1,6 +1,6 @@
 """The rendezvous store (issue 31): the training image's jobs.elastic.store_server in one pod with no volume, so
-any system node in any zone can run it; its own priority, a disruption budget, Recreate (never two
-stores behind the Service), fast probes. Strict validity of the objects: test_manifests_valid.py;
+any system node in any zone can run it; its own priority, a disruption budget, a StatefulSet of one
+(never two stores at once: tests/cluster/test_store_never_twice.py shows it), fast probes. Strict validity of the objects: test_manifests_valid.py;
 the reviewed whole: tests/golden/platform-objects.yaml."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _store(namespace: str = "ml") -> dict[str, dict]:
 
 def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_node():
     objects = _store()
-    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    pod = objects["StatefulSet"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == IMAGE and container["command"] == ["python", "-m", "jobs.elastic.store_server"]
     assert container["args"] == ["--host=0.0.0.0", f"--port={elastic.STORE_PORT}"]
@@ -30,12 +30,18 @@ def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_no
     assert "nodeSelector" not in pod and "affinity" not in pod
     assert objects["Service"]["spec"]["ports"][0]["port"] == elastic.STORE_PORT == rendezvous.DEFAULT_PORT
     assert elastic.rendezvous_endpoint() == f"{elastic.STORE_NAME}:{elastic.STORE_PORT}"
-    # two stores behind one Service would let the agents form two groups
-    assert objects["Deployment"]["spec"]["strategy"] == {"type": "Recreate"} and objects["Deployment"]["spec"]["replicas"] == 1
+    # two stores at once would let the agents form two groups: one pod of a StatefulSet, which starts its
+    # ordinal again only once the old pod is gone (a Deployment does not wait: upstream-facts-4 fact 10)
+    assert "Deployment" not in objects and objects["StatefulSet"]["spec"]["replicas"] == 1
+    assert objects["StatefulSet"]["spec"]["serviceName"] == objects["Service"]["metadata"]["name"]
+    assert objects["StatefulSet"]["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
+    # a broken store pod does not block the fixed template (review rdzv-1 item 1: OrderedReady does)
+    assert objects["StatefulSet"]["spec"]["podManagementPolicy"] == "Parallel"
     assert pod["securityContext"]["runAsUser"] == elastic.STORE_UID == 10001  # the image's user (images/Dockerfile)
-    # off a dead node in 30 s (not the admission default of 300 s): the workers wait for it meanwhile
-    assert sorted((t["key"], t["effect"], t["tolerationSeconds"]) for t in pod["tolerations"]) == [
-        ("node.kubernetes.io/not-ready", "NoExecute", 30), ("node.kubernetes.io/unreachable", "NoExecute", 30)]
+    # kept on a node that stops answering, without end (review rdzv-1 item 3): an eviction there moves nothing
+    # (the StatefulSet waits for the pod to be gone) and kills the store of a node that comes back
+    assert sorted((t["key"], t["effect"], t.get("tolerationSeconds")) for t in pod["tolerations"]) == [
+        ("node.kubernetes.io/not-ready", "NoExecute", None), ("node.kubernetes.io/unreachable", "NoExecute", None)]
 
 
 def test_the_workers_name_our_backend_after_the_controller_s_etcd():
@@ -45,7 +51,7 @@ def test_the_workers_name_our_backend_after_the_controller_s_etcd():
 
 
 def test_the_store_runs_above_the_workloads_with_a_class_of_its_own():
-    pod = _store()["Deployment"]["spec"]["template"]["spec"]
+    pod = _store()["StatefulSet"]["spec"]["template"]["spec"]
     klass = rendezvous_store.priority_class()
     assert pod["priorityClassName"] == klass["metadata"]["name"] == "elastic-training-rendezvous"
     # not system-cluster-critical (kube-system only); user classes stop at one billion
@@ -56,7 +62,7 @@ def test_the_store_runs_above_the_workloads_with_a_class_of_its_own():
 def test_the_budget_holds_the_store_and_nothing_else():
     objects = _store()
     budget = objects["PodDisruptionBudget"]
-    template_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    template_labels = objects["StatefulSet"]["spec"]["template"]["metadata"]["labels"]
     selector = budget["spec"]["selector"]["matchLabels"]
     assert selector.items() <= template_labels.items()
     assert budget["spec"]["minAvailable"] == 1
@@ -68,7 +74,7 @@ def test_the_budget_holds_the_store_and_nothing_else():
 
 
 def test_probes_make_a_new_store_ready_within_seconds():
-    (container,) = _store()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    (container,) = _store()["StatefulSet"]["spec"]["template"]["spec"]["containers"]
     assert container["startupProbe"]["periodSeconds"] == 1
     assert container["readinessProbe"]["periodSeconds"] <= 2
     assert container["readinessProbe"]["tcpSocket"] == {"port": elastic.STORE_PORT}
@@ -81,10 +87,10 @@ def test_eks_has_no_volume_for_the_store_and_no_ebs_driver(dev):
                 and m["metadata"]["name"].startswith(("etcd", "rendezvous"))]
     assert not [a for a in dev.of_type("aws:eks/addon:Addon") if "ebs" in a["inputs"]["addonName"]]
     assert not [r for r in dev.of_type("aws:iam/role:Role") if "ebs" in r["name"]]
-    store = dev.one("kubernetes:apps/v1:Deployment", "elastic-store-deployment")
+    store = dev.one("kubernetes:apps/v1:StatefulSet", "elastic-store-statefulset")
     assert dev.one("kubernetes:scheduling.k8s.io/v1:PriorityClass")["urn"] in store["dependsOn"]
     # the store runs the image the stack pushed, by digest
-    (container,) = dev.manifest("Deployment", elastic.STORE_NAME)["spec"]["template"]["spec"]["containers"]
+    (container,) = dev.manifest("StatefulSet", elastic.STORE_NAME)["spec"]["template"]["spec"]["containers"]
     assert "@sha256:" in container["image"]
     # the budget would fail a node-group update after 15 minutes; forced, the update moves the store last
     assert dev.one("eks:index:ManagedNodeGroup")["inputs"]["forceUpdateVersion"] is True
@@ -94,6 +100,6 @@ def test_an_existing_cluster_runs_the_store_from_the_image_uri_with_no_claim(syn
     local = synth_stack("local")
     assert [m["metadata"]["name"] for m in local.manifests if m["kind"] == "PersistentVolumeClaim"
             and m["metadata"]["name"].startswith(("etcd", "rendezvous"))] == []
-    (container,) = local.manifest("Deployment", elastic.STORE_NAME)["spec"]["template"]["spec"]["containers"]
+    (container,) = local.manifest("StatefulSet", elastic.STORE_NAME)["spec"]["template"]["spec"]["containers"]
     assert container["image"] == load_settings(read_stack_file("local"), "local").image_uri
     assert local.manifest("PriorityClass")["metadata"]["name"] == rendezvous_store.PRIORITY_CLASS

@@ -151,7 +151,7 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     platform = {dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
                 dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"]}
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-controller-deployment-elasticjob-controller")["urn"])
-    platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-store-deployment")["urn"])
+    platform.add(dev.one("kubernetes:apps/v1:StatefulSet", "elastic-store-statefulset")["urn"])
     platform.add(dev.one("aws:eks/addon:Addon", "storage-efs-csi-driver")["urn"])
     assert platform <= set(prep["dependsOn"])
     assert {prep["urn"]} | platform <= set(training["dependsOn"])
@@ -257,7 +257,7 @@ def _pod_templates(synth) -> dict[str, dict]:
     templates = {}
     for obj in synth.manifests:
         spec = obj.get("spec", {})
-        if obj["kind"] in ("Job", "Deployment"):
+        if obj["kind"] in ("Job", "Deployment", "StatefulSet"):
             templates[f"{obj['kind']}/{obj['metadata']['name']}"] = spec["template"]
         elif obj["kind"] == "ElasticJob":
             templates[f"ElasticJob/{obj['metadata']['name']}"] = spec["replicaSpecs"]["Worker"]["template"]
