@@ -143,3 +143,22 @@ def test_the_stack_passes_a_precision_other_than_auto_and_refuses_gpu_arithmetic
     cpu_stack = {**read_stack_file("dev"), "elastic-training:precision": "bf16"}  # dev: c5 nodes, no GPU
     with pytest.raises(ConfigError, match="precision.*needs a GPU stack .*use auto or fp32"):
         load_settings(cpu_stack, "dev")
+
+
+def test_p5_workers_launch_in_one_zone_and_g5_workers_in_every_zone(p5, g5):
+    """EFA traffic can't cross Availability Zones (EC2 User Guide, EFA limitations)."""
+    def zones(synth):
+        requirements = synth.manifest("NodePool")["spec"]["template"]["spec"]["requirements"]
+        (zone,) = [r["values"] for r in requirements if r["key"] == "topology.kubernetes.io/zone"]
+        return zone
+
+    assert len(zones(p5)) == 1 and len(zones(g5)) == 2 and zones(p5)[0] == zones(g5)[0]
+
+
+def test_the_efa_image_pins_and_checks_the_installer_and_fails_without_the_plugin():
+    dockerfile = (Path(__file__).resolve().parents[1] / "images" / "efa.Dockerfile").read_text()
+    assert "ARG EFA_INSTALLER_VERSION=1.47.0" in dockerfile  # the guide's latest stable, not `latest`
+    # AWS's signing key, as the EC2 User Guide prints its fingerprint (spaces removed).
+    assert "ARG EFA_KEY_FINGERPRINT=4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC" in dockerfile
+    assert "gpg --batch --verify" in dockerfile and "./efa_installer.sh -y --skip-kmod" in dockerfile
+    assert 'test -n "${plugin}"' in dockerfile and 'test -n "${libfabric}"' in dockerfile
