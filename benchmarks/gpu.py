@@ -253,7 +253,8 @@ def main() -> None:
     print("\nceiling: the model alone on batches already on the device", flush=True)
     batches = [int(b) for b in args.ceiling_batches.split(",") if b]  # "": no ceiling table
     results["ceiling"] = ceiling_table(device, batches, args.ceiling_steps, warmup=max(3, args.ceiling_steps // 5))
-    torch.cuda.empty_cache() if device.type == "cuda" else None
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the pod path's workers are other processes: give them the memory back
 
     choices = {"auto": ["--precision", "auto"], "bf16": ["--precision", "bf16"], "tf32": ["--precision", "tf32"],
                "fp32": ["--precision", "fp32"], "fp32-128": ["--precision", "fp32", "--batch-size", "128"],
