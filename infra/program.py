@@ -10,8 +10,9 @@ from infra.components.addons import Addons, AddonsArgs
 from infra.components.artifacts import Artifacts, ArtifactsArgs, run_prefix
 from infra.components.capacity import WorkerCapacity, WorkerCapacityArgs
 from infra.components.cluster import Cluster, ClusterArgs
-from infra.config import EKS, PROJECT, ConfigError, Settings, is_gpu_stack
+from infra.config import EKS, PROJECT, ConfigError, Settings, efa_interfaces_per_node, is_gpu_stack
 from infra.components.device_plugin import DevicePlugin, DevicePluginArgs
+from infra.components.efa import Efa, EfaArgs
 from infra.components.elastic import Elastic, ElasticArgs
 from infra.components.elastic_controller import ElasticController, ElasticControllerArgs
 from infra.components.existing_cluster import ExistingCluster, ExistingClusterArgs, SharedVolume, SharedVolumeArgs
@@ -84,6 +85,9 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
     gpu_support = []
     if is_gpu_stack(settings):
         gpu_support.append(DevicePlugin("gpu", DevicePluginArgs(cluster.provider, capacity.node_pool)).daemonset)
+    if efa_interfaces_per_node(settings):
+        gpu_support.append(Efa("efa", EfaArgs(settings, cluster.provider, capacity.node_pool,
+                                              cluster.node_security_group_id)).daemonset)
     workloads = Workloads("workloads", WorkloadsArgs(
         settings, cluster.provider, cluster.kubeconfig, registry.workload_image_ref,
         oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer,

@@ -93,6 +93,13 @@ NVIDIA_NODE_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 # commit tagged v0.20.0).
 NVIDIA_DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 
+# EFA device plugin (GPU stacks whose instance type has EFA, infra/specs/efa.py): the image of
+# aws/eks-charts' chart stable/aws-efa-k8s-device-plugin at chart version v0.5.30, appVersion v0.5.20
+# (Chart.yaml and values.yaml `image.repository` / `image.tag` @ 5239609242f3430be50fb0b714a24d3ef2b47983;
+# the chart's last change, bfe91c4b, "add latest EFA instance types").
+EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.30"
+EFA_DEVICE_PLUGIN_IMAGE = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"
+
 # The torch wheel index the image is built from (images/Dockerfile, build argument TORCH_INDEX_URL).
 # CPU: PyTorch's CPU-only index (torch==2.13.0 there is 2.13.0+cpu). CUDA: PyPI, whose Linux x86-64
 # torch 2.13.0 wheel is the CUDA build: its metadata (read with `pip install --dry-run --report`

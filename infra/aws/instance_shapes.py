@@ -1,5 +1,5 @@
 """Every EC2 instance type offered for Linux, and what one instance has: vCPUs, memory, GPUs (count,
-manufacturer, model) and the architectures it runs. Known offline, so `synth`, `cost` and config
+manufacturer, model), the architectures it runs, and how many EFA interfaces it takes. Known offline, so `synth`, `cost` and config
 checks size any type a user names without asking AWS, and a misspelt one gets "did you mean".
 
 The table (infra/aws/data/ec2_shapes.csv, with its source in ec2_shapes_source.json) is EC2's own
@@ -36,6 +36,7 @@ class Shape:
     gpu_manufacturer: str | None     # NVIDIA, AMD, ...
     gpu: str | None                  # the model: H100, L4, ...
     architectures: tuple[str, ...]   # x86_64, arm64, i386
+    efa_interfaces: int = 0          # NetworkInfo.EfaInfo.MaximumEfaInterfaces (0: no EFA)
 
     @property
     def amd64(self) -> bool:
@@ -62,7 +63,8 @@ def table() -> dict[str, Shape]:
             raise ValueError(f"{shapes_build.SHAPES_FILE} must have the columns {', '.join(shapes_build.COLUMNS)}")
         return {row["InstanceType"]: Shape(vcpus=int(row["vCPUs"]), memory_mib=int(row["MemoryMiB"]),
                                            gpus=int(row["GPUs"]), gpu_manufacturer=row["GPUManufacturer"] or None,
-                                           gpu=row["GPU"] or None, architectures=tuple(row["Architectures"].split()))
+                                           gpu=row["GPU"] or None, architectures=tuple(row["Architectures"].split()),
+                                           efa_interfaces=int(row["EfaInterfaces"]))
                 for row in rows}
 
 

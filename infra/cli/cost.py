@@ -35,7 +35,8 @@ from infra import versions
 from infra.aws import instance_catalog, prices
 import math
 
-from infra.config import Settings
+from infra.config import Settings, is_gpu_stack
+from infra.specs import efa
 from infra.config.capacity import SPOT as SPOT_SETTING  # the config value "spot"
 
 ON_DEMAND, SPOT = "ON_DEMAND", "SPOT"
@@ -163,7 +164,9 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None, live:
     return {"hourlyUsd": hourly, "dailyUsd": round(hourly * 24, 6), "runHourlyUsd": run_hourly,
             "runMaxUsd": round(run_hourly * settings.job_timeout_minutes / 60, 6), "runMaxMinutes": settings.job_timeout_minutes,
             "capacityType": capacity, "items": items, "pricesFrom": _sources(live), "unpriced": [
-                i["what"] for i in items if i["unitUsd"] is None], "note": note}
+                i["what"] for i in items if i["unitUsd"] is None], "note": note,
+            # EFA or TCP (infra/specs/efa.py): EFA interfaces cost nothing of their own, the path is said here.
+            "interNode": efa.network_path(settings.node_instance_type, is_gpu_stack(settings))}
 
 
 def _sources(live: LivePrices | None) -> str:
@@ -240,6 +243,8 @@ def lines(cost_object: dict[str, Any], sources: bool = True, stack: str = "STACK
         out.append(f"  {what}: {unit} -> {hourly}")
         out.append(f"      source: {item['source'] if sources else short_source(item['source'])}")
     out.append(f"  prices from: {cost_object['pricesFrom']}")
+    if cost_object.get("interNode"):
+        out.append(f"  between worker nodes: {cost_object['interNode']}")
     if not sources:
         out.append(f"  the sources in full: elastic-training cost {stack} --sources")
     return out

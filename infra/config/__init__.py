@@ -25,13 +25,14 @@ from infra.config.keys import (ACCESS_MODES, CIFAR10_MD5, CIFAR10_URL, CLOUDWATC
                                RESERVED_NAMESPACES, TARGETS, ConfigKey)
 from infra.config.parsers import PARSERS, memory_mib
 from infra.config.capacity import CAPACITY_TYPES, ON_DEMAND, SPOT
-from infra.config.settings import (Settings, data_md5_for, gpus_per_node, image_variant, is_gpu_stack, load_settings,
-                                    worker_instance_types)
+from infra.config.settings import (Settings, data_md5_for, efa_interfaces_per_node, gpus_per_node, image_variant,
+                                   is_gpu_stack, load_settings, worker_instance_types)
 
 __all__ = [
     "ACCESS_MODES", "CIFAR10_MD5", "CIFAR10_URL", "CLOUDWATCH_LOG_RETENTION_DAYS", "CONFIG_KEYS", "CPU", "CUDA", "EKS",
     "EXISTING", "IMAGE_VARIANTS", "INSTANCE_TYPE", "KEYS_BY_NAME", "MAX_SYNTHETIC_PER_CLASS", "NCCL_SHM_MIN_MIB",
     "PARSERS", "PROJECT", "READ_WRITE_MANY", "READ_WRITE_ONCE", "RESERVED_NAMESPACES", "TARGETS", "ConfigError",
-    "ConfigKey", "Settings", "data_md5_for", "gpus_per_node", "image_pull_policy", "image_variant", "is_gpu_stack",
+    "ConfigKey", "Settings", "data_md5_for", "efa_interfaces_per_node", "gpus_per_node", "image_pull_policy",
+    "image_variant", "is_gpu_stack",
     "load_settings", "memory_mib", "pins_the_image", "CAPACITY_TYPES", "ON_DEMAND", "SPOT", "worker_instance_types",
 ]

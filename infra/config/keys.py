@@ -37,6 +37,10 @@ CLOUDWATCH_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365,
 MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
 DATA_URL = re.compile(r"^(https|s3)://[^/\s]+/\S+$")
 
+# jobs.training.runtime.PRECISIONS, which the worker accepts (infra does not import jobs: that would
+# load torch); tests/config/test_precision_key.py checks that the two agree.
+PRECISIONS = ("auto", "fp32", "tf32", "bf16")
+
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 
@@ -380,6 +384,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "work a preemption can cost.", _between(10, 86400)),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),
+    ConfigKey("precision", "precision", "string", "auto",
+              "Arithmetic of the training workers (jobs.training.train --precision): auto (bf16 autocast on a GPU "
+              "with bf16 units, TF32 on an older GPU, fp32 on the CPU), fp32, tf32 or bf16 (these two need a GPU "
+              "stack).", _one_of(PRECISIONS)),
     # A string key: the Pulumi CLI has no number type, and a string key still takes `minAccuracy: 0.3`
     # in a stack file and `pulumi config set minAccuracy 0.3` (the CLI passes both as the text "0.3").
     ConfigKey("minAccuracy", "min_accuracy", "string", "0.7",

@@ -53,6 +53,7 @@ def check_relations(v: dict[str, Any]) -> list[str]:
     own_training.check_own_training(v, p, EKS)
     _check_eks_image_by_digest(v)
     _check_gpu_worker_fits(v)
+    _check_precision(v)
     check_capacity(v)
     warnings = []
     # The nodes are the stack's own on eks; a GPU type is the node a GPU worker needs on any target.
@@ -123,6 +124,15 @@ def _check_image_variant(v: dict[str, Any]) -> None:
                                    "declare that the image holds a CUDA build of torch")
     if v["image_variant"] not in ("", wanted):
         raise ConfigError(key, v["image_variant"], f"must be {wanted} or empty: {nodes}")
+
+
+def _check_precision(v: dict[str, Any]) -> None:
+    """tf32 and bf16 are GPU arithmetic: on a CPU stack every worker would refuse them at its start
+    (jobs.training.runtime.resolve_precision), so the stack refuses them first, in one line."""
+    if v["precision"] in ("tf32", "bf16") and not gpu_instances.nvidia_instance(v["node_instance_type"]):
+        raise ConfigError(f"{PROJECT}:precision", v["precision"],
+                          f"needs a GPU stack (nodeInstanceType {v['node_instance_type']} has no NVIDIA GPU): "
+                          "use auto or fp32")
 
 
 def _check_gpu_worker_fits(v: dict[str, Any]) -> None:

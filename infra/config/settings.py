@@ -22,6 +22,7 @@ from infra.config.errors import ConfigError
 from infra.config.provider_keys import check_aws_keys
 from infra.config.keys import CONFIG_KEYS, CPU, CUDA, EKS, EXISTING, KEYS_BY_NAME, PROJECT
 from infra.config.relations import check_existing, check_relations, kubernetes_support
+from infra.specs import efa
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Settings:
     checkpoint_every_seconds: int
     epochs: int
     batch_size: int
+    precision: str
     min_accuracy: float
     worker_cpu: str
     worker_memory: str
@@ -184,6 +186,14 @@ def gpus_per_node(settings: Settings) -> int:
 
 def is_gpu_stack(settings: Settings) -> bool:
     return gpus_per_node(settings) > 0
+
+
+def efa_interfaces_per_node(settings: Settings) -> int:
+    """EFA interfaces each worker requests (infra/specs/efa.py): all its node's, on an eks GPU stack
+    whose instance type has EFA; 0 elsewhere (an `existing` cluster's nodes are not ours to equip)."""
+    if getattr(settings, "target", "eks") != "eks":
+        return 0
+    return efa.efa_interfaces(settings.node_instance_type, is_gpu_stack(settings))
 
 
 def data_md5_for(settings: Settings) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.aws import gpu_instances, instance_shapes
-from infra.config import Settings, worker_instance_types
+from infra.config import Settings, efa_interfaces_per_node, worker_instance_types
 from infra.specs import gpu, node_config
 from infra.specs.labels import common_labels
 
@@ -221,8 +221,12 @@ def worker_shape(instance_type: str) -> WorkerShape:
 
 
 def worker_pool(settings: Settings, zones: list[str]) -> WorkerPool:
-    """The stack's pool: its capacity type and types, every zone of its private subnets."""
+    """The stack's pool: its capacity type and types, every zone of its private subnets; only the
+    first zone with EFA, whose traffic does not cross Availability Zones (Amazon EC2 User Guide,
+    "Elastic Fabric Adapter", EFA limitations: "EFA traffic can't cross Availability Zones or VPCs"),
+    so that all workers of a run land where their EFA reaches each other."""
+    pool_zones = zones[:1] if efa_interfaces_per_node(settings) else zones
     return WorkerPool(capacity_type=settings.capacity_type, instance_types=worker_instance_types(settings),
-                      zones=tuple(zones), shape=worker_shape(settings.node_instance_type),
+                      zones=tuple(pool_zones), shape=worker_shape(settings.node_instance_type),
                       max_nodes=settings.node_max_count, grace_seconds=settings.worker_grace_seconds,
                       disk_gib=settings.node_disk_gib)

@@ -13,8 +13,9 @@ from typing import Any
 
 from elastic_training import run_directory
 from elastic_training.elasticjob import API_VERSION, KIND, RUN_LABEL, WORKER, WORKER_CONTAINER
-from infra.config import EKS, Settings, data_md5_for, gpus_per_node, image_pull_policy, memory_mib, own_training
-from infra.specs import capacity, gpu
+from infra.config import (EKS, Settings, data_md5_for, efa_interfaces_per_node, gpus_per_node, image_pull_policy,
+                          memory_mib, own_training)
+from infra.specs import capacity, efa, gpu
 from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
@@ -264,6 +265,8 @@ def training_target(settings: Settings) -> list[str]:
         "--run-dir", run_dir(settings.run_id),
         "--epochs", str(settings.epochs),
         "--batch-size", str(settings.batch_size),
+        # auto is the worker's own default: passed only when the stack asks for another.
+        *(["--precision", settings.precision] if settings.precision != "auto" else []),
         # A time checkpoint within the epoch: what a preemption can cost at most.
         "--checkpoint-every-seconds", str(settings.checkpoint_every_seconds),
     ]
@@ -308,6 +311,12 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
         # "Schedule GPUs"); the toleration of the GPU nodes' taint is in worker_placement.
         for bound in ("requests", "limits"):
             worker["resources"][bound][gpu.GPU_RESOURCE] = str(gpus)
+    interfaces = efa_interfaces_per_node(settings)
+    if interfaces:
+        # Every EFA interface of the node, likewise: Karpenter attaches them to a node only for a pod
+        # that requests them (infra/specs/efa.py).
+        for bound in ("requests", "limits"):
+            worker["resources"][bound][efa.EFA_RESOURCE] = str(interfaces)
     pod = _pod_spec([worker], volumes, **worker_placement(settings, name),
                     terminationGracePeriodSeconds=settings.worker_grace_seconds)
     # No voluntary disruption (consolidation, drift) of a node while a worker runs there; our

@@ -7,6 +7,7 @@ tensor operations, instead of a DataLoader calling Python code once per image.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -41,10 +42,8 @@ class Normalization:
 
     def apply(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 (B, 3, H, W) -> float32, (x / 255 - mean) / std, as one multiply-add."""
-        mean = torch.tensor(self.mean, dtype=torch.float32, device=images.device).view(1, -1, 1, 1)
-        std = torch.tensor(self.std, dtype=torch.float32, device=images.device).view(1, -1, 1, 1)
-        scale = 1 / (255 * std)
-        return torch.addcmul(-mean / std, images.to(torch.float32), scale)
+        shift, scale = _shift_and_scale(self, images.device)
+        return torch.addcmul(shift, images.to(torch.float32), scale)
 
     def to_dict(self) -> dict[str, list[float]]:
         return {"mean": list(self.mean), "std": list(self.std)}
@@ -52,6 +51,16 @@ class Normalization:
     @classmethod
     def from_dict(cls, saved: dict) -> Normalization:
         return cls(tuple(saved["mean"]), tuple(saved["std"]))
+
+
+@functools.lru_cache(maxsize=16)
+def _shift_and_scale(normalization: Normalization, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """-mean/std and 1/(255 std) as (1, C, 1, 1) tensors on `device`, made once per device: building
+    them every step copied two small host lists to a GPU each step, and a copy from pageable host
+    memory waits for the GPU to finish the work queued before it, so every step stalled the queue."""
+    mean = torch.tensor(normalization.mean, dtype=torch.float32, device=device).view(1, -1, 1, 1)
+    std = torch.tensor(normalization.std, dtype=torch.float32, device=device).view(1, -1, 1, 1)
+    return -mean / std, 1 / (255 * std)
 
 
 def random_flip_and_crop(images: torch.Tensor, generator: torch.Generator, padding: int = 4) -> torch.Tensor:

@@ -27,6 +27,7 @@ from jobs.data import sampling
 from jobs.training.distributed import WorkerPlace, sum_over_workers
 from jobs.training.progress import Progress, time_left
 from jobs.training.recipes import RunSettings, learning_rate
+from jobs.training.runtime import Precision
 from jobs.training.sample_trace import SampleTrace
 from jobs.data.transforms import Normalization, random_flip_and_crop
 
@@ -82,6 +83,7 @@ def augmentation_seed(settings: RunSettings, epoch: int, share_start: int) -> in
 
 
 StepHook = Callable[[int, int, Callable[[], torch.Tensor]], None]
+FP32 = Precision("fp32", channels_last=False)
 
 
 def train_one_epoch(
@@ -95,9 +97,14 @@ def train_one_epoch(
     start: Progress | None = None,
     after_step: StepHook | None = None,
     trace: SampleTrace | None = None,
+    precision: Precision = FP32,
+    after_first_step: Callable[[], None] | None = None,
 ) -> EpochResult:
     """Train epoch `epoch` from `start` (its position and the sums before it; rank 0 adds those
-    in) to its end. `after_step(epoch, position, sums)` runs between steps (jobs.elastic.step_boundary)."""
+    in) to its end. `after_step(epoch, position, sums)` runs between steps (jobs.elastic.step_boundary).
+    `precision`: the forward pass under its autocast, the batch in its memory layout (the model
+    must be in the same one: the caller converts it). `after_first_step` runs once, after this
+    call's first step (train.py times the worker's start with it)."""
     device = train_data.images.device
     num_images = len(train_data.images)
     order = sampling.epoch_order(num_images, settings.seed, epoch).to(device)
@@ -128,8 +135,12 @@ def train_one_epoch(
         if train_data.augment:
             augmentation_rng.manual_seed(augmentation_seed(settings, epoch, step.share_start))
             images = random_flip_and_crop(images, augmentation_rng)
-        outputs = model(train_data.normalization.apply(images))
-        loss = F.cross_entropy(outputs, labels)
+        batch = train_data.normalization.apply(images)
+        if precision.channels_last:
+            batch = batch.contiguous(memory_format=torch.channels_last)
+        with precision.autocast(device):
+            outputs = model(batch)
+            loss = F.cross_entropy(outputs, labels)  # autocast computes it in float32
         optimizer.zero_grad(set_to_none=True)
         (loss * weight if weight != 1 else loss).backward()
         optimizer.step()
@@ -140,6 +151,9 @@ def train_one_epoch(
             seen += step.share_size
         if trace is not None:
             trace.record(epoch, step, indices[: step.share_size])
+        if after_first_step is not None:
+            after_first_step()
+            after_first_step = None
         position = step.stop
         images_in_interval += step.size
         step_number = min(-(-position // images_per_full_step), total_steps)

@@ -26,6 +26,24 @@ RECIPES = {
 }
 
 
+# The improved recipe's default_lr is for this many images per worker step.
+REFERENCE_BATCH_SIZE = 128
+# Linear scaling stops here: the rule is shown to hold up to global batches of 8k on ImageNet
+# (Goyal et al. 2017, "Accurate, Large Minibatch SGD", section 5); beyond, a larger rate diverges.
+MAX_SCALED_BATCH_SIZE = 8192
+
+
+def default_lr(recipe: str, batch_size: int) -> float:
+    """The recipe's peak rate for `batch_size` images per worker step. Improved recipe: scaled
+    linearly with the batch (the linear scaling rule, Goyal et al. 2017: a k-times larger batch
+    takes a k-times larger step, with the gradual warm-up `learning_rate` already has), so a GPU's
+    larger batch trains as far per epoch as 128 does. The workshop recipe keeps the workshop's rate."""
+    chosen = RECIPES[recipe]
+    if not chosen.warmup_and_cosine:
+        return chosen.default_lr
+    return chosen.default_lr * min(batch_size, MAX_SCALED_BATCH_SIZE) / REFERENCE_BATCH_SIZE
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """What defines a run. A checkpoint only resumes a run with exactly these settings."""

@@ -1,12 +1,14 @@
 """Elastic data-parallel training of the workshop CNN on CIFAR-10.
 
-    torchrun ... -m jobs.training.train --data DIR/cifar-10-batches-py --run-dir RUN_DIR [--epochs 10] [--batch-size 128]
-                               [--checkpoint-every-seconds 30] [--[no-]save-on-sigterm] [--trace-samples DIR]
+    torchrun ... -m jobs.training.train --data DIR/cifar-10-batches-py --run-dir RUN_DIR [--epochs 10] [--batch-size N]
+                               [--precision auto|fp32|tf32|bf16] [--checkpoint-every-seconds 30]
+                               [--[no-]save-on-sigterm] [--trace-samples DIR]
 
 Every worker, in this order:
  1. exits at once if RUN_DIR/model.pt exists: that run is finished (re-running is a no-op);
  2. loads the training split into memory, *before* joining the process group, so a slow read
-    from EFS does not eat into the short process-group timeout;
+    from EFS does not eat into the short process-group timeout (meanwhile a thread makes the GPU's
+    CUDA context: jobs.training.runtime.DeviceWarmUp);
  3. reads RUN_DIR/checkpoint.pt if there is one: after a worker restart or a change of
     membership the job continues at the step after the last checkpoint instead of starting over;
  4. joins the process group and checks that all workers start from the same place;
@@ -17,6 +19,12 @@ Every worker, in this order:
     rank 0 having saved it (jobs.elastic.step_boundary, jobs.elastic.stopping).
 
 Without torchrun (`python -m jobs.training.train ...`) it trains alone, the same way.
+
+On a GPU (docs/gpu.md): --precision auto trains under bf16 autocast with channels_last where the GPU
+has bf16 units (TF32 on older ones), at a batch of 1024 per worker with the learning rate scaled
+to it (jobs.training.recipes.default_lr); on the CPU nothing changes (fp32, batch 128). After the
+first step each worker logs how long it took from its process's start, phase by phase
+(jobs.training.startup).
 
 What a retry cannot fix ends the run with one line and exit 3 (jobs.exit_codes), also written to
 the history (where it is writable) and the container's termination message (jobs.termination): a
@@ -35,24 +43,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import torch
-from torch.nn.parallel import DistributedDataParallel
+from jobs.training import cuda_context
 
-from jobs import cli
-from jobs.training import checkpoint
-from jobs.data import cifar as data
-from jobs.data import data_record
-from jobs.training.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers
-from jobs.training.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch
-from jobs.training.model import ARCHITECTURE, WorkshopCNN
-from jobs.training.progress import (
+# Run as the worker (`python -m jobs.training.train`, as torchrun starts it): the driver makes the
+# GPU's CUDA context in a thread while torch is imported below (jobs.training.cuda_context).
+_EARLY_CUDA_CONTEXT = cuda_context.start_in_background() if __name__ == "__main__" else None
+
+import torch  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+from jobs import cli  # noqa: E402
+from jobs.training import checkpoint  # noqa: E402
+from jobs.data import cifar as data  # noqa: E402
+from jobs.data import data_record  # noqa: E402
+from jobs.training.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers  # noqa: E402
+from jobs.training.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch  # noqa: E402
+from jobs.training.model import ARCHITECTURE, WorkshopCNN  # noqa: E402
+from jobs.training.progress import (  # noqa: E402
     CheckpointClock,
     Progress,
     SavedState,
@@ -62,12 +75,24 @@ from jobs.training.progress import (
     set_rejected_aside,
     time_left,
 )
-from jobs.training.recipes import RECIPES, RunSettings, build_optimizer
-from jobs.training.runtime import choose_device, configure_cpu_threads
-from jobs.training.sample_trace import SampleTrace
-from elastic_training.step_boundary import StepBoundary
-from elastic_training.stopping import StopSignal
-from jobs.data.transforms import Normalization
+from jobs.training.recipes import RECIPES, RunSettings, build_optimizer, default_lr  # noqa: E402
+from jobs.training.runtime import (  # noqa: E402
+    CPU_BATCH_SIZE,
+    GPU_BATCH_SIZE,
+    PRECISIONS,
+    DeviceWarmUp,
+    Precision,
+    configure_cpu_threads,
+    configure_precision,
+    default_batch_size,
+    device_for,
+    resolve_precision,
+)
+from jobs.training.startup import StartupClock  # noqa: E402
+from jobs.training.sample_trace import SampleTrace  # noqa: E402
+from elastic_training.step_boundary import StepBoundary  # noqa: E402
+from elastic_training.stopping import StopSignal  # noqa: E402
+from jobs.data.transforms import Normalization  # noqa: E402
 
 log = logging.getLogger("jobs.training.train")
 
@@ -118,8 +143,16 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
     parser.add_argument("--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go (required)")
     parser.add_argument("--epochs", type=cli.bounded_int(1, MAX_EPOCHS), default=10, help=f"passes over the training split, 1..{MAX_EPOCHS} (default: %(default)s)")
-    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=128, help=f"images per step per worker, 1..{MAX_BATCH_SIZE} (default: %(default)s)")
-    parser.add_argument("--lr", type=cli.bounded_float(0, MAX_LR, low_inclusive=False), default=None, help=f"peak learning rate, above 0 up to {MAX_LR:g} (default: by recipe)")
+    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=None,
+                        help=f"images per step per worker, 1..{MAX_BATCH_SIZE} (default: {GPU_BATCH_SIZE} on a GPU, "
+                             f"{CPU_BATCH_SIZE} on the CPU)")
+    parser.add_argument("--lr", type=cli.bounded_float(0, MAX_LR, low_inclusive=False), default=None,
+                        help=f"peak learning rate, above 0 up to {MAX_LR:g} (default: by recipe; the improved recipe's "
+                             "0.05 scaled linearly with --batch-size / 128)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto",
+                        help="auto: bf16 autocast on a GPU with bf16 units (compute capability 8.0+), TF32 on an older "
+                             "GPU, fp32 on the CPU; fp32: strict float32 (no TF32); tf32 and bf16 need a GPU "
+                             "(default: %(default)s)")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="improved",
                         help="improved (normalisation, augmentation, warm-up + cosine) or the workshop's plain one (default: %(default)s)")
     parser.add_argument("--seed", type=cli.bounded_int(0, MAX_SEED), default=0, help="shuffling, augmentation and initial weights, 0..2^63-1 (default: %(default)s)")
@@ -141,6 +174,11 @@ def build_parser() -> cli.ArgumentParser:
         help="on SIGTERM (Spot notice, drain, re-formation) every worker stops after the current step, rank 0 "
              "having checkpointed it; --no-save-on-sigterm: die at once as before (default: %(default)s)")
     parser.add_argument(
+        "--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
+        help="on a GPU, time cuDNN's convolution algorithms once per batch shape and keep the fastest instead of "
+             "taking cuDNN's heuristic choice; for this CNN on an H200 it cost 4 s at the first step and more in "
+             "the first epoch for 3 %% faster steps after (docs/gpu.md) (default: %(default)s)")
+    parser.add_argument(
         "--trace-samples", type=Path, default=None, metavar="DIR",
         help="debugging: every worker writes the image indices of every step to DIR/samples-*.jsonl "
              "(default: %(default)s, no trace)")
@@ -160,22 +198,28 @@ class Options:
     checkpoint_every_seconds: float
     save_on_sigterm: bool
     trace_dir: Path | None
+    cudnn_benchmark: bool = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    clock = StartupClock()
     args = parse_args(argv)
     place = WorkerPlace.from_environment()
     cli.configure_logging(f"rank {place.rank}/{place.world_size}")
     run_dir: Path = args.run_dir
+    device = device_for(place.local_rank)
+    if device.type == "cpu":
+        resolve_precision(args.precision, device)  # tf32 or bf16 on the CPU: one line, before anything else
+    batch_size = args.batch_size if args.batch_size is not None else default_batch_size(device)
     settings = RunSettings(
         recipe=args.recipe,
         epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr if args.lr is not None else RECIPES[args.recipe].default_lr,
+        batch_size=batch_size,
+        lr=args.lr if args.lr is not None else default_lr(args.recipe, batch_size),
         seed=args.seed,
     )
     options = Options(args.pg_timeout, args.log_every, args.checkpoint_every_seconds, args.save_on_sigterm,
-                      args.trace_samples)  # fmt: skip
+                      args.trace_samples, args.cudnn_benchmark)  # fmt: skip
     if (run_dir / checkpoint.MODEL_NAME).exists():
         log.info("%s exists: this run is finished, nothing to train (a new run directory trains again)",
                  run_dir / checkpoint.MODEL_NAME)  # fmt: skip
@@ -184,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if place.is_leader and not any(r.get("event") == "finished" for r in checkpoint.read_history(run_dir)):
             checkpoint.append_history(run_dir, {"event": "finished", "epochs": settings.epochs})
         return cli.EXIT_OK
+    # The CUDA context and torch._dynamo's import, while the data is read and checked below.
+    warm_up = DeviceWarmUp(device, import_dynamo=place.launched_by_torchrun)
 
     # Everything that can fail on bad input is checked before anything is written.
     recorded = data_record.read(args.data) if args.data.is_dir() else None
@@ -196,13 +242,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(split.labels) < place.world_size:
         raise cli.JobError(f"{args.data} has {len(split.labels)} training images, fewer than the {place.world_size} workers")
     saved = read_checkpoint(run_dir, settings, len(split.labels))
+    clock.lap("data")
+    warm_up.wait()
+    precision = resolve_precision(args.precision, device)
+    clock.lap("waiting for the warm-up")
+    clock.background = f"warm-up beside the data: {warm_up.summary()}"
+    if device.type == "cuda" and _EARLY_CUDA_CONTEXT is not None:
+        clock.background += f"; during the imports: {_EARLY_CUDA_CONTEXT.result()}"
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise cli.volume_error(error, f"run directory {run_dir}") from None
 
     try:
-        train_run(run_dir, args.data, split, saved, settings, place, options)
+        train_run(run_dir, args.data, split, saved, settings, place, options, device, precision, clock)
     except cli.RunCannotContinue as error:
         if place.is_leader:
             _record_failure(run_dir, error)
@@ -226,27 +279,29 @@ def train_run(
     settings: RunSettings,
     place: WorkerPlace,
     options: Options,
+    device: torch.device,
+    precision: Precision,
+    clock: StartupClock,
 ) -> None:
-    """Train from the checkpoint `saved` (or from scratch) to the end, writing RUN_DIR's files."""
+    """Train from the checkpoint `saved` (or from scratch) to the end, writing RUN_DIR's files.
+    `device` is this thread's current one already (DeviceWarmUp.wait); DistributedDataParallel's
+    import of torch._dynamo is done too, before joining the group, so that it never counts against
+    the short process-group timeout while a peer waits for us."""
     state, start = (saved.state, saved.progress) if saved else ({}, Progress(0))
-    device = choose_device(place.local_rank)
     threads = configure_cpu_threads() if device.type == "cpu" else None
+    configure_precision(precision, device, options.cudnn_benchmark)
     torch.manual_seed(settings.seed)  # the same initial weights on every worker
     recipe = RECIPES[settings.recipe]
     images = torch.from_numpy(split.images).to(device)
     normalization = Normalization.measured_on(images) if recipe.normalize else Normalization.unit_scale_only()
     train_data = TrainingData(images, torch.from_numpy(split.labels).to(device), normalization, recipe.augment)
     log.info(
-        "worker %d of %d (restart %d) on %s%s: %d training images, %s recipe, batch %d per worker, lr %g",
-        place.rank, place.world_size, place.restart_count, device, f" with {threads} threads" if threads else "",
-        len(split.labels), settings.recipe, settings.batch_size, settings.lr,
+        "worker %d of %d (restart %d) on %s%s: %d training images, %s recipe, batch %d per worker, lr %g, %s%s",
+        place.rank, place.world_size, place.restart_count, _device_name(device),
+        f" with {threads} threads" if threads else "", len(split.labels), settings.recipe, settings.batch_size,
+        settings.lr, precision.name, ", channels_last" if precision.channels_last else "",
     )  # fmt: skip
-
-    if place.launched_by_torchrun:
-        # DistributedDataParallel's constructor imports torch._dynamo: 3 s of CPU on a small
-        # machine. Pay it here, before joining the group, so that it never counts against the
-        # short process-group timeout while a peer waits for us.
-        importlib.import_module("torch._dynamo")
+    clock.lap("data to device")
     join_process_group(place, device, options.pg_timeout)
     # One collective: do all workers start from the same place (minimum = maximum), and the
     # group's id, rank 0's clock (it names the group in the history and the sample traces).
@@ -273,9 +328,12 @@ def train_run(
     else:
         log.info("no checkpoint in %s: starting at epoch 1 of %d", run_dir, settings.epochs)
 
+    clock.lap("process group")
     plain_model = WorkshopCNN(num_classes=len(split.class_names)).to(device)
+    if precision.channels_last:
+        plain_model = plain_model.to(memory_format=torch.channels_last)
     if saved:
-        plain_model.load_state_dict(state["model"])
+        plain_model.load_state_dict(state["model"])  # copies into the model's own layout
     model = plain_model
     if place.launched_by_torchrun:
         model = DistributedDataParallel(plain_model, device_ids=[device.index] if device.type == "cuda" else None)
@@ -295,11 +353,20 @@ def train_run(
     if options.checkpoint_every_seconds > 0 or stop_signal is not None:
         boundary = StepBoundary(place, run_dir, save, CheckpointClock(options.checkpoint_every_seconds), stop_signal)
     trace = SampleTrace(options.trace_dir, place, group) if options.trace_dir else None
+    clock.lap("model")
+
+    def first_step_done() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # once: the step's kernels have run, not only been queued
+        clock.lap("first step")
+        log.info("%s", clock.summary())
+
     with stop_signal.watching() if stop_signal else contextlib.nullcontext():
         for epoch in range(start.epochs_done, settings.epochs):
             result = train_one_epoch(model, optimizer, train_data, epoch, settings, place, options.log_every,
                                      start if epoch == start.epochs_done else None,
-                                     boundary.after_step if boundary else None, trace)  # fmt: skip
+                                     boundary.after_step if boundary else None, trace, precision,
+                                     first_step_done if epoch == start.epochs_done else None)  # fmt: skip
             # Every worker: the loss is summed over all of them, so all stop here alike.
             check_finite_loss(result.loss, f"the end of epoch {epoch + 1}")
             if place.is_leader:
@@ -330,6 +397,10 @@ def train_run(
     # If rank 0 dies writing model.pt, the others must fail too, so that torchrun restarts the
     # whole group (which then only writes model.pt) instead of waiting at its exit barrier.
     wait_for_all_workers()
+
+
+def _device_name(device: torch.device) -> str:
+    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
 
 
 if __name__ == "__main__":
