@@ -1,5 +1,8 @@
 """The pipeline's three workloads: data-prep Job -> training ElasticJob -> test Job.
 
+(It is over 400 lines because the three share their pod's parts, volumes, security, placement and image, and
+the ElasticJob's worker carries the GPU and EFA requests; split apart, each part would be read beside the others.)
+
 Every name carries the run id, and so does the run directory on EFS: a new `runId` is a new run
 next to the old ones, the same `runId` renders identical objects (no change on `pulumi up`).
 """

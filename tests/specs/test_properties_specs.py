@@ -328,15 +328,18 @@ def test_each_third_party_image_reason_names_its_image():
 
 @pytest.mark.parametrize("instance_type, gpus", [("g6.xlarge", 1), ("g6.12xlarge", 4)])
 def test_a_gpu_worker_takes_every_gpu_of_its_node_and_tolerates_exactly_the_gpu_taint(instance_type, gpus):
-    from infra.specs import gpu
+    from infra.specs import efa, gpu
 
     job = workloads.elastic_job(settings(**{**DISTINCT, "nodeInstanceType": instance_type, "workerMemory": "12Gi"}),
                                 IMAGE, "--rdzv_id=x")
     pod = job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
     (worker,) = pod["containers"]
     # An extended resource's limit must equal its request (Kubernetes docs, "Schedule GPUs").
+    # A type with EFA (g6.12xlarge: infra/aws/data/ec2_shapes.csv) also takes every EFA interface of its node.
+    interfaces = efa.efa_interfaces(instance_type, True)
     assert worker["resources"]["requests"] == worker["resources"]["limits"] == {
-        "cpu": "3", "memory": "12Gi", gpu.GPU_RESOURCE: str(gpus)}
+        "cpu": "3", "memory": "12Gi", gpu.GPU_RESOURCE: str(gpus),
+        **({efa.EFA_RESOURCE: str(interfaces)} if interfaces else {})}
     assert pod["tolerations"] == [{"key": gpu.GPU_TAINT_KEY, "operator": "Equal", "value": gpu.GPU_TAINT_VALUE,
                                    "effect": gpu.GPU_TAINT_EFFECT}]
 
