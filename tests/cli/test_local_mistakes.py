@@ -106,17 +106,6 @@ def test_too_little_free_space_is_refused_before_an_epoch_is_spent(root, monkeyp
 # --- recorded steps -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def recorded():
-    commands: list[list[str]] = []
-
-    def run(command, cwd, env, log):
-        commands.append(command)
-        return local.StepResult(0, [], "")
-
-    return commands, run
-
-
 def epochs_of(commands: list[list[str]]) -> str:
     (train,) = [c for c in commands if "jobs.training.train" in c]
     return train[train.index("--epochs") + 1]

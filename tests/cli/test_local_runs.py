@@ -47,17 +47,6 @@ def test_a_model_without_a_finished_record_gets_one_once(tmp_path):
     assert events == ["start", "finished"]
 
 
-@pytest.fixture
-def recorded():
-    commands: list[list[str]] = []
-
-    def run(command, cwd, env, log):
-        commands.append(command)
-        return local.StepResult(0, [], "")
-
-    return commands, run
-
-
 def run_dir(commands: list[list[str]]) -> str:
     (train,) = [c for c in commands if "jobs.training.train" in c]
     return train[train.index("--run-dir") + 1]

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -119,6 +119,20 @@ class Controller:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=timeout)
+
+
+def controller_in_its_namespace(plane: ControlPlane, tmp_path_factory: Any, ns: str, identity: str) -> Iterator[
+        tuple[ControlPlane, Controller, Path]]:
+    """A module fixture's body: nodes, the workload namespace `ns` and our controller running in it with a
+    shared folder of its own; on the way out the controller must stop cleanly and the namespace is removed
+    as `pulumi destroy` removes it."""
+    nodes(plane)
+    namespace(plane, ns)
+    shared = tmp_path_factory.mktemp("shared")
+    ctl = Controller(plane, ns, identity, shared_root=shared)
+    yield plane, ctl, shared
+    assert ctl.stop() == 0, ctl.output()[-3000:]
+    remove_namespace(plane, ns)
 
 
 def elasticjob(name: str, ns: str, replicas: int = 2, low: int = 1, high: int = 2, run_for: str = "4s",

@@ -25,13 +25,7 @@ NS = "ctrl-runs"
 
 @pytest.fixture(scope="module")
 def running_controller(control_plane, tmp_path_factory):
-    h.nodes(control_plane)
-    h.namespace(control_plane, NS)
-    shared = tmp_path_factory.mktemp("shared")
-    ctl = h.Controller(control_plane, NS, "only", shared_root=shared)
-    yield control_plane, ctl, shared
-    assert ctl.stop() == 0, ctl.output()[-3000:]
-    h.remove_namespace(control_plane, NS)
+    yield from h.controller_in_its_namespace(control_plane, tmp_path_factory, NS, "only")
 
 
 def test_a_run_that_succeeds_writes_only_status(running_controller):
