@@ -42,6 +42,7 @@ import torch.nn.functional as F
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from elastic_training import run_directory  # noqa: E402
 from jobs.data.transforms import Normalization  # noqa: E402
 from jobs.elastic.rendezvous import BACKEND  # noqa: E402
 from jobs.elastic.store_server import READY as STORE_READY  # noqa: E402
@@ -193,7 +194,7 @@ def run_pod(run: PodRun, data_dir: Path, work: Path, store_endpoint: str, epochs
 def evaluate(data_dir: Path, run_dir: Path) -> float:
     metrics = run_dir / "bench-metrics.json"
     subprocess.run([sys.executable, "-m", "jobs.results.evaluate", "--data", str(data_dir), "--model",
-                    str(run_dir / "model.pt"), "--metrics-out", str(metrics)], check=True, env=environment(),
+                    str(run_dir / run_directory.MODEL), "--metrics-out", str(metrics)], check=True, env=environment(),
                    cwd=REPO_ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
     return json.loads(metrics.read_text())["accuracy"]
 

@@ -20,9 +20,11 @@ ARG TRAINING_IMAGE
 FROM ${TRAINING_IMAGE}
 ARG EFA_INSTALLER_VERSION=1.47.0
 ARG EFA_KEY_FINGERPRINT=4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC
-USER root
+USER 0:0
 WORKDIR /tmp/efa
-# hadolint ignore=DL3008
+# A pipe below (grep of gpg's output) must fail the build when gpg fails.
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# hadolint ignore=DL3008,DL3003
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates curl gnupg \
     && curl -fsSLO "https://efa-installer.amazonaws.com/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" \
@@ -43,3 +45,5 @@ RUN apt-get update \
     && rm -rf /tmp/efa "${GNUPGHOME}" /var/lib/apt/lists/*
 WORKDIR /app
 USER 10001:10001
+# A training pod has no long-running service to probe: its health is its exit code (as images/Dockerfile).
+HEALTHCHECK NONE

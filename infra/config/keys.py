@@ -38,7 +38,7 @@ MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
 DATA_URL = re.compile(r"^(https|s3)://[^/\s]+/\S+$")
 
 # jobs.training.runtime.PRECISIONS, which the worker accepts (infra does not import jobs: that would
-# load torch); tests/config/test_precision_key.py checks that the two agree.
+# load torch); tests/jobs/test_precision.py checks that the two agree.
 PRECISIONS = ("auto", "fp32", "tf32", "bf16")
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, Mapping
 
-from infra.aws import gpu_instances, instance_catalog, regions, zones
+from infra.aws import gpu_instances, instance_catalog, instance_shapes, regions, zones
 from infra.config import capacity
 from infra.config.errors import ConfigError
 from infra.config.provider_keys import check_aws_keys
 from infra.config.keys import CONFIG_KEYS, CPU, CUDA, EKS, EXISTING, KEYS_BY_NAME, PROJECT
 from infra.config.relations import check_existing, check_relations, kubernetes_support
-from infra.specs import efa
 
 
 @dataclass(frozen=True)
@@ -193,7 +192,8 @@ def efa_interfaces_per_node(settings: Settings) -> int:
     whose instance type has EFA; 0 elsewhere (an `existing` cluster's nodes are not ours to equip)."""
     if getattr(settings, "target", "eks") != "eks":
         return 0
-    return efa.efa_interfaces(settings.node_instance_type, is_gpu_stack(settings))
+    found = instance_shapes.shape(settings.node_instance_type)  # the same rule as infra/specs/efa.py efa_interfaces
+    return found.efa_interfaces if found and is_gpu_stack(settings) else 0
 
 
 def data_md5_for(settings: Settings) -> str:

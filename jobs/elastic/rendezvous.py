@@ -1,5 +1,8 @@
 """torch's dynamic rendezvous on our rendezvous store (jobs.elastic.store_server), made to outlast the store.
 
+It is over 400 lines because torch's handler, our backend on the reconnecting store and the record of how a run
+ended are one protocol: each part reads the others' keys and states, and split they would import each other.
+
     torchrun --rdzv_backend=reconnecting-c10d --rdzv_endpoint=HOST:PORT ...
 
 The algorithm is torch 2.13.0's maintained one, DynamicRendezvousHandler

@@ -37,11 +37,14 @@ def default_lr(recipe: str, batch_size: int) -> float:
     """The recipe's peak rate for `batch_size` images per worker step. Improved recipe: scaled
     linearly with the batch (the linear scaling rule, Goyal et al. 2017: a k-times larger batch
     takes a k-times larger step, with the gradual warm-up `learning_rate` already has), so a GPU's
-    larger batch trains as far per epoch as 128 does. The workshop recipe keeps the workshop's rate."""
+    larger batch trains as far per epoch as 128 does. Only upwards: a batch under 128 keeps the rate
+    it always had (scaled down, the small batches of laptops and tests stopped learning: a batch of 20
+    took 0.008 and scored at chance). The workshop recipe keeps the workshop's rate."""
     chosen = RECIPES[recipe]
     if not chosen.warmup_and_cosine:
         return chosen.default_lr
-    return chosen.default_lr * min(batch_size, MAX_SCALED_BATCH_SIZE) / REFERENCE_BATCH_SIZE
+    scaled = min(max(batch_size, REFERENCE_BATCH_SIZE), MAX_SCALED_BATCH_SIZE)
+    return chosen.default_lr * scaled / REFERENCE_BATCH_SIZE
 
 
 @dataclass(frozen=True)

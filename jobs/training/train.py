@@ -1,5 +1,8 @@
 """Elastic data-parallel training of the workshop CNN on CIFAR-10.
 
+It is over 400 lines because it is the one place a worker's life is told in order (checks, resume, precision,
+the loop, the end); the parts it calls live in their own modules.
+
     torchrun ... -m jobs.training.train --data DIR/cifar-10-batches-py --run-dir RUN_DIR [--epochs 10] [--batch-size N]
                                [--precision auto|fp32|tf32|bf16] [--checkpoint-every-seconds 30]
                                [--[no-]save-on-sigterm] [--trace-samples DIR]

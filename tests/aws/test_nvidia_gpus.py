@@ -82,7 +82,7 @@ def test_the_gpu_page_table_is_the_module_table():
     from infra.aws.nvidia_gpus import FAMILY_GPUS
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "gpu.md").read_text()
-    section = text.split("## Which NVIDIA GPUs can train here", 1)[1]
+    section = text.split("## Which NVIDIA GPUs can train here", 1)[1].split("\n## ", 1)[0]  # that section only
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
             if line.startswith("| ") and not line.startswith("| GPU ")]
     families: dict[str, set[str]] = {}

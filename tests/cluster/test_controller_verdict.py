@@ -73,7 +73,7 @@ def test_a_run_finished_beside_a_failed_index_succeeds_though_its_job_failed(run
     apply(plane, [h.elasticjob("finish-beside-failed", NS, replicas=3, low=2, high=3, run_for="300s", run_dir=str(path))])
     h.running_pods(plane, NS, "finish-beside-failed", 3)
     start(path)
-    h.end_pod(plane, NS, pod_of(plane, "finish-beside-failed", 2)["metadata"]["name"], exit_codes.CANNOT_GO_ON_EXIT)
+    h.end_pod(plane, NS, pod_of(plane, "finish-beside-failed", 2)["metadata"]["name"], exit_codes.CANNOT_CONTINUE)
     wait_until("index 2 failed for good", lambda: (h.job(plane, NS, "finish-beside-failed")["status"].get("failedIndexes")
                                                    == "2"), timeout=60)
     finish(path)
@@ -140,7 +140,7 @@ def test_the_per_index_delay_doubles_with_ignored_failures_and_a_stalled_run_wai
     uid = h.job(plane, NS, name)["metadata"]["uid"]
     for _ in range(4):
         victim = wait_until("index 0 running", lambda: pod_of(plane, name, 0), timeout=120)
-        h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.SIGTERM_EXIT)
+        h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.TERMINATED)
         ended = wait_until("its finish time", lambda: next(
             ((p["status"].get("containerStatuses") or [{}])[0].get("state", {}).get("terminated", {}).get("finishedAt")
              for p in h.pods(plane, NS, name) if p["metadata"]["name"] == victim["metadata"]["name"]), None), timeout=30)

@@ -78,11 +78,13 @@ def completion_inputs(kubeconfig: str) -> dict:
 
 
 def make_checkout(directory: Path) -> Path:
-    """A clone as a user has it: the project file, the program and the `infra` package."""
+    """A clone as a user has it: the project file, the program, the `infra` package and the contract it
+    imports (`elastic_training`)."""
     directory.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(REPO / name, directory / name)
-    shutil.copytree(REPO / "infra", directory / "infra", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("infra", "elastic_training"):
+        shutil.copytree(REPO / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
     return directory
 
 

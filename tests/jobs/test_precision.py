@@ -48,6 +48,7 @@ def test_the_improved_recipe_scales_its_rate_with_the_batch_and_the_workshop_rec
     assert recipes.default_lr("improved", 1024) == pytest.approx(0.4)  # the GPU batch (runtime.GPU_BATCH_SIZE)
     assert recipes.default_lr("improved", 65_536) == recipes.default_lr("improved", recipes.MAX_SCALED_BATCH_SIZE)
     assert recipes.default_lr("workshop", 1024) == recipes.RECIPES["workshop"].default_lr
+    assert recipes.default_lr("improved", 20) == pytest.approx(0.05)  # never scaled down: small batches learn as before
 
 
 def test_a_cpu_worker_keeps_batch_128_and_rate_0_05_by_default(tiny_cifar, tmp_path):
