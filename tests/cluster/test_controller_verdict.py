@@ -17,7 +17,7 @@ import time
 import pytest
 
 import controller_harness as h
-from controller import exit_codes
+from elastic_training import exit_codes
 from jobs.training import checkpoint
 from kube import apply, wait_until
 
