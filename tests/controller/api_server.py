@@ -40,6 +40,21 @@ def merge(target: Any, patch: Any) -> Any:
     return result
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP handler that answers JSON, as the API server does (the fake servers' shared part)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 class ApiServer:
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Any]] = {}
@@ -49,17 +64,7 @@ class ApiServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(JsonHandler):
 
             def _handle(self, method: str) -> None:
                 path = urlsplit(self.path).path

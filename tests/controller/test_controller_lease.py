@@ -11,9 +11,11 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+
+from api_server import JsonHandler
 from kubernetes import client
 
 from controller import lease
@@ -33,17 +35,7 @@ class LeaseServer:
         self.forbidden = False  # answer 403, as RBAC does for a Lease name the Role does not list
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(JsonHandler):
 
             def _lease(self) -> dict:
                 return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
