@@ -5,8 +5,13 @@ append_history; every line has `time`, Unix seconds): `start` (epochs_done, posi
 world_size, restart_count), `epoch` (epoch, loss, train_accuracy, images_per_second, seconds,
 world_size), `checkpoint` and `stop` (epochs_done, position: jobs/elastic/step_boundary.py), `finished`.
 The run directory is the worker container's ELASTIC_TRAINING_RUN_DIR (infra/specs/workloads.py sets it
-for any training command; elastic_training.run_directory); the controller mounts the same volume read-only at the
-same path, and reads nothing outside it.
+for any training command; elastic_training.run_directory); the controller mounts the same volume read-only
+(`--shared-root`) and reads nothing outside it. The run directory is a path in the worker's file system: when
+it lies under one of the worker container's volumeMounts of a PersistentVolumeClaim, the controller reads the
+same place under its own mount (the mount's subPath, then the path below the mount), so the two may mount the
+claim at different paths (a user's ElasticJob; the pods-that-run tier, whose pods see their mounts under
+their own roots); a run directory under no claim's mount is read at its own path when that lies under the
+shared root.
 
 The history has no step counter: `imagesIntoEpoch` (the last saved position in the running epoch)
 says how far into an epoch the run is. `goodput` is the share of wall time, since the first start,
@@ -66,28 +71,51 @@ class History:
         return bool(self.progress.get("finished"))
 
 
+def _worker(elasticjob: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the worker pod template's spec, its worker container), each {} when absent."""
+    template = (((elasticjob.get("spec") or {}).get("replicaSpecs") or {}).get(WORKER) or {}).get("template") or {}
+    pod = template.get("spec") or {}
+    container = next((c for c in pod.get("containers") or [] if c.get("name") == WORKER_CONTAINER), {})
+    return pod, container
+
+
 def run_dir(elasticjob: dict[str, Any]) -> str | None:
     """The worker container's ELASTIC_TRAINING_RUN_DIR (run_directory.RUN_DIR_ENV, which the stack sets
     whatever command the workers run), or None."""
-    template = (((elasticjob.get("spec") or {}).get("replicaSpecs") or {}).get(WORKER) or {}).get("template") or {}
-    for container in (template.get("spec") or {}).get("containers") or []:
-        if container.get("name") != WORKER_CONTAINER:
-            continue
-        for variable in container.get("env") or []:
-            if variable.get("name") == run_directory.RUN_DIR_ENV and isinstance(variable.get("value"), str):
-                return variable["value"]
+    for variable in _worker(elasticjob)[1].get("env") or []:
+        if variable.get("name") == run_directory.RUN_DIR_ENV and isinstance(variable.get("value"), str):
+            return variable["value"]
     return None
 
 
+def _on_claim(elasticjob: dict[str, Any], directory: str) -> str | None:
+    """`directory` (a path in the worker's file system) as a path relative to the root of the
+    PersistentVolumeClaim the worker container mounts it from (the deepest such mount), else None."""
+    pod, container = _worker(elasticjob)
+    claims = {v.get("name") for v in pod.get("volumes") or [] if isinstance(v, dict) and v.get("persistentVolumeClaim")}
+    best: tuple[str, str] | None = None
+    for mount in container.get("volumeMounts") or []:
+        where = os.path.normpath(str(mount.get("mountPath") or "/"))
+        if mount.get("name") not in claims or not Path(directory).is_relative_to(where):
+            continue
+        if best is None or len(where) > len(best[0]):
+            best = (where, os.path.join(str(mount.get("subPath") or ""), os.path.relpath(directory, where)))
+    return best[1] if best else None
+
+
 def history_file(elasticjob: dict[str, Any], shared_root: Path) -> Path | None:
-    """<run dir>/history.jsonl when the run directory lies under `shared_root` (the mount), else None."""
+    """<run dir>/history.jsonl as the controller sees it under `shared_root` (its mount; the module
+    docstring), else None (the run directory is on no shared volume the controller has)."""
     directory = run_dir(elasticjob)
-    if not directory:
+    if not directory or not os.path.isabs(directory):
         return None
+    directory = os.path.normpath(directory)
+    relative = _on_claim(elasticjob, directory)
     # Lexical only: resolve() stats every component, which blocks on a hung NFS mount, and this runs
     # in the reconcile thread (review ctrl-1 item 3). Symbolic links are followed, and checked, in
     # the bounded read's own thread (_bounded_read, `root`).
-    path = Path(os.path.abspath(os.path.join(directory, HISTORY_NAME)))
+    path = Path(os.path.abspath(os.path.join(shared_root, relative, HISTORY_NAME) if relative is not None
+                                else os.path.join(directory, HISTORY_NAME)))
     return path if path.is_relative_to(os.path.abspath(shared_root)) else None
 
 

@@ -10,6 +10,9 @@ The same as `python -m torch.distributed.run TORCHRUN_ARGS...` (torchrun's own a
   in front of our arguments (pytorch/elastic kubernetes/controllers/pod.go); argparse keeps the last.
   torch's own `etcd` and `etcd-v2` backends are refused with one line (exit 2): they need the etcd v2
   API, which no supported etcd serves, and our store is not etcd;
+- a signal that stops it (SIGTERM from jobs.elastic.agent, which forwards the kubelet's) is one line and
+  exit 128 + the signal, not torch's SignalException traceback: after stopping its workers torchrun
+  re-raises it (agent/server/api.py `run`), and a stopped pod is not a crash;
 - when that handler gives up on the store (unreachable past its bound), this process prints one
   line naming the store, leaves the same line as the container's termination message (the
   kubelet shows it in the pod's status, `state.terminated.message`), and exits
@@ -25,6 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from torch.distributed import run as torch_run
+from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from jobs import exit_codes, termination
@@ -49,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jobs.elastic.torchrun: {line}", file=sys.stderr, flush=True)
         termination.write_termination_message(line)
         return EXIT_STORE_UNAVAILABLE
+    except SignalException as stopped:
+        code = 128 + int(stopped.sigval)
+        print(f"jobs.elastic.torchrun: stopped by {stopped.sigval.name}: the workers were stopped; exiting {code}",
+              file=sys.stderr, flush=True)
+        return code
     except rendezvous.ArrivedAfterTheEnd as error:
         print(f"jobs.elastic.torchrun: {error}; exiting 0", file=sys.stderr, flush=True)
         return exit_codes.OK

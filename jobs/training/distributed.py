@@ -98,6 +98,20 @@ def maxima_over_workers(values: Sequence[int], device: torch.device) -> list[int
     return [int(value) for value in both.tolist()]
 
 
+# What gloo's and NCCL's errors say when another worker went away in the middle of a collective: gloo
+# raises a plain RuntimeError naming its transport ("[.../gloo/transport/tcp/pair.cc:553] Connection closed
+# by peer", "... Timed out waiting ..."), NCCL a torch.distributed.DistBackendError.
+_TRANSPORT_MARKS = ("gloo/transport/", "Connection closed by peer", "Connection reset by peer")
+
+
+def lost_a_peer(error: BaseException) -> bool:
+    """Whether `error` is a collective that failed because another worker stopped or became unreachable
+    (torchrun then re-forms the group from the last checkpoint), not a bug in this process."""
+    if not _is_distributed() or not isinstance(error, RuntimeError):
+        return False
+    return isinstance(error, dist.DistError) or any(mark in str(error) for mark in _TRANSPORT_MARKS)
+
+
 def control_group():
     """The CPU-only gloo group of join_process_group (None when alone)."""
     return _control_group

@@ -65,6 +65,7 @@ from jobs import cli  # noqa: E402
 from jobs.training import checkpoint  # noqa: E402
 from jobs.data import cifar as data  # noqa: E402
 from jobs.data import data_record  # noqa: E402
+from jobs.training import distributed  # noqa: E402
 from jobs.training.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers  # noqa: E402
 from jobs.training.loop import TrainingData, check_finite_loss, check_finite_weights, train_one_epoch  # noqa: E402
 from jobs.training.model import ARCHITECTURE, WorkshopCNN  # noqa: E402
@@ -263,6 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if place.is_leader:
             _record_failure(run_dir, error)
         raise
+    except RuntimeError as error:
+        if not distributed.lost_a_peer(error):
+            raise
+        # Another worker went away mid-collective (a lost node, a killed pod): expected in an elastic run,
+        # so one line, not a traceback; exit 1 lets torchrun re-form the group from the last checkpoint.
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise cli.JobError(f"another worker stopped or became unreachable in the middle of a collective ({first}); "
+                           "torchrun re-forms the group from the last checkpoint") from None
     return cli.EXIT_OK
 
 

@@ -217,3 +217,31 @@ def test_only_the_tail_of_a_huge_history_is_read(tmp_path, monkeypatch):
         file.write('{"event": "start", "epochs_done": 1, "position": 0, "epochs": 3, "time": 5}\n')
     assert len(progress.read_records(tmp_path / "history.jsonl")) < 30
     assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path)["epochs"] == 3
+
+
+def mounted(elasticjob: dict, mount_path: str, sub_path: str | None = None, claim: bool = True) -> dict:
+    """The ElasticJob with its worker container mounting a volume (a claim, or an emptyDir) at `mount_path`."""
+    pod = elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    pod["volumes"] = [{"name": "shared", **({"persistentVolumeClaim": {"claimName": "shared-data"}} if claim
+                                           else {"emptyDir": {}})}]
+    pod["containers"][0]["volumeMounts"] = [{"name": "shared", "mountPath": mount_path,
+                                             **({"subPath": sub_path} if sub_path else {})}]
+    return elasticjob
+
+
+def test_the_run_dir_is_read_through_the_workers_claim_mount_wherever_it_is_mounted(tmp_path):
+    """The worker mounts the claim at /data (or a subPath of it at /work), the controller the same claim at
+    its --shared-root: the run directory's place on the claim is read there (found by the whole-run tier,
+    issue 37: a controller whose mount path differed from the workers' read no history and gave a run that
+    finished on its minimum workers the Job's Failed)."""
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    write_history(tmp_path / "runs" / "a", [
+        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 1, "world_size": 2, "restart_count": 0,
+         "time": 1000.0},
+        {"event": "finished", "epochs": 1, "time": 1001.0}])
+    assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data"), tmp_path)["finished"] is True
+    assert progress.read(mounted(worker_elasticjob("/work/a"), "/work", sub_path="runs"), tmp_path)["finished"] is True
+    # Not on a claim: read at its own path, which lies outside the shared root here.
+    assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data", claim=False), tmp_path) is None
+    # A subPath that climbs out of the claim is still refused (the read stays under the shared root).
+    assert progress.history_file(mounted(worker_elasticjob("/w/a"), "/w", sub_path="../.."), tmp_path) is None
