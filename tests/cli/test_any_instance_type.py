@@ -74,7 +74,7 @@ def test_cost_prices_the_workers_of_any_type_in_its_region(stack, instance_type,
     code, out, _ = run(cost_command.main, [stack, "-c", f"nodeInstanceType={instance_type}", "-c", f"aws:region={region}"],
                        capsys)
     assert code == 0 and "NOT IN THE TOTALS: worker nodes" not in out, out
-    assert f"worker nodes while a run trains: " in out and f"x {instance_type} On-Demand: $" in out
+    assert "worker nodes while a run trains: " in out and f"x {instance_type} On-Demand: $" in out
 
 
 @pytest.mark.parametrize("instance_type", sorted(REFUSED))
