@@ -18,7 +18,8 @@ infra/components/capacity.py), so between runs there are none, and during a run 
 ceil(workers / workersPerNode) of them (`_worker_nodes`). A run's ceiling is the run rate for
 jobTimeoutMinutes, the longest the training wait lets a run go.
 
-Prices: EC2 from the catalog table (infra/aws/instance_catalog.py) or, in preflight with
+Prices: EC2 from the price tables (infra/aws/instance_catalog.py: the zone table, then Karpenter's us-east-1
+On-Demand and the region-wide table, each price naming its table) or, in preflight with
 credentials, from the Price List API and the Spot price history (infra/aws/live_prices.py); the
 rest from infra/aws/prices.py. Every item names its source. An item whose price was not read has
 unitUsd and hourlyUsd null and is named in `unpriced`; the totals then cover the priced items only,
@@ -62,7 +63,7 @@ def _worker_nodes(settings: Settings) -> tuple[int, int]:
 def _catalog_price(instance_type: str, region: str, capacity: str) -> prices.Price:
     found = (instance_catalog.spot_median if capacity == SPOT else instance_catalog.on_demand)(instance_type, region)
     source = found.source if found.known else f"NOT READ: {found.reason}"
-    return prices.Price(found.usd, "instance-hour", source, instance_catalog.READ_ON)
+    return prices.Price(found.usd, "instance-hour", source, found.read_on)
 
 
 def node_price(settings: Settings, instance_type: str, capacity: str, live: LivePrices | None) -> prices.Price:
@@ -112,7 +113,7 @@ def missing_prices(settings: Settings) -> list[str]:
         except prices.MissingPrice as error:
             missing.append(str(error))
     for kind in node_types(settings):
-        if instance_catalog.shape(kind) is None:
+        if not instance_catalog.listed(kind):
             missing.append(instance_catalog.on_demand(kind, settings.region).reason)
     return missing
 
@@ -170,7 +171,8 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None, live:
 
 
 def _sources(live: LivePrices | None) -> str:
-    offline = f"EC2 from {instance_catalog.source_line()}; the rest from infra/aws/prices.py (each item names its source)"
+    offline = (f"EC2 from {instance_catalog.source_line()}, else the region tables ({instance_catalog.tables_line()}; "
+               "each node names the one it came from); the rest from infra/aws/prices.py (each item names its source)")
     if live and (live.on_demand or live.spot):
         read = sorted({p.source for p in (*live.on_demand.values(), *live.spot.values())})
         return f"{'; '.join(read)} for the nodes it answered; otherwise {offline}"

@@ -64,13 +64,112 @@ def test_a_zone_without_a_spot_price_is_left_out_not_zero():
     assert set(summary.by_zone) == {"usw2-az1", "usw2-az3", "usw2-az4"} and summary.low > 0
 
 
-def test_what_the_table_cannot_price_is_unpriced_with_the_reason():
-    absent = instance_catalog.on_demand("m6i.4xlarge", "us-west-2")
-    assert absent.usd is None and "scripts/refresh_prices.py --add m6i.4xlarge" in absent.reason
+def test_what_the_tables_cannot_price_is_unpriced_with_the_reason():
+    # r9g (moto 5.2.5 describes it) is in none of the three tables: newer than all of them.
+    absent = instance_catalog.on_demand("r9g.large", "us-east-1")
+    assert absent.usd is None and "in none of the price tables" in absent.reason and "refresh_prices.py" in absent.reason
+    assert not instance_catalog.listed("r9g.large")
     elsewhere = instance_catalog.on_demand("g6.xlarge", "us-west-1")   # g6 is not offered there
-    assert elsewhere.usd is None and "no g6.xlarge in us-west-1" in elsewhere.reason
+    assert elsewhere.usd is None and "no price table lists g6.xlarge in us-west-1" in elsewhere.reason
     assert instance_catalog.spot_median("g6.xlarge", "us-west-1").usd is None
-    assert instance_catalog.shape("m6i.4xlarge") is None
+    assert instance_catalog.shape("m6i.4xlarge") is None   # priced by the region table, not in the zone table
+
+
+# --- the region-wide tables (issue 39: every type in every region) ------------------------------
+
+@pytest.mark.parametrize("kind", ["c6a.8xlarge", "m7i.4xlarge", "g6.xlarge", "p4d.24xlarge", "m6i.4xlarge"])
+def test_every_type_a_newcomer_might_pick_is_priced_in_us_east_1(kind):
+    found = instance_catalog.on_demand(kind, "us-east-1")
+    assert found.known, found.reason
+    summary, why = instance_catalog.spot(kind, "us-east-1")
+    assert summary is not None and summary.low > 0, why
+
+
+def test_us_east_1_on_demand_comes_from_karpenter_and_spot_from_ec2_instances_info():
+    # The rows as the modules ship them: Karpenter v1.15.2 zz_generated.pricing_aws.go '"c6a.8xlarge": 1.224000';
+    # ec2-instances-info data/instances.json c6a.8xlarge us-east-1 linux spot: five zones, 0.4669 to 0.5153.
+    on_demand = instance_catalog.on_demand("c6a.8xlarge", "us-east-1")
+    assert on_demand.usd == 1.224 and "karpenter-provider-aws@v1.15.2" in on_demand.source
+    assert "generated 2026-07-20 for us-east-1" in on_demand.source and on_demand.read_on == "2026-11-28"
+    summary, _ = instance_catalog.spot("c6a.8xlarge", "us-east-1")
+    assert summary.by_zone == {} and len(summary.unnamed) == 5 and (summary.low, summary.high) == (0.4669, 0.5153)
+    median = instance_catalog.spot_median("c6a.8xlarge", "us-east-1")
+    assert "ec2-instances-info" in median.source and "zones unnamed" in median.source and "median of 5 zones" in median.source
+
+
+def test_other_regions_come_from_the_region_table():
+    found = instance_catalog.on_demand("m7i.4xlarge", "eu-west-1")
+    assert found.usd == 0.8988 and "ec2-instances-info@v0.0.0-20250528091325-32acf84f42eb" in found.source
+    assert "commit 32acf84f42eb of 2025-05-28" in found.source
+
+
+def test_the_zone_table_comes_first_where_it_has_the_type():
+    assert instance_catalog.on_demand("c5.4xlarge", "us-east-1").source == instance_catalog.source_line()
+    assert instance_catalog.spot("c5.4xlarge", "us-west-2")[0].unnamed == ()
+
+
+def test_a_type_with_on_demand_but_no_spot_says_spot_is_not_priced():
+    # m8i (newer than the ec2instances.info copy) has Karpenter's us-east-1 On-Demand price only.
+    assert instance_catalog.on_demand("m8i.large", "us-east-1").known
+    spot = instance_catalog.spot_median("m8i.large", "us-east-1")
+    assert spot.usd is None and "no Spot price for m8i.large in us-east-1" in spot.reason
+
+
+def test_the_region_tables_name_their_modules_versions_and_dates():
+    region = json.loads((catalog_build.DATA_DIR / "ec2_region_prices_source.json").read_text())
+    assert (region["module"], region["version"], region["commitPrefix"], region["commitTime"]) == (
+        "github.com/cristim/ec2-instances-info", "v0.0.0-20250528091325-32acf84f42eb", "32acf84f42eb", "2025-05-28T09:13:25Z")
+    karpenter = json.loads((catalog_build.DATA_DIR / "ec2_on_demand_karpenter_source.json").read_text())
+    assert (karpenter["version"], karpenter["generatedAt"], karpenter["generatedFor"]) == (
+        "v1.15.2", "2026-07-20T13:44:30Z", "us-east-1")
+    from infra.aws.regions import commercial_regions
+    rows = list(__import__("csv").DictReader((catalog_build.DATA_DIR / "ec2_region_prices.csv").open()))
+    assert len(rows) == region["rows"] and {r["Region"] for r in rows} <= set(commercial_regions())
+
+
+def test_the_region_table_builder_reads_the_ec2instances_info_layout():
+    from infra.aws import region_prices_build as build
+    data = json.dumps([{"instance_type": "m5.large", "pricing": {
+        "us-east-1": {"linux": {"ondemand": "0.096", "spot": ["0.038300", "0.031500"]}, "mswin": {"ondemand": "0.188"}},
+        "us-gov-west-1": {"linux": {"ondemand": "0.12"}},
+        "eu-west-1": {"linux": {"ondemand": "0.107"}}}}]).encode()
+    table = build.build_region_table(data, {"us-east-1", "eu-west-1"}, {"module": "m"})
+    assert table.rows == [
+        {"InstanceType": "m5.large", "Region": "eu-west-1", "OnDemandUsd": "0.107", "SpotUsd": ""},
+        {"InstanceType": "m5.large", "Region": "us-east-1", "OnDemandUsd": "0.096", "SpotUsd": "0.0315;0.0383"}]
+    assert table.source["withSpot"] == 1
+    with pytest.raises(build.SourceError):
+        build.build_region_table(b'{"not": "a list"}', {"us-east-1"}, {})
+
+
+def test_the_karpenter_builder_reads_the_generated_go_map():
+    from infra.aws import region_prices_build as build
+    text = ('package pricing\n\n// generated at 2026-07-20T13:44:30Z for us-east-1\n\n'
+            'var InitialOnDemandPricesAWS = map[string]map[ec2types.InstanceType]float64{\n\t// us-east-1\n'
+            '\t"us-east-1": {\n\t\t// a1 family\n\t\t"a1.2xlarge": 0.204000, "a1.large": 0.051000,\n\t},\n}\n')
+    table = build.build_karpenter_table(text, {})
+    assert table.rows == [{"InstanceType": "a1.2xlarge", "Region": "us-east-1", "OnDemandUsd": "0.204"},
+                          {"InstanceType": "a1.large", "Region": "us-east-1", "OnDemandUsd": "0.051"}]
+    assert (table.source["generatedAt"], table.source["generatedFor"]) == ("2026-07-20T13:44:30Z", "us-east-1")
+    assert build.pseudo_version_commit("v0.0.0-20250528091325-32acf84f42eb") == ("32acf84f42eb", "2025-05-28T09:13:25Z")
+    assert build.pseudo_version_commit("v1.15.2") == (None, None)
+
+
+def test_the_refresh_script_rebuilds_the_region_tables_from_the_go_modules(tmp_path):
+    script = _load_script()
+    data = json.dumps([{"instance_type": "c6a.8xlarge", "pricing": {
+        "eu-west-1": {"linux": {"ondemand": "1.31328", "spot": ["0.6549", "0.5919"]}}}}]).encode()
+
+    def fetch(module, version, path):
+        assert (module, version, path) == ("github.com/cristim/ec2-instances-info", "latest", "data/instances.json")
+        return data, "v0.0.0-20250528091325-32acf84f42eb", "2025-05-28T09:21:47Z"
+
+    line = script.refresh_region_table("latest", tmp_path, "2026-11-28", fetch=fetch)
+    assert "1 types in 1 regions" in line
+    assert (tmp_path / "ec2_region_prices.csv").read_text() == (
+        "InstanceType,Region,OnDemandUsd,SpotUsd\nc6a.8xlarge,eu-west-1,1.31328,0.5919;0.6549\n")
+    source = json.loads((tmp_path / "ec2_region_prices_source.json").read_text())
+    assert source["commitPrefix"] == "32acf84f42eb" and source["readOn"] == "2026-11-28" and len(source["sha256"]) == 64
 
 
 @pytest.mark.parametrize("kind, on_demand, spot_zones", [

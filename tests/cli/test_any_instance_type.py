@@ -53,17 +53,28 @@ def test_cost_compare_and_preflight_answer_or_refuse_in_one_line(instance_type, 
             assert code == 0 and err == "", (name, err)
 
 
-@pytest.mark.parametrize("instance_type", ["m6i.4xlarge", "p4d.24xlarge", "p6-b200.48xlarge"])
-def test_cost_names_the_worker_nodes_it_cannot_price_beside_the_totals(instance_type, capsys):
-    """The offline price table carries the stacks' types only: a type outside it is sized, and the
-    cost says, right under its totals, that the workers are not in them and how to add their price."""
+@pytest.mark.parametrize("instance_type, why", [
+    ("x8aedz.6xlarge", "x8aedz.6xlarge is in none of the price tables"),       # newer than all three
+    ("m8i.4xlarge", "no price table lists m8i.4xlarge in us-west-2"),          # Karpenter's us-east-1 only
+    ("p6-b200.48xlarge", "no price table lists p6-b200.48xlarge in us-west-2")])
+def test_cost_names_the_worker_nodes_it_cannot_price_beside_the_totals(instance_type, why, capsys):
+    """A type no price table has in the stack's region is sized, and the cost says, right under its
+    totals, that the workers are not in them and why."""
     code, out, _ = run(cost_command.main, ["dev", "-c", f"nodeInstanceType={instance_type}"], capsys)
     first, second = out.splitlines()[:2]
     assert code == 0 and "or more" in first and "lower bound: no price read for worker nodes" in first
-    assert second == (f"  NOT IN THE TOTALS: worker nodes while a run trains: 2 x {instance_type} On-Demand: "
-                      f"{instance_type} is not in the table (skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv "
-                      f"@ 27f67dd4 (commit date not recorded, read 2026-11-24)); add it with "
-                      f"`scripts/refresh_prices.py --add {instance_type}` from a copy of the catalog")
+    assert second.startswith(f"  NOT IN THE TOTALS: worker nodes while a run trains: 2 x {instance_type} On-Demand: {why} ")
+
+
+@pytest.mark.parametrize("stack, instance_type, region", [
+    ("dev", "c6a.8xlarge", "us-east-1"), ("dev", "m7i.4xlarge", "us-east-1"), ("dev", "m7i.4xlarge", "eu-west-1"),
+    ("gpu", "g6.xlarge", "us-east-1"), ("gpu", "p4d.24xlarge", "us-east-1"), ("gpu", "p4d.24xlarge", "eu-west-1")])
+def test_cost_prices_the_workers_of_any_type_in_its_region(stack, instance_type, region, capsys):
+    """Issue 39: types outside the zone table said "NOT IN THE TOTALS: worker nodes"; the region tables price them."""
+    code, out, _ = run(cost_command.main, [stack, "-c", f"nodeInstanceType={instance_type}", "-c", f"aws:region={region}"],
+                       capsys)
+    assert code == 0 and "NOT IN THE TOTALS: worker nodes" not in out, out
+    assert "worker nodes while a run trains: " in out and f"x {instance_type} On-Demand: $" in out
 
 
 @pytest.mark.parametrize("instance_type", sorted(REFUSED))

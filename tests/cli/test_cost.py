@@ -73,15 +73,16 @@ def _nodes(estimate):
 
 
 def test_an_item_without_a_recorded_price_is_caught_and_never_zero():
-    settings = settings_of("dev", "nodeInstanceType=c5.9xlarge")
+    # x8aedz (moto 5.2.5 describes it) is newer than all three price tables.
+    settings = settings_of("dev", "nodeInstanceType=x8aedz.6xlarge")
     assert len(cost.missing_prices(settings)) == 1
-    assert "c5.9xlarge is not in the table" in cost.missing_prices(settings)[0]
+    assert "x8aedz.6xlarge is in none of the price tables" in cost.missing_prices(settings)[0]
     nodes = _nodes(cost.estimate(settings, STANDARD_DAY))
     assert nodes["unitUsd"] is None and nodes["hourlyUsd"] is None and nodes["source"].startswith("NOT READ")
 
 
 def test_a_price_not_read_is_null_named_and_makes_the_total_a_lower_bound():
-    estimate = cost.estimate(settings_of("dev", "nodeInstanceType=c5.9xlarge"), STANDARD_DAY)
+    estimate = cost.estimate(settings_of("dev", "nodeInstanceType=x8aedz.6xlarge"), STANDARD_DAY)
     unread = [i for i in estimate["items"] if i["unitUsd"] is None]
     assert unread and all(i["hourlyUsd"] is None for i in unread)
     assert [i["what"] for i in unread] == estimate["unpriced"]
@@ -96,9 +97,35 @@ def test_the_nodes_are_priced_from_the_catalog_table_and_say_so():
     assert nodes["source"].startswith("skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @ 27f67dd4")
 
 
-def spot_settings(stack: str):
+def spot_settings(stack: str, *overrides: str):
     """The stack as a `capacityType: spot` one: the estimate reads the attribute the config gives it."""
-    return SimpleNamespace(**{**vars(settings_of(stack)), "capacity_type": "spot"})
+    return SimpleNamespace(**{**vars(settings_of(stack, *overrides)), "capacity_type": "spot"})
+
+
+@pytest.mark.parametrize("region, table", [("us-east-1", "karpenter-provider-aws@v1.15.2"),
+                                           ("eu-west-1", "ec2-instances-info@v0.0.0-20250528091325-32acf84f42eb")])
+def test_a_type_outside_the_zone_table_is_priced_from_the_region_tables(region, table):
+    """Issue 39: c6a.8xlarge's workers were 'NOT IN THE TOTALS'; the region tables price them, On-Demand and Spot."""
+    overrides = ("nodeInstanceType=c6a.8xlarge", f"aws:region={region}")
+    settings = settings_of("dev", *overrides)
+    assert not [m for m in cost.missing_prices(settings) if "c6a.8xlarge" in m]   # eu-west-1's other items: prices.py
+    estimate = cost.estimate(settings, STANDARD_DAY)
+    nodes = _nodes(estimate)
+    assert nodes["unitUsd"] > 0 and nodes["runHourlyUsd"] == round(2 * nodes["unitUsd"], 6) and table in nodes["source"]
+    assert not any("worker nodes" in what for what in estimate["unpriced"])
+    spot = _nodes(cost.estimate(spot_settings("dev", *overrides), STANDARD_DAY))
+    assert 0 < spot["unitUsd"] < nodes["unitUsd"] and "ec2-instances-info" in spot["source"] and "Spot median" in spot["source"]
+
+
+def test_a_spot_node_without_a_spot_price_is_unpriced_not_on_demand():
+    # m8i.4xlarge: Karpenter's us-east-1 On-Demand price, no Spot price in any table.
+    overrides = ("nodeInstanceType=m8i.4xlarge", "aws:region=us-east-1")
+    assert _nodes(cost.estimate(settings_of("dev", *overrides), STANDARD_DAY))["unitUsd"] > 0
+    estimate = cost.estimate(spot_settings("dev", *overrides), STANDARD_DAY)
+    nodes = _nodes(estimate)
+    assert nodes["unitUsd"] is None and nodes["hourlyUsd"] is None and nodes["runHourlyUsd"] is None
+    assert nodes["source"].startswith("NOT READ: no Spot price for m8i.4xlarge in us-east-1")
+    assert nodes["what"] in estimate["unpriced"] and estimate["note"].startswith("lower bound")
 
 
 def test_a_spot_stack_prices_its_workers_at_spot_and_says_so():
