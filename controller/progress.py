@@ -96,7 +96,8 @@ def _on_claim(elasticjob: dict[str, Any], directory: str) -> str | None:
     best: tuple[str, str] | None = None
     for mount in container.get("volumeMounts") or []:
         where = os.path.normpath(str(mount.get("mountPath") or "/"))
-        if mount.get("name") not in claims or not Path(directory).is_relative_to(where):
+        # A subPathExpr names the folder through the pod's own environment, which the template does not settle.
+        if mount.get("name") not in claims or mount.get("subPathExpr") or not Path(directory).is_relative_to(where):
             continue
         if best is None or len(where) > len(best[0]):
             best = (where, os.path.join(str(mount.get("subPath") or ""), os.path.relpath(directory, where)))

@@ -7,7 +7,8 @@ The image is this checkout: a container's `command` + `args` run from the checko
 WORKDIR, /app, holds the same jobs/ and controller/: images/Dockerfile) with the checkout's `.venv/bin`
 first on PATH (the image's /opt/venv), whatever the pod's `image` says. A pod gets:
 
-- its own loopback address as podIP (127.1.0.1, 127.1.0.2, ...; nothing of a pod listens elsewhere
+- its own loopback address as podIP (127.1.0.1, 127.1.0.2, ...: a /16 of the loopback range that no other
+  pod runner on this machine holds, so control planes run side by side; nothing of a pod listens elsewhere
   unless its process binds the wildcard itself, as torch's TCPStore server does);
 - its environment (pod_environment.py): env, envFrom, the downward API, KUBERNETES_SERVICE_HOST/PORT
   (the API server's own address: the `kubernetes` Service has no proxy here), HOSTNAME;
@@ -60,7 +61,23 @@ from service_proxy import ServiceProxy  # noqa: E402
 REPO = HERE.parent
 SITE = HERE / "pod_site"
 log = logging.getLogger("pod-runner")
-POD_NETWORK = "127.1"  # the first two octets: a /16 of the loopback range
+# Where a runner holds the two /16s it uses (pods', Services'): a socket bound to this port on 127.<n>.255.254,
+# an address neither network hands out (they end at .249.250), released when the runner's process ends.
+CLAIM_PORT = 29399
+
+
+def claim_networks() -> tuple[str, str, socket.socket]:
+    """(the pods' network, the Services' network, the socket that holds them): 127.1 and 127.2 unless
+    another runner holds them, else 127.3 and 127.4, and so on."""
+    for second in range(1, 254, 2):
+        claim = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            claim.bind((f"127.{second}.255.254", CLAIM_PORT))
+        except OSError:
+            claim.close()
+            continue
+        return f"127.{second}", f"127.{second + 1}", claim
+    raise SystemExit("pod runner: every /16 of the loopback range is held by another pod runner")
 LOOP_SECONDS = 0.5
 BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 10, 300
 MESSAGE_LIMIT = 4096          # the kubelet reads at most 4096 bytes of the termination message file
@@ -116,7 +133,8 @@ class PodRunner:
         self.shared = shared_volumes
         self.api = KubeApi(server, plane_dir / "pki", "pod-runner")
         self.api_port = api_port
-        self.proxy = ServiceProxy()
+        self.pod_network, service_network, self._claim = claim_networks()
+        self.proxy = ServiceProxy(service_network)
         self.pods: dict[str, RunningPod] = {}
         self.addresses: dict[str, str] = {}   # pod uid -> its address, kept while the pod object exists
         self.next_address = 0
@@ -199,7 +217,7 @@ class PodRunner:
         if uid not in self.addresses:
             n = self.next_address
             self.next_address += 1
-            self.addresses[uid] = f"{POD_NETWORK}.{n // 250}.{n % 250 + 1}"
+            self.addresses[uid] = f"{self.pod_network}.{n // 250}.{n % 250 + 1}"
         return self.addresses[uid]
 
     def start(self, pod: dict[str, Any]) -> RunningPod:

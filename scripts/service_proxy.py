@@ -2,7 +2,7 @@
 kube-proxy these tests need.
 
 - Each Service with a selector gets its own loopback address (127.2.0.1, 127.2.0.2, ... in the order the
-  runner first sees them) and a listener on each of its ports there; pods name the Service and find
+  runner first sees them; the pod runner gives each control plane's proxy a /16 of its own) and a listener on each of its ports there; pods name the Service and find
   that address (pod_environment.Rewriter).
 - A connection is forwarded to one of the Service's ready endpoints, taking turns: a pod of its namespace
   that its selector matches, Running, Ready, not being deleted, with a podIP; the port is `targetPort`
@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 log = logging.getLogger("pod-runner")
-SERVICE_NETWORK = "127.2"  # the first two octets: a /16 of the loopback range
+SERVICE_NETWORK = "127.2"  # the first two octets: a /16 of the loopback range (the default one)
 LOCALHOST = "127.0.0.1"
 CONNECT_SECONDS = 2.0
 
@@ -55,7 +55,8 @@ def target_port(port: dict[str, Any], pod: dict[str, Any]) -> int | None:
 
 
 class ServiceProxy:
-    def __init__(self):
+    def __init__(self, network: str = SERVICE_NETWORK):
+        self.network = network
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True, name="service-proxy").start()
         self.addresses: dict[tuple[str, str], str] = {}      # (namespace, service) -> its address
@@ -68,7 +69,7 @@ class ServiceProxy:
         key = (namespace, name)
         if key not in self.addresses:
             n = len(self.addresses)
-            self.addresses[key] = f"{SERVICE_NETWORK}.{n // 250}.{n % 250 + 1}"
+            self.addresses[key] = f"{self.network}.{n // 250}.{n % 250 + 1}"
         return self.addresses[key]
 
     def names(self, namespace: str) -> dict[str, str]:

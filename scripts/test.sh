@@ -24,4 +24,4 @@ grep '^build-tools:' "$tools_log" || true
 # run once) and the whole cluster tier to one (its control plane starts once): tests/conftest.py
 # gives every test its group. The torchrun tests spend much of their time waiting on the rendezvous, which the other
 # files fill.
-.venv/bin/python -m pytest -q -n 2 --dist loadfile -m "not scenarios" "$@"
+.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

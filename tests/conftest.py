@@ -47,14 +47,18 @@ def variant(synth_stack) -> Synth:
 class FileAndClusterScheduling(LoadFileScheduling):
     """How `pytest -n 2` (scripts/test.sh) shares the tests between its two workers: each file whole to one
     worker, as `--dist loadfile` does (so a module fixture, such as the concurrent torchrun jobs, runs
-    once), and the whole cluster tier to one worker, so that its one control plane starts once.
+    once), and the whole cluster tier to one worker, so that its one control plane starts once (not the
+    whole-run tier, tests/cluster/whole_run, whose files each start their own).
 
     Not `--dist loadgroup` with xdist_group marks: xdist 3.8.0 sends a group together by appending it
     to `item._nodeid` (xdist/remote.py), which pytest 9.2 no longer reads (Node.nodeid is `_id`), so
     every test went alone and the heavy module fixtures ran in both workers."""
 
     def _split_scope(self, nodeid: str) -> str:
-        return "tests/cluster" if nodeid.startswith("tests/cluster/") else super()._split_scope(nodeid)
+        # The whole-run tier's files start control planes of their own: each may go to any worker.
+        if nodeid.startswith("tests/cluster/") and not nodeid.startswith("tests/cluster/whole_run/"):
+            return "tests/cluster"
+        return super()._split_scope(nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own (trylast), which would pick by --dist

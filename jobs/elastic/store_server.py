@@ -39,9 +39,15 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(host: str, port: int, stop: threading.Event) -> None:
     listener = listen(host, port)
     bound = listener.getsockname()[1]
-    # is_master also makes a client of this process, which connects to the loopback address.
-    loopback = "::1" if listener.family == socket.AF_INET6 else "127.0.0.1"
-    store = dist.TCPStore(loopback, bound, is_master=True, wait_for_workers=False, master_listen_fd=listener.fileno())
+    # is_master also makes a client of this process: it connects to the address listened on, or to the
+    # loopback address when that is a wildcard (a pod's 127.0.0.1 is its own; where pods share a machine's,
+    # as on the pods-that-run tier, their own address is the one that is surely this store).
+    if host in ("0.0.0.0", "::", ""):
+        host_for_client = "::1" if listener.family == socket.AF_INET6 else "127.0.0.1"
+    else:
+        host_for_client = host
+    store = dist.TCPStore(host_for_client, bound, is_master=True, wait_for_workers=False,
+                          master_listen_fd=listener.fileno())
     listener.detach()  # the store owns the socket now, and closes it
     print(f"{READY} {host}:{bound}", flush=True)
     while not stop.wait(1):

@@ -65,3 +65,19 @@ def test_a_service_forwards_to_its_ready_endpoint_only(proxy):
     proxy.update([service], [])
     assert ask(address, service_port) == b""
     first.shutdown(), second.shutdown()
+
+
+def test_two_pod_runners_on_one_machine_take_networks_of_their_own():
+    """Control planes side by side (the whole-run tier's files run in parallel): each pod runner holds its own
+    pods' and Services' /16s, so no two pods anywhere share an address (two stores at 127.1.0.1:29400 was how
+    a node-loss scenario lost its store while another file ran)."""
+    from pod_runner import claim_networks
+
+    first = claim_networks()
+    second = claim_networks()
+    try:
+        networks = {first[0], first[1], second[0], second[1]}
+        assert len(networks) == 4 and all(n.startswith("127.") for n in networks), networks
+    finally:
+        first[2].close()
+        second[2].close()

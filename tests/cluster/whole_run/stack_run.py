@@ -9,7 +9,9 @@ written and the last epoch in the run's history.jsonl (jobs/training writes one 
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from control_plane import ControlPlane
@@ -122,6 +124,22 @@ class StackRun:
     def pod_logs(self, prefix: str = "") -> str:
         logs = sorted((self.plane.dir / "pods").glob(f"{self.namespace}_{prefix}*/*.log"))
         return "\n".join(f"--- {p.parent.name}/{p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in logs)
+
+    def controller_cpu_share(self) -> float:
+        """The CPU time of this run's controller process (the one running now: a crash restarts it) over
+        its age, 0.0 when none runs: what it costs the node it shares with the training."""
+        shares = []
+        for pid_file in (self.plane.dir / "pods").glob(f"{self.namespace}_elasticjob-controller-*/controller.pid"):
+            try:
+                fields = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
+                uptime = float(Path("/proc/uptime").read_text().split()[0])
+            except (OSError, ValueError):
+                continue  # that pod's process has ended
+            ticks = os.sysconf("SC_CLK_TCK")
+            # proc(5): utime and stime are fields 14 and 15, starttime 22 (after the name: 11, 12 and 19).
+            cpu, age = (int(fields[11]) + int(fields[12])) / ticks, uptime - int(fields[19]) / ticks
+            shares.append(cpu / age if age > 0 else 0.0)
+        return max(shares, default=0.0)
 
     def crashes(self) -> list[str]:
         """Every log (this run's pods, the control plane's components) with a crash's marks in it."""

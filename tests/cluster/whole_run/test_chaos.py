@@ -18,19 +18,19 @@ from dataclasses import dataclass
 
 import pytest
 
-from faults import (crash_container, evict, invariants, kill_training_process, lose_node, node_of, pin_components,
-                    pods_of, replace_lost_node)
-from run_pods_plane import start_plane, stop_plane
+from faults import (CONTROL_PLANE_NODE, crash_container, evict, invariants, kill_training_process, lose_node, node_of,
+                    pin_components, pods_of, replace_lost_node)
 from stack_run import StackRun
-from test_scenarios import SHAPE, VERDICT_SECONDS, CONTROL_PLANE_NODE
-
-# Not in scripts/test.sh yet (too long for its budget on 2 cores): scripts/chaos.sh and `pytest -m scenarios`.
-pytestmark = pytest.mark.scenarios
+from scenario import SHAPE, VERDICT_SECONDS, plane_of_three_nodes
 
 SEEDS = [int(s) for s in os.environ.get("CHAOS_SEEDS", "0,1,2").split(",") if s.strip()]
-FAULTS = ("delete-worker", "evict-worker", "kill-training-process", "crash-controller", "delete-store", "lose-worker-node")
+FAULTS = ("delete-worker", "evict-worker", "kill-training-process", "crash-controller", "delete-store", "lose-worker-node",
+          "restart-apiserver")
+API_SERVER_DOWN_SECONDS = 10
 # At most this many faults in one run, each at a random time within the first WINDOW seconds of training.
-MOST_FAULTS, WINDOW_SECONDS = 3, 45
+MOST_FAULTS, WINDOW_SECONDS = 3, 30
+# Training long enough (about 5 s an epoch on 2 cores) that the faults land while it runs.
+EPOCHS = 8
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ def inject(run: StackRun, fault: Fault, lost: list[str]) -> str:
         if not stores:
             return "no store running"
         run.plane.kubectl("delete", "pod", stores[0]["metadata"]["name"], "-n", run.namespace, "--wait=false")
+    elif fault.kind == "restart-apiserver":
+        run.plane.restart_apiserver(down_seconds=API_SERVER_DOWN_SECONDS)
     elif fault.kind == "lose-worker-node":
         off = [w for w in workers if node_of(w) != CONTROL_PLANE_NODE]
         if not off:
@@ -85,17 +87,18 @@ def inject(run: StackRun, fault: Fault, lost: list[str]) -> str:
     return "done"
 
 
+# In the test command; `pytest -m scenarios` runs this tier alone (scripts/chaos.sh: more seeds).
+pytestmark = pytest.mark.scenarios
+
 @pytest.fixture(scope="module")
 def plane(tools_bin, tmp_path_factory):
-    plane = start_plane(tmp_path_factory.mktemp("run-pods-chaos"), tools_bin, node_count=3)
-    yield plane
-    stop_plane(plane)
+    yield from plane_of_three_nodes(tools_bin, tmp_path_factory, "run-pods-chaos")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_random_fault_schedule_keeps_every_invariant(plane, synth_stack, seed):
     plan = schedule(seed)
-    run = StackRun(plane, synth_stack("local", f"namespace=chaos-{seed}", *SHAPE, "epochs=4"))
+    run = StackRun(plane, synth_stack("local", f"namespace=chaos-{seed}", *SHAPE, f"epochs={EPOCHS}"))
     pin_components(run)
     run.apply_base()
     run.prepare()
