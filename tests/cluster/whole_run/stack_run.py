@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from control_plane import ControlPlane
+from elastic_training import history as history_schema, run_directory
 from kube import CRD, apply, kind_rank, wait_established, wait_until
 from synth_support import Synth
 
@@ -37,9 +38,12 @@ class StackRun:
         self.prep = next(j for j in jobs if j["metadata"]["name"].startswith("prep-"))
         self.test = next(j for j in jobs if j["metadata"]["name"].startswith("eval-"))
         claim = next(m for m in self.manifests if m["kind"] == "PersistentVolumeClaim")["metadata"]["name"]
-        args = self.elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
-        run_dir = args[args.index("--run-dir") + 1]
-        self.epochs = int(args[args.index("--epochs") + 1])
+        worker = self.elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        # The run directory of any training command: the stack sets it in the worker's environment.
+        run_dir = next(v["value"] for v in worker["env"] if v["name"] == run_directory.RUN_DIR_ENV)
+        args = worker.get("args") or []
+        # Our CIFAR-10 training says how many epochs make the run; a script of the user's says it finished.
+        self.epochs = int(args[args.index("--epochs") + 1]) if "--epochs" in args else None
         # The run directory in the pods' paths (/efs-shared/runs/<id>) is this folder of the claim.
         self.run_dir = plane.shared_volumes / self.namespace / claim / run_dir.removeprefix("/efs-shared/")
         self.started = time.monotonic()
@@ -105,8 +109,11 @@ class StackRun:
         return max([e["epoch"] for e in self.history() if e.get("event") == "epoch"], default=0)
 
     def truth(self) -> bool:
-        """Whether the run really finished: model.pt written and the last epoch in the history."""
-        return (self.run_dir / "model.pt").is_file() and self.epochs_done() >= self.epochs
+        """Whether the run really finished: model.pt written and the last epoch in the history (a script of
+        the user's: its history's `finished` line, which elastic_training.Run writes as it ends)."""
+        if self.epochs is None:
+            return any(e.get("event") == history_schema.FINISHED for e in self.history())
+        return (self.run_dir / run_directory.MODEL).is_file() and self.epochs_done() >= self.epochs
 
     def workers(self) -> list[dict[str, Any]]:
         found = self.get("pods", "-l", f"{JOB_NAME_LABEL}={self.name}") or {"items": []}

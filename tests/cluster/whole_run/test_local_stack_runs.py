@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from elastic_training import history, run_directory
 from kube import wait_until
 from stack_run import StackRun, index_of, seconds_since
 from run_pods_plane import start_plane, stop_plane
@@ -74,3 +75,32 @@ def test_the_local_stack_trains_for_real_and_survives_a_deleted_worker(plane, sy
     # stopped in the middle of a collective prints torch's error with a traceback (jobs/cli.py), which
     # depends on where in the step the deletion lands.
     assert [log for log in run.crashes() if "_train-" not in log] == [], run.crashes()
+
+
+def test_a_training_script_of_the_users_runs_unchanged_on_the_local_stack(plane, synth_stack):
+    """Issue 38 on the whole-run tier: the local stack with `trainingCommand` (examples/text_classifier, on the
+    elastic_training library), its own `testCommand` and no data to prepare. Its workers run that command
+    under our agent on the real store; a worker pod deleted after the first checkpoint is replaced and the
+    group resumes from it; the ElasticJob's verdict is the script's own end (its history's `finished`); the
+    test Job runs the script's evaluation and gates on its metric."""
+    run = StackRun(plane, synth_stack(
+        "local", "namespace=own-script",
+        'trainingCommand=["python","-m","examples.text_classifier.train","--steps","300",'
+        '"--checkpoint-every-seconds","1","--step-seconds","0.03"]',
+        'dataPrepCommand=["true"]',
+        'testCommand=["python","-m","examples.text_classifier.evaluate","--min-accuracy","0.7"]'))
+    run.apply_base()
+    run.prepare()
+    run.start_training()
+    wait_until("the script's first checkpoint", lambda: (run.run_dir / run_directory.CHECKPOINT).exists(), timeout=240)
+    victim = run.running_workers()[0]
+    plane.kubectl("delete", "pod", victim["metadata"]["name"], "-n", run.namespace, "--wait=false")
+    verdict = run.wait_verdict(timeout=600)
+    records = run.history()
+    assert verdict == "Succeeded" and run.truth(), (verdict, records[-5:], run.pod_logs("train-")[-4000:])
+    starts = [r for r in records if r["event"] == history.START]
+    assert len(starts) >= 2 and starts[-1]["step"] > 0, starts  # resumed from its checkpoint, not from step 0
+    assert run.evaluate() == "Complete", run.pod_logs("eval-")
+    assert json.loads((run.run_dir / run_directory.METRICS).read_text())["accuracy"] >= 0.7
+    assert [log for log in run.crashes() if "_train-" not in log] == [], run.crashes()
+    run.remove()
