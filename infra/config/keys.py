@@ -258,6 +258,8 @@ def _image_uri(v: str) -> str | None:
 # jobs, tests/jobs/test_prepare_source.py compares the two): a larger count would pass here and
 # fail only in the data-prep Job, after the cluster was built.
 MAX_SYNTHETIC_PER_CLASS = 5000
+# The count data-prep generates for a plain `synthetic` (infra/specs/workloads.py data_prep_args).
+SYNTHETIC_DEFAULT_PER_CLASS = 1000
 
 
 def _data_source(v: str) -> str | None:
