@@ -11,6 +11,11 @@ from typing import Any
 SHOWN_CHARACTERS = 200
 
 
+class Written(str):
+    """A number as the user wrote it ("70", ".5"), shown without quotes: a decimal key's parsed float would
+    show 70 as 70.0, which the user never wrote."""
+
+
 class ConfigError(ValueError):
     """A stack config value that breaks its rule. `str()` is the one line a user sees."""
 
@@ -22,6 +27,8 @@ class ConfigError(ValueError):
 def show_value(value: Any) -> str:
     """The value as the line shows it: strings quoted, numbers and lists as JSON; one too long to read
     is cut, saying how long it was (the first items of a list, the start of a string)."""
+    if isinstance(value, Written):
+        return str(value)
     shown = json.dumps(value) if not isinstance(value, str) else repr(value)
     if len(shown) <= SHOWN_CHARACTERS:
         return shown
