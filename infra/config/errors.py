@@ -33,7 +33,7 @@ def show_value(value: Any) -> str:
     if len(shown) <= SHOWN_CHARACTERS:
         return shown
     if isinstance(value, (list, tuple)):
-        first = []
+        first: list[Any] = []
         for item in value:
             if len(json.dumps([*first, item])) > SHOWN_CHARACTERS // 2:
                 break
