@@ -302,7 +302,7 @@ def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[]
         return api.batch.list_namespaced_job(ns, **kwargs)
     list_jobs.__name__ = "jobs"
 
-    threads = [
+    threads: list[tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]] = [
         (_watch, (list_elasticjobs, SpecChanges(), queue), {}),
         (_watch, (list_jobs, _labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
         (_watch_pods, (api, ns, pods, queue), {}),

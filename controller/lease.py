@@ -90,7 +90,7 @@ class LeaseLock:
 
     @property
     def is_leader(self) -> bool:
-        return bool(self._observed) and self._observed.get("holderIdentity") == self.identity
+        return self._observed is not None and self._observed.get("holderIdentity") == self.identity
 
     def holder(self) -> str:
         return (self._observed or {}).get("holderIdentity") or ""

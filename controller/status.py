@@ -248,7 +248,8 @@ def min_replicas(job: dict[str, Any]) -> int:
 def verdict(name: str, job: dict[str, Any], run: History | None) -> tuple[str, str, str]:
     """(condition type, reason, message) for a finished Job: the truth of the run (module docstring)."""
     job_status = job.get("status") or {}
-    complete, failed = _true(job_status.get("conditions"), "Complete"), _true(job_status.get("conditions"), "Failed")
+    complete = _true(job_status.get("conditions"), "Complete")
+    failed = _true(job_status.get("conditions"), "Failed") or {}  # a finished Job that is not Complete is Failed
     succeeded = len(_index_set(job_status.get("completedIndexes") or ""))
     needed = min_replicas(job)
     completions = (job.get("spec") or {}).get("completions") or succeeded
@@ -307,7 +308,7 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
         elif not finished(old):  # a verdict, once written, stands (a later read of the history cannot flip it)
             kind, why, message = verdict(name, job, run)
             _set(conditions, kind, True, why, message, now)
-        ended = job_status.get("completionTime") or (complete or failed).get("lastTransitionTime") or now
+        ended = job_status.get("completionTime") or (complete or failed or {}).get("lastTransitionTime") or now
         status["completionTime"] = old.get("completionTime") or ended
     else:
         restarting = restarting_indexes(job, pods)
@@ -316,9 +317,9 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
             latest = _latest_failure(pods)
             detail = (f": {latest['pod']} ended with exit code {latest['exitCode']} ({latest['reason']}), {latest['action']}"
                       if latest else "")
-            waiting = waiting_indexes(job, pods, _epoch(now) or 0.0)
+            delayed = waiting_indexes(job, pods, _epoch(now) or 0.0)
             detail += "".join(f"; index {i} is re-created in {w['left']} s (its failure {w['failures']}: the Job "
-                              f"controller waits {w['delay']} s)" for i, w in sorted(waiting.items()))
+                              f"controller waits {w['delay']} s)" for i, w in sorted(delayed.items()))
             _set(conditions, RESTARTING, True, "ElasticJobRestarting",
                  f"replacing worker index {', '.join(map(str, restarting))}{detail}", now)
             _clear(conditions, RUNNING, "ElasticJobRestarting", "a worker is being replaced", now)

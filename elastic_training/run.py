@@ -32,6 +32,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 
@@ -71,7 +72,8 @@ class Run:
         self.rank, self.world_size, self.local_rank = self.place.rank, self.place.world_size, self.place.local_rank
         self.is_leader = self.place.is_leader
         self.device = choose_device(self.place.local_rank)
-        self.dir = run_directory.from_environment(run_dir or DEFAULT_RUN_DIR)
+        # Never None: a default is given (from_environment returns None only without one).
+        self.dir: Path = run_directory.from_environment(run_dir or DEFAULT_RUN_DIR) or Path(DEFAULT_RUN_DIR)
         self.data_dir = run_directory.data_from_environment()
         self.progress_every_seconds = progress_every_seconds
         self._last_progress = -math.inf

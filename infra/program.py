@@ -53,10 +53,10 @@ def build_existing(settings: Settings) -> dict[str, pulumi.Input]:
         settings, cluster.provider, cluster.kubeconfig, image_ref, kube_context=cluster.context,
         prerequisites=[volume.claim, elastic.crd, controller.deployment, elastic.store]))
     context = f" --context {cluster.context}" if cluster.context else ""
-    outputs = {"kubeconfig": cluster.kubeconfig, "kubeContext": cluster.context, "imageRef": image_ref,
-               **_run_outputs(settings, workloads, f"kubectl --kubeconfig {cluster.kubeconfig}{context}")}
-    del outputs["commands"]["topNodes"]  # needs a metrics-server, which only target eks installs
-    return outputs
+    commands = _commands(settings, f"kubectl --kubeconfig {cluster.kubeconfig}{context}")
+    del commands["topNodes"]  # needs a metrics-server, which only target eks installs
+    return {"kubeconfig": cluster.kubeconfig, "kubeContext": cluster.context, "imageRef": image_ref,
+            **_run_outputs(settings, workloads, commands)}
 
 
 def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
@@ -95,7 +95,11 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
                        addons.metrics_server, capacity.node_pool, *gpu_support],
         artifacts_bucket=artifacts.bucket_name, artifacts_ready=artifacts.ready))
     results = pulumi.Output.concat("s3://", artifacts.bucket_name, "/", run_prefix(settings.run_id))
-    outputs = {
+    commands = _commands(settings, "kubectl")
+    commands["exportLogs"] = f"kubectl logs -n {settings.namespace} job/{workload_specs.names(settings.run_id).export}"
+    commands["kubeconfig"] = pulumi.Output.concat(
+        "aws eks update-kubeconfig --region ", settings.region, " --name ", cluster.eks_cluster_name)
+    return {
         "clusterName": cluster.eks_cluster_name,
         "kubeconfig": cluster.kubeconfig,
         "imageRef": registry.image_ref,
@@ -104,31 +108,32 @@ def build_eks(settings: Settings) -> dict[str, pulumi.Input]:
         "artifactsBucket": artifacts.bucket_name,
         "modelUri": pulumi.Output.concat(results, "/", run_directory.MODEL),
         "metricsUri": pulumi.Output.concat(results, "/", run_directory.METRICS),
-        **_run_outputs(settings, workloads, "kubectl"),
+        **_run_outputs(settings, workloads, commands),
     }
-    outputs["commands"]["exportLogs"] = f"kubectl logs -n {settings.namespace} job/{workload_specs.names(settings.run_id).export}"
-    outputs["commands"]["kubeconfig"] = pulumi.Output.concat(
-        "aws eks update-kubeconfig --region ", settings.region, " --name ", cluster.eks_cluster_name)
-    return outputs
 
 
-def _run_outputs(settings: Settings, workloads: Workloads, kubectl: str) -> dict[str, pulumi.Input]:
-    """What both targets export about the run, with the kubectl commands to follow it."""
-    names = workload_specs.names(settings.run_id)
-    ns = settings.namespace
+def _run_outputs(settings: Settings, workloads: Workloads, commands: dict[str, pulumi.Input[str]]) -> dict[str, pulumi.Input]:
+    """What both targets export about the run, with the commands to follow it."""
     return {
         "pvcName": settings.pvc_name,
-        "namespace": ns,
+        "namespace": settings.namespace,
         "runId": settings.run_id,
         "runDirectory": workload_specs.run_dir(settings.run_id),
         "trainingResult": workloads.training_complete.result,
         "runCost": workloads.training_complete.runCost,
-        "commands": {
-            "watchPods": f"{kubectl} get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
-            "workerLogs": f"{kubectl} logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "
-                          f"--prefix --max-log-requests={settings.max_workers + 1}",
-            "dataPrepLogs": f"{kubectl} logs -f -n {ns} job/{names.data_prep}",
-            "testLogs": f"{kubectl} logs -n {ns} job/{names.test}",
-            "topNodes": f"{kubectl} top nodes",
-        },
+        "commands": commands,
+    }
+
+
+def _commands(settings: Settings, kubectl: str) -> dict[str, pulumi.Input[str]]:
+    """The kubectl commands to follow a run, as both targets export them."""
+    names = workload_specs.names(settings.run_id)
+    ns = settings.namespace
+    return {
+        "watchPods": f"{kubectl} get pods -n {ns} -l {workload_specs.RUN_LABEL}={settings.run_id} -o wide --watch",
+        "workerLogs": f"{kubectl} logs -f -n {ns} -l {workload_specs.JOB_LABEL}={names.training} "
+                      f"--prefix --max-log-requests={settings.max_workers + 1}",
+        "dataPrepLogs": f"{kubectl} logs -f -n {ns} job/{names.data_prep}",
+        "testLogs": f"{kubectl} logs -n {ns} job/{names.test}",
+        "topNodes": f"{kubectl} top nodes",
     }

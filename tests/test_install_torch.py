@@ -150,8 +150,10 @@ def test_an_unknown_option_is_refused_with_one_line(script, tmp_path):
     assert not (tmp_path / ".venv").exists()
     assert result.returncode == 2
     name = script.removesuffix(".sh")
-    assert result.stderr.splitlines() == [f"{name}: unknown option --cuda; the only option is --gpu (PyPI's CUDA build of "
-                                          f"torch{' on Linux x86-64' if script == 'setup.sh' else ''})"]
+    expected = (f"{name}: unknown option --cuda; the options are --gpu (PyPI's CUDA build of torch on Linux x86-64) and "
+                "--quiet (step lines and a line every 30 s only)" if script == "setup.sh" else
+                f"{name}: unknown option --cuda; the only option is --gpu (PyPI's CUDA build of torch)")
+    assert result.stderr.splitlines() == [expected]
 
 
 def test_setup_passes_gpu_to_the_torch_step_and_test_paths_take_the_default():

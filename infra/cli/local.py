@@ -42,7 +42,7 @@ from typing import IO, Callable
 
 from elastic_training import exit_codes, run_directory
 from infra.cli import local_script
-from infra.cli.args import PROJECT_ROOT, OneLineParser, UsageError
+from infra.cli.args import PROJECT_ROOT, OneLineParser, UsageError, whole_number
 from infra.config.stack_file import shown
 
 # The jobs' exit statuses (jobs/exit_codes.py; infra/ does not import jobs/, tests/cli/test_local_mistakes.py
@@ -75,7 +75,7 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="elastic-training local", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cifar10", action="store_true", default=False,
                         help="train on the real CIFAR-10, downloaded once (default: off, generated data)")
-    parser.add_argument("--epochs", type=int, default=None,
+    parser.add_argument("--epochs", type=whole_number("--epochs", 1, MAX_EPOCHS), default=None,
                         help="epochs to train (default: 3 on generated data, 10 on CIFAR-10; with --run-id, the "
                              "run's own)")
     parser.add_argument("--run-id", default=None,
@@ -86,7 +86,7 @@ def build_parser() -> OneLineParser:
                           "(default: none)")
     own.add_argument("--module", default=None, metavar="NAME",
                      help="run `python -m NAME` as the torchrun script instead (default: none)")
-    parser.add_argument("--nproc", type=int, default=None,
+    parser.add_argument("--nproc", type=whole_number("--nproc", 1, MAX_NPROC), default=None,
                         help=f"workers for --script/--module, 1..{MAX_NPROC}, one agent each (default: {DEFAULT_NPROC})")
     return parser
 
@@ -323,9 +323,6 @@ def main(argv: list[str] | None = None, root: Path = PROJECT_ROOT,
     if script_args or args.nproc is not None:
         print("local: --nproc and script arguments after `--` need --script or --module", file=sys.stderr)
         return 2
-    if args.epochs is not None and not 1 <= args.epochs <= MAX_EPOCHS:
-        print(f"local: --epochs {args.epochs} is invalid: must be a whole number from 1 to {MAX_EPOCHS}", file=sys.stderr)
-        return 2
     if args.run_id is not None and not RUN_ID.fullmatch(args.run_id):
         print(f"local: --run-id {args.run_id!r} is invalid: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
@@ -399,10 +396,7 @@ def _own_script(args, script_args: list[str], root: Path) -> int:
         print("local: --cifar10 and --epochs are the CIFAR-10 pipeline's; pass your script's own options after `--`",
               file=sys.stderr)
         return 2
-    nproc = DEFAULT_NPROC if args.nproc is None else args.nproc
-    if not 1 <= nproc <= MAX_NPROC:
-        print(f"local: --nproc {args.nproc} is invalid: must be from 1 to {MAX_NPROC}", file=sys.stderr)
-        return 2
+    nproc = DEFAULT_NPROC if args.nproc is None else args.nproc  # within 1..MAX_NPROC: its type checked it
     if args.script and not Path(args.script).is_file():
         print(f"local: --script {args.script}: no such file", file=sys.stderr)
         return 2

@@ -18,6 +18,8 @@ it): one line on stderr, exit status 2, nothing written and nothing deleted.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -28,7 +30,7 @@ import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -135,26 +137,69 @@ def mermaid_graph(registrations: list[Registration]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextlib.contextmanager
+def _event_loops() -> Iterator[None]:
+    """Event loops for one run of the program under mocks, all closed after it.
+
+    Pulumi's mocks run the program on the main thread's event loop, which `asyncio.Future()` makes
+    implicitly (pulumi/runtime/resource.py `resource_output`), and each call to the mock monitor in a
+    thread of that loop's default executor makes that thread one (pulumi/runtime/sync_await.py
+    `_ensure_event_loop`, called by pulumi/runtime/mocks.py MockMonitor.Invoke, RegisterResource and
+    ReadResource; pulumi 3.272.0). Pulumi closes none of them, so each was "unclosed event loop" (and
+    its two sockets) at exit, a ResourceWarning (an error under PYTHONWARNINGS=error::ResourceWarning).
+    Here the program gets a loop of ours and an executor whose threads start with a loop of ours, which
+    `_ensure_event_loop` then finds; after the run the tasks left are cancelled and every loop is closed,
+    as asyncio.run does. The caller's event loop policy, and so its loop, is put back as it was."""
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+    thread_loops: list[asyncio.AbstractEventLoop] = []
+
+    def thread_loop() -> None:
+        made = asyncio.new_event_loop()
+        thread_loops.append(made)
+        asyncio.set_event_loop(made)
+
+    executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="pulumi-mocks", initializer=thread_loop)
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(executor)
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            for made in thread_loops:
+                made.close()
+            loop.close()
+            asyncio.set_event_loop_policy(previous)
+
+
 def run_program(settings: Settings) -> tuple[list[Registration], dict[str, Any]]:
     """Register the whole stack under mocks; return the registrations and resolved outputs."""
     import pulumi
 
     mocks = RecordingMocks(PROJECT, settings.stack, settings.region)
-    mocks.install()
-    from infra.program import build  # after the mocks are installed, as Pulumi requires
-
     outputs: dict[str, Any] = {}
+    with _event_loops():
+        mocks.install()
+        from infra.program import build  # after the mocks are installed, as Pulumi requires
 
-    @pulumi.runtime.test
-    def register():
-        exported = build(settings)
-        secret_keys = {"kubeconfig"}
+        @pulumi.runtime.test
+        def register():
+            exported = build(settings)
+            secret_keys = {"kubeconfig"}
 
-        def keep(values: dict[str, Any]) -> None:
-            outputs.update({k: ("[secret]" if k in secret_keys else v) for k, v in values.items()})
-        return pulumi.Output.all(**exported).apply(keep)
+            def keep(values: dict[str, Any]) -> None:
+                outputs.update({k: ("[secret]" if k in secret_keys else v) for k, v in values.items()})
+            return pulumi.Output.all(**exported).apply(keep)
 
-    register()
+        register()
     registrations = sorted(mocks.registrations, key=lambda r: r.urn)
     return registrations, outputs
 

@@ -21,6 +21,7 @@ Auto Mode: docs/design-notes.md, "Worker capacity". What each object is for: inf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -45,7 +46,7 @@ class WorkerCapacityArgs:
     cluster_name: pulumi.Input[str]
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
-    private_subnet_ids: list[pulumi.Input[str]]
+    private_subnet_ids: Sequence[pulumi.Input[str]]
     node_security_group_id: pulumi.Input[str]
     provider: pulumi.ProviderResource
     system_nodes: pulumi.Resource  # Karpenter's pods run there

@@ -25,6 +25,7 @@ Choices, each for a reason:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -53,8 +54,8 @@ NODE_IMDS_HOP_LIMIT = 1
 class ClusterArgs:
     settings: Settings
     vpc_id: pulumi.Input[str]
-    public_subnet_ids: list[pulumi.Input[str]]
-    private_subnet_ids: list[pulumi.Input[str]]
+    public_subnet_ids: Sequence[pulumi.Input[str]]
+    private_subnet_ids: Sequence[pulumi.Input[str]]
 
 
 class Cluster(pulumi.ComponentResource):

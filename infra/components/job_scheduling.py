@@ -30,7 +30,8 @@ from pulumi.dynamic import CreateResult, Resource
 
 from infra.components import provider_errors, scheduling
 from infra.components.completion import API_RETRY_SECONDS, POLL_SECONDS, WaitProvider
-from infra.components.kubernetes_reader import ApiError, KubernetesCluster, TransientApiError, _api_client
+from infra.components.kubernetes_reader import (ApiError, KubernetesCluster, TransientApiError, _api_client,
+                                                 pod_scheduling_state)
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # How long the guard waits for its Job to appear: Pulumi creates the two side by side.
@@ -63,7 +64,8 @@ class JobCluster:
         pods = self._call(self._core.list_namespaced_pod, self.namespace, label_selector=f"{JOB_NAME_LABEL}={self.name}")
         return [self._api_client.sanitize_for_serialization(pod) for pod in pods.items]
 
-    scheduling_state = KubernetesCluster.scheduling_state
+    def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        return pod_scheduling_state(self._call, self._core, self._api_client, self.namespace)
 
     def end_job(self) -> None:
         self._call(self._batch.patch_namespaced_job, self.name, self.namespace, {"spec": {"activeDeadlineSeconds": 1}})

@@ -56,6 +56,21 @@ def _api_client(kubeconfig: str, context: str) -> Any:
     return config.new_client_from_config(config_file=os.path.expanduser(kubeconfig), context=context or None)
 
 
+def pod_scheduling_state(call: Callable[..., Any], core: Any, api_client: Any,
+                         namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The namespace's pod events (FailedScheduling, TriggeredScaleUp, ...) and the nodes, or None
+    for the nodes when the kubeconfig's user may not list them (an existing cluster's)."""
+    serialize = api_client.sanitize_for_serialization
+    events = call(core.list_namespaced_event, namespace, field_selector="involvedObject.kind=Pod")
+    try:
+        nodes: list[dict[str, Any]] | None = [serialize(node) for node in call(core.list_node).items]
+    except ApiError as error:
+        if error.status != 403:
+            raise
+        nodes = None
+    return [serialize(event) for event in events.items], nodes
+
+
 class KubernetesCluster:
     """The ElasticJob, its pods and events, through the official client and the stack's kubeconfig
     (pulumi-eks's: an exec plugin running `aws eks get-token`; on target existing, the kubeconfig
@@ -83,17 +98,7 @@ class KubernetesCluster:
                         store)
 
     def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-        """The namespace's pod events (FailedScheduling, TriggeredScaleUp, ...) and the nodes, or None
-        for the nodes when the kubeconfig's user may not list them (an existing cluster's)."""
-        serialize = self._api_client.sanitize_for_serialization
-        events = self._call(self._core.list_namespaced_event, self.namespace, field_selector="involvedObject.kind=Pod")
-        try:
-            nodes = [serialize(node) for node in self._call(self._core.list_node).items]
-        except ApiError as error:
-            if error.status != 403:
-                raise
-            nodes = None
-        return [serialize(event) for event in events.items], nodes
+        return pod_scheduling_state(self._call, self._core, self._api_client, self.namespace)
 
     def read_nodes(self, names: set[str]) -> dict[str, dict[str, Any]]:
         """The named nodes as API dicts (their labels say instance type, zone and capacity type)."""

@@ -22,7 +22,7 @@ VPC_CIDR = "10.0.0.0/16"
 def subnet_cidrs(zone_count: int) -> tuple[list[str], list[str]]:
     """(private, public) CIDRs: a /19 per zone for pods and nodes (the VPC CNI gives every pod a
     VPC address), a /22 per zone for the NAT gateway and load balancers."""
-    vpc = ipaddress.ip_network(VPC_CIDR)
+    vpc = ipaddress.IPv4Network(VPC_CIDR)
     private = list(vpc.subnets(new_prefix=19))[:zone_count]
     public_block = list(vpc.subnets(new_prefix=17))[1]
     public = list(public_block.subnets(new_prefix=22))[:zone_count]
@@ -71,6 +71,7 @@ class Network(pulumi.ComponentResource):
                                          tags=aws_tags(settings, Name=f"{name}-nat"),
                                          opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]))
 
+        assert nat is not None, "the first public subnet made it: availabilityZoneCount is at least 2 (infra/config/keys.py)"
         private_rt = aws.ec2.RouteTable(f"{name}-private-rt", vpc_id=vpc.id,
                                         routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
                                         tags=aws_tags(settings, Name=f"{name}-private"), opts=child)

@@ -69,7 +69,7 @@ def pod_span(pod: dict[str, Any], now: datetime) -> tuple[str, datetime, datetim
     for container in status.get("containerStatuses") or []:
         finished = ((container.get("state") or {}).get("terminated") or {}).get("finishedAt")
         if container.get("name") == WORKER_CONTAINER and finished:
-            end = _time(finished)
+            end = _time(finished) or end
     return node, start, max(start, end)
 
 
@@ -93,16 +93,18 @@ def measure(pods: list[dict[str, Any]], nodes: dict[str, Node], price_of: PriceO
     by_node: dict[str, list[tuple[datetime, datetime]]] = {}
     for node, start, end in spans:
         by_node.setdefault(node, []).append((start, end))
-    rows, unpriced, cost = [], [], 0.0
+    rows: list[dict[str, Any]] = []
+    unpriced: list[str] = []
+    cost = 0.0
     for name in sorted(by_node):
-        node = nodes.get(name) or Node(name, "", "ON_DEMAND", "")
+        machine = nodes.get(name) or Node(name, "", "ON_DEMAND", "")
         hours = _union_hours(by_node[name])
-        price = price_of(node) if node.instance_type else None
+        price = price_of(machine) if machine.instance_type else None
         if price is None:
-            unpriced.append(f"{name} ({node.instance_type or 'instance type unknown'}, {node.capacity})")
+            unpriced.append(f"{name} ({machine.instance_type or 'instance type unknown'}, {machine.capacity})")
         else:
             cost += hours * price
-        rows.append({"node": name, "instanceType": node.instance_type, "capacityType": node.capacity, "zone": node.zone,
+        rows.append({"node": name, "instanceType": machine.instance_type, "capacityType": machine.capacity, "zone": machine.zone,
                      "hours": round(hours, 6), "hourlyUsd": price, "costUsd": None if price is None else round(hours * price, 6)})
     duration = (max(e for _, _, e in spans) - min(s for _, s, _ in spans)).total_seconds() if spans else 0.0
     note = "complete" if not unpriced else "lower bound: no price for " + "; ".join(unpriced)
@@ -169,4 +171,4 @@ def final(cluster: Any, budget: RunBudget) -> dict[str, Any]:
         if budget.last is None:
             return {"note": f"not measured: {error}"}
         return {**budget.last, "note": f"{budget.last['note']}; measured before the end ({error})"}
-    return budget.last
+    return budget.last or {"note": "not measured"}  # _measure_now's check always sets it

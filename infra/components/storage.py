@@ -10,6 +10,7 @@ service accounts.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -46,7 +47,7 @@ def tls_only_file_system_policy(file_system_arn: str) -> str:
 class StorageArgs:
     settings: Settings
     vpc_id: pulumi.Input[str]
-    private_subnet_ids: list[pulumi.Input[str]]
+    private_subnet_ids: Sequence[pulumi.Input[str]]
     node_security_group_id: pulumi.Input[str]
     cluster_name: pulumi.Input[str]
     oidc_provider_arn: pulumi.Input[str]

@@ -93,7 +93,7 @@ class Workloads(pulumi.ComponentResource):
         if args.artifacts_bucket is not None:
             destination = pulumi.Output.concat("s3://", args.artifacts_bucket, "/", artifacts.run_prefix(settings.run_id))
             self.export = self._guarded(f"{name}-export", specs.export_job(settings, args.image_ref, destination), args,
-                                        after(self.test, self._exporter(name, args)))
+                                        after(self.test, self._exporter(name, args, args.artifacts_bucket)))
         self.register_outputs({"runId": settings.run_id})
 
     def _guarded(self, resource_name: str, job: dict, args: WorkloadsArgs, options: pulumi.ResourceOptions) -> KubernetesObject:
@@ -119,11 +119,11 @@ class Workloads(pulumi.ComponentResource):
         return self._irsa_identity(args, f"{name}-data-prep", "read", specs.DATA_PREP_SERVICE_ACCOUNT, policy,
                                    specs.data_prep_service_account, needs=args.prerequisites)
 
-    def _exporter(self, name: str, args: WorkloadsArgs) -> KubernetesObject:
+    def _exporter(self, name: str, args: WorkloadsArgs, artifacts_bucket: pulumi.Output[str]) -> KubernetesObject:
         """IRSA for the export Job: allowed to write (and read back, for the checksum comparison)
         objects under runs/<runId>/ of the bucket."""
         settings = args.settings
-        policy = args.artifacts_bucket.apply(lambda bucket: artifacts.export_policy(bucket, settings.run_id))
+        policy = artifacts_bucket.apply(lambda bucket: artifacts.export_policy(bucket, settings.run_id))
         return self._irsa_identity(args, f"{name}-export", "write", specs.EXPORT_SERVICE_ACCOUNT, policy,
                                    specs.export_service_account, needs=[*args.artifacts_ready, *args.prerequisites])
 
@@ -132,6 +132,9 @@ class Workloads(pulumi.ComponentResource):
         """A Kubernetes service account mapped through IRSA to an IAM role that only it can assume
         and that `policy` limits; no AWS credentials live in the cluster."""
         settings = args.settings
+        if args.oidc_provider_arn is None or args.oidc_issuer is None:
+            raise ValueError(f"{prefix}: IRSA needs the cluster's OIDC provider (WorkloadsArgs.oidc_provider_arn and "
+                             "oidc_issuer), which only target eks has; the config refuses s3:// data elsewhere")
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(
             f"{prefix}-role",

@@ -155,9 +155,20 @@ IMAGE_VARIANTS = ("", "cpu", "cuda")
 CPU, CUDA = "cpu", "cuda"
 
 
+# EKS's quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable (Amazon EKS User Guide,
+# "View and manage Amazon EKS and Fargate service quotas", service-quotas.html, read at
+# https://docs.amazonaws.cn/en_us/eks/latest/userguide/service-quotas.html; its "Configure network access to
+# cluster API server endpoint" page says "There is a maximum number of CIDR blocks that you can specify" and
+# points there). More would pass here and fail in CreateCluster, after the VPC was built.
+EKS_PUBLIC_ACCESS_CIDRS_MAX = 40
+
+
 def _cidrs(v: list[str]) -> str | None:
     if not v:
         return "must list at least one CIDR block (e.g. your office range, or 0.0.0.0/0)"
+    if len(v) > EKS_PUBLIC_ACCESS_CIDRS_MAX:
+        return (f"lists {len(v)} CIDR blocks; EKS allows at most {EKS_PUBLIC_ACCESS_CIDRS_MAX} for the public "
+                "endpoint of a cluster (a quota it does not raise): merge neighbouring ranges into wider blocks")
     for cidr in v:
         try:
             network = ipaddress.ip_network(cidr, strict=True)
@@ -170,7 +181,17 @@ def _cidrs(v: list[str]) -> str | None:
 
 def _principal_arns(v: list[str]) -> str | None:
     bad = [arn for arn in v if not IAM_PRINCIPAL_ARN.fullmatch(arn)]
-    return None if not bad else f"{bad[0]!r} is not an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)"
+    if bad:
+        return f"{bad[0]!r} is not an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)"
+    # Each ARN becomes an EKS access entry, and EKS refuses a second entry for one principal (409
+    # ResourceInUseException, infra/aws/principals.py drop_creator). EKS documents no quota of access
+    # entries per cluster (service-quotas.html lists none), so the count itself is not bounded.
+    seen: set[str] = set()
+    for arn in v:
+        if arn in seen:
+            return f"lists {arn} twice (each ARN is one EKS access entry): keep one"
+        seen.add(arn)
+    return None
 
 
 # The least /dev/shm a GPU worker gets (infra/specs/workloads.py sizes it at half workerMemory):
@@ -237,6 +258,8 @@ def _image_uri(v: str) -> str | None:
 # jobs, tests/jobs/test_prepare_source.py compares the two): a larger count would pass here and
 # fail only in the data-prep Job, after the cluster was built.
 MAX_SYNTHETIC_PER_CLASS = 5000
+# The count data-prep generates for a plain `synthetic` (infra/specs/workloads.py data_prep_args).
+SYNTHETIC_DEFAULT_PER_CLASS = 1000
 
 
 def _data_source(v: str) -> str | None:
@@ -332,7 +355,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Nodes of the system node group (fixed size, on-demand).", _between(1, 10)),
     ConfigKey("nodeDiskGiB", "node_disk_gib", "integer", 100, "Root volume size of each node in GiB.", _between(20, 16384)),
     ConfigKey("apiAllowedCidrs", "api_allowed_cidrs", "array", ["0.0.0.0/0"],
-              "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on).", _cidrs),
+              "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on); at most "
+              f"{EKS_PUBLIC_ACCESS_CIDRS_MAX}, EKS's limit.", _cidrs),
     ConfigKey("clusterAdminArns", "cluster_admin_arns", "array", [],
               "Extra IAM role/user ARNs given cluster-admin through EKS access entries (the deployer always is).",
               _principal_arns),

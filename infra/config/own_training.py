@@ -114,6 +114,12 @@ def check_own_training(v: dict[str, Any], project: str, eks: str) -> None:
     if v["image_context"] and v["image_uri"]:
         raise ConfigError(f"{project}:imageContext", v["image_context"],
                           "must be empty when imageUri is set (one image: built from imageContext, or imageUri)")
+    if not v["test_command"] and v["min_gate"] is not None and not 0 <= v["min_gate"] <= 1:
+        # The CIFAR-10 evaluation takes the gate as --min-accuracy, a fraction it checks only when the test Job
+        # runs (jobs/results/evaluate.py), after the whole training.
+        raise ConfigError(f"{project}:minGate", v["min_gate"],
+                          "must be between 0 and 1 with the CIFAR-10 test command (testCommand empty): it gates "
+                          "accuracy, a fraction (0.7 means 70 %)")
     if not v["test_command"] and v["gate_metric"] != "accuracy":
         raise ConfigError(f"{project}:gateMetric", v["gate_metric"],
                           "must be accuracy with the CIFAR-10 test command (testCommand empty): it is what that "

@@ -11,6 +11,7 @@ from typing import Any
 from infra import versions
 from infra.aws import gpu_instances
 from infra.config.capacity import check_capacity
+from infra.config.epoch_time import epochs_warning
 from infra.config import own_training
 from infra.config.errors import ConfigError
 from infra.config.images import pins_the_image
@@ -63,6 +64,9 @@ def check_relations(v: dict[str, Any]) -> list[str]:
             warnings.append(fit_warning)
     if v["target"] == EKS:
         check_side_jobs_fit(v)
+    too_long = epochs_warning(v)
+    if too_long:
+        warnings.append(too_long)
     if v["data_source"].startswith("synthetic") and v["data_md5"] not in ("", CIFAR10_MD5):
         raise ConfigError(f"{p}:dataMd5", v["data_md5"], "must be empty when dataSource is synthetic (generated data has no fixed checksum)")
     return warnings

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from infra.aws import gpu_instances, instance_catalog, instance_shapes, regions, zones
 from infra.config import capacity
-from infra.config.errors import ConfigError
+from infra.config.errors import ConfigError, Written
 from infra.config.provider_keys import check_aws_keys
 from infra.config.keys import CONFIG_KEYS, CPU, CUDA, EKS, EXISTING, KEYS_BY_NAME, PROJECT
 from infra.config.relations import check_existing, check_relations, kubernetes_support
@@ -102,7 +102,8 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
             raise ConfigError(full, text, str(err)) from None
         problem = key.rule(value) if key.rule else None
         if problem:
-            raise ConfigError(full, value, problem)
+            # A decimal key's value as the user wrote it (70, not the float's 70.0).
+            raise ConfigError(full, Written(text.strip()) if isinstance(value, float) else value, problem)
         values[key.field] = value
 
     region = raw.get("aws:region", "")

@@ -26,6 +26,7 @@ The objects, and what each field is for (fields modelled from the CRDs at aws/ka
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,7 +181,7 @@ def node_pool(pool: WorkerPool) -> dict[str, Any]:
     }
 
 
-def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: list[Any], security_group_id: Any,
+def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: Sequence[Any], security_group_id: Any,
                tags: dict[str, str]) -> dict[str, Any]:
     """`instance_profile` (its name), the subnet ids and the security group id are the stack's own
     (strings or Outputs). The stack creates the instance profile, so `pulumi destroy` removes it and

@@ -17,7 +17,7 @@ from typing import Any
 from elastic_training import run_directory
 from elastic_training.elasticjob import API_VERSION, KIND, RUN_LABEL, WORKER, WORKER_CONTAINER
 from infra.config import (EKS, Settings, data_md5_for, efa_interfaces_per_node, gpus_per_node, image_pull_policy,
-                          memory_mib, own_training)
+                          memory_mib, own_training, SYNTHETIC_DEFAULT_PER_CLASS)
 from infra.specs import capacity, efa, gpu
 from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
 from infra.specs.labels import common_labels
@@ -216,7 +216,7 @@ def aws_region_env(settings: Settings) -> list[dict[str, Any]]:
 def data_prep_args(settings: Settings) -> list[str]:
     args = ["--dest", DATA_ROOT]
     if settings.data_source.startswith("synthetic"):
-        per_class = settings.data_source.partition(":")[2] or "1000"
+        per_class = settings.data_source.partition(":")[2] or str(SYNTHETIC_DEFAULT_PER_CLASS)
         return [*args, "--synthetic", per_class]
     args += ["--source", settings.data_source]
     md5 = data_md5_for(settings)

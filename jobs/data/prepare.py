@@ -38,7 +38,7 @@ import time
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jobs import cli
@@ -83,7 +83,11 @@ class _HashingWriter:
         return self._file.write(chunk)
 
 
-def _fetch_http(url: str, writer_for) -> _HashingWriter:
+# Makes the writer of a download, given its size in bytes when the source says it (else None).
+WriterFor = Callable[[int | None], _HashingWriter]
+
+
+def _fetch_http(url: str, writer_for: WriterFor) -> _HashingWriter:
     request = urllib.request.Request(url, headers={"User-Agent": "jobs.data.prepare"})
     try:
         with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_SECONDS) as response:
@@ -106,7 +110,7 @@ def _fetch_http(url: str, writer_for) -> _HashingWriter:
     return writer
 
 
-def _fetch_s3(source: str, writer_for) -> _HashingWriter:
+def _fetch_s3(source: str, writer_for: WriterFor) -> _HashingWriter:
     bucket, _, key = source.removeprefix("s3://").partition("/")
     import boto3  # only here: it is slow to import and only s3:// needs it
     from botocore.exceptions import BotoCoreError, ClientError
@@ -127,7 +131,7 @@ def _fetch_s3(source: str, writer_for) -> _HashingWriter:
     return writer
 
 
-def _fetch_local(source: str, writer_for) -> _HashingWriter:
+def _fetch_local(source: str, writer_for: WriterFor) -> _HashingWriter:
     """Only the reads are the source's errors: a write that fails (the volume full or read-only) raises
     its OSError for main, which names the volume, not the source."""
     path = Path(source.removeprefix("file://"))
@@ -153,6 +157,7 @@ def _fetch_local(source: str, writer_for) -> _HashingWriter:
 
 def fetch(source: str, destination: Path) -> str:
     """Stream `source` into `destination`; returns the MD5 (hex) of what arrived."""
+    fetcher: Callable[[str, WriterFor], _HashingWriter]
     if source.startswith("s3://"):
         fetcher = _fetch_s3
     elif source.startswith(("http://", "https://")):

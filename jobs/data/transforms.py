@@ -38,7 +38,8 @@ class Normalization:
             variance = (counts * (values - mean) ** 2).sum() / counts.sum()
             means.append(float(mean))
             stds.append(max(float(variance.sqrt()), 1e-6))
-        return cls(tuple(means), tuple(stds))
+        (mean_r, mean_g, mean_b), (std_r, std_g, std_b) = means, stds  # (N, 3, H, W): three channels
+        return cls((mean_r, mean_g, mean_b), (std_r, std_g, std_b))
 
     def apply(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 (B, 3, H, W) -> float32, (x / 255 - mean) / std, as one multiply-add."""

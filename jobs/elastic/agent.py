@@ -68,7 +68,7 @@ def _process_start(pid: int) -> str | None:
 
 def _children(pid: int) -> set[tuple[int, str]]:
     """(pid, start time) of each live child: a PID alone could be reused."""
-    found = set()
+    found: set[tuple[int, str]] = set()
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:

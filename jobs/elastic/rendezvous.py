@@ -407,7 +407,8 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     os.environ[SHARE_STORE_VARIABLE] = "1"
     host, port = parse_rendezvous_endpoint(params.endpoint, default_port=DEFAULT_PORT)
     outage = Outage(f"{host}:{port}", _config(params, OUTAGE_KEY) if params.get(OUTAGE_KEY) else STORE_OUTAGE_TIMEOUT)
-    store = ReconnectingStore(host, port, timedelta(seconds=params.get_as_int("read_timeout", READ_TIMEOUT)), outage)
+    read_timeout = params.get_as_int("read_timeout", READ_TIMEOUT)  # None only for a default of None
+    store = ReconnectingStore(host, port, timedelta(seconds=READ_TIMEOUT if read_timeout is None else read_timeout), outage)
     keep_alive_interval, keep_alive_max_attempt = _config(params, "keep_alive_interval"), _config(params, "keep_alive_max_attempt")
     backend = ReseedingBackend(store, params.run_id, timedelta(seconds=keep_alive_interval * keep_alive_max_attempt))
     timeout = RendezvousTimeout(*(timedelta(seconds=_config(params, f"{name}_timeout"))

@@ -184,7 +184,8 @@ class ReconnectingStore(dist.Store):
         return self._call("check", keys)
 
     def wait(self, keys: list[str], timeout: timedelta | None = None) -> None:
-        self._call("wait", keys, self.timeout if timeout is None else timeout)
+        # Store.timeout is a property at run time; torch's stub (torch/_C/_distributed_c10d.pyi, torch 2.13.0) omits it.
+        self._call("wait", keys, self.timeout if timeout is None else timeout)  # type: ignore[attr-defined]
 
     def multi_get(self, keys: list[str]) -> list[bytes]:
         return self._call("multi_get", keys)

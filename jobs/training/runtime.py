@@ -9,6 +9,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,7 @@ class DeviceWarmUp:
         self.device = device
         self.seconds: dict[str, float] = {}
         self._errors: list[BaseException] = []
-        jobs = {"CUDA": self._cuda} if device.type == "cuda" else {}
+        jobs: dict[str, Callable[[], object]] = {"CUDA": self._cuda} if device.type == "cuda" else {}
         if import_dynamo:
             jobs["torch._dynamo"] = lambda: importlib.import_module("torch._dynamo")
         self._threads = [threading.Thread(target=self._timed, args=(name, job), name=f"warm-up {name}", daemon=True)
@@ -89,8 +90,8 @@ def _cgroup_cpu_limit() -> float | None:
             quota, period = v2.read_text().split()
             return None if quota == "max" else int(quota) / int(period)
         if v1_quota.exists():
-            quota = int(v1_quota.read_text())
-            return None if quota <= 0 else quota / int(v1_period.read_text())
+            microseconds = int(v1_quota.read_text())
+            return None if microseconds <= 0 else microseconds / int(v1_period.read_text())
     except (OSError, ValueError):
         pass
     return None

@@ -91,7 +91,8 @@ def committed_and_lost(history: list[dict], steps: list[TracedStep]) -> tuple[li
     starts = [record for record in history if record["event"] == "start"]
     resume_points = {record["group"]: (record["epochs_done"], record.get("position", 0)) for record in starts}
     order = [record["group"] for record in starts]
-    committed, lost = [], []
+    committed: list[TracedStep] = []
+    lost: list[TracedStep] = []
     for index, group in enumerate(order):
         following = resume_points[order[index + 1]] if index + 1 < len(order) else None
         for step in (s for s in steps if s.group == group):

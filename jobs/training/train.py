@@ -343,10 +343,12 @@ def train_run(
     clock.lap("process group")
     plain_model = WorkshopCNN(num_classes=len(split.class_names)).to(device)
     if precision.channels_last:
-        plain_model = plain_model.to(memory_format=torch.channels_last)
+        # Module.to documents `to(memory_format=torch.channels_last)`; its typed overloads (torch 2.13.0,
+        # torch/nn/modules/module.py) leave that form out.
+        plain_model = plain_model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     if saved:
         plain_model.load_state_dict(state["model"])  # copies into the model's own layout
-    model = plain_model
+    model: torch.nn.Module = plain_model
     if place.launched_by_torchrun:
         model = DistributedDataParallel(plain_model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = build_optimizer(model, settings)

@@ -210,6 +210,15 @@ def test_epochs_past_the_trainings_bound_are_refused_before_a_run_is_made(root, 
     assert local.MAX_EPOCHS == train.MAX_EPOCHS
 
 
+@pytest.mark.parametrize("text, shown", [("abc", "'abc'"), ("2.5", "'2.5'"), ("", "''"), ("0", "0"), ("-3", "-3")])
+def test_epochs_that_are_not_a_whole_number_are_one_line_in_our_words(root, recorded, capsys, text, shown):
+    """argparse's own wording was "argument --epochs: invalid int value: 'abc'" (issue 39)."""
+    commands, runner = recorded
+    assert local.main(["--epochs", text], root=root, step_runner=runner) == 2
+    assert capsys.readouterr().err == f"local: --epochs {shown} is invalid: must be a whole number from 1 to 10000\n"
+    assert commands == [] and not (root / "runs").exists()
+
+
 def test_a_file_where_the_runs_folder_goes_is_named(root, recorded, capsys):
     commands, runner = recorded
     (root / "runs").mkdir()

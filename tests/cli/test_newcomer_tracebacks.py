@@ -197,8 +197,11 @@ def test_preflight_against_an_endpoint_that_answers_garbage_checks_nothing_and_s
     assert result.returncode == 1 and "nothing failed" not in result.stdout
 
 
-def test_preflight_that_could_check_nothing_is_not_a_pass(tmp_path, endpoint):
-    """With every local tool present (stand-ins on PATH) and AWS answering garbage: exit 3, not 0."""
+@pytest.mark.parametrize("output, verdict", [([], "preflight: NOT CHECKED: "),
+                                              (["--markdown"], "**preflight: NOT CHECKED: ")])
+def test_preflight_that_could_check_nothing_is_not_a_pass(tmp_path, endpoint, output, verdict):
+    """With every local tool present (stand-ins on PATH) and AWS answering garbage: exit 3, not 0, and the
+    last line says so, in Markdown too (issue 39: --markdown had no verdict line)."""
     url, answer = endpoint
     answer["now"] = ANSWERS["html-200"]
     bin_dir = tmp_path / "bin"
@@ -211,11 +214,11 @@ def test_preflight_that_could_check_nothing_is_not_a_pass(tmp_path, endpoint):
            "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
            "AWS_MAX_ATTEMPTS": "1", "PATH": f"{bin_dir}:/usr/bin:/bin"}
     result = command("preflight", "smoke", "-c", "imageUri=123456789012.dkr.ecr.us-east-1.amazonaws.com/t@sha256:" + "a" * 64,
-                     cwd=tmp_path, env=env)
+                     *output, cwd=tmp_path, env=env)
     assert "Traceback" not in result.stderr, result.stderr
     last = result.stdout.strip().splitlines()[-1]
     assert result.returncode == 3, result.stdout
-    assert last.startswith("preflight: NOT CHECKED: ") and "that is not a pass" in last
+    assert last.startswith(verdict) and "that is not a pass" in last
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------------------------

@@ -369,6 +369,9 @@ def test_markdown_is_one_table_row_per_check_and_the_cost(aws_env, tools, capsys
     rows = [line for line in out.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == list(IDS)
     assert "**Cost:**" in out and "| NAT gateway | $0.045/NAT-gateway-hour | $0.045/hour | cloudpipelines" in out
+    assert out.splitlines()[-1] == "**preflight: every check ran and nothing failed**"
+    # The stack's warnings are there too (the table prints them under its header).
+    assert "Warning: config elastic-training:apiAllowedCidrs includes 0.0.0.0/0" in out
 
 
 def test_a_stack_of_target_existing_asks_aws_nothing(tmp_path, capsys, monkeypatch):

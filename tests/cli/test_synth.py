@@ -155,3 +155,27 @@ def test_out_is_replaced_only_when_synth_wrote_it(tmp_path):
     assert run_synth(out, "dev").returncode == 0  # its own output: replaced whole
     assert not (out / "stale.yaml").exists() and (out / "resources.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "out.txt", "synth"]  # no staging left
+
+
+def test_synth_leaves_no_event_loop_open_under_resource_warnings_as_errors(tmp_path):
+    """Pulumi's mocks made event loops (the program's, one per executor thread) and closed none: each was an
+    "unclosed event loop" ResourceWarning at exit (issue 39). run_program now runs them on loops it closes,
+    and gives the caller back its own event loop policy."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from synth_support import REPO
+
+    env = {**os.environ, "PYTHONWARNINGS": "error::ResourceWarning", "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-m", "infra.cli", "synth", "smoke", "--out", str(tmp_path / "out")],
+                            cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "ResourceWarning" not in result.stderr and "unclosed" not in result.stderr, result.stderr
+
+    from infra.cli.synth import run_program
+
+    policy = asyncio.get_event_loop_policy()
+    run_program(load_settings(read_stack_file("smoke"), "smoke"))
+    assert asyncio.get_event_loop_policy() is policy

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 
 import pytest
 
+import infra.cli.synth
 from infra import versions
 from infra.config import ConfigError, load_settings
+from infra.config.errors import show_value
 from infra.config.stack_file import StackConfigError, read_stack_file
 
 
@@ -78,3 +81,40 @@ def test_more_zones_than_the_region_is_known_to_have_are_warned():
     assert line.startswith("config elastic-training:availabilityZoneCount=4 but the zones known in us-west-1 that EKS "
                            "accepts are 2 (usw1-az1, usw1-az3;")
     assert not [w for w in load_settings(dev(), "dev").warnings if "availabilityZoneCount" in w]
+
+
+def cidrs(count: int) -> str:
+    return json.dumps([f"10.{i // 256}.{i % 256}.0/24" for i in range(count)])
+
+
+def test_more_public_access_cidrs_than_eks_allows_are_refused_in_one_short_line(tmp_path, capsys):
+    """50,000 CIDR blocks passed silently (issue 39); EKS takes at most 40 (service-quotas.html)."""
+    with pytest.raises(ConfigError) as refused:
+        load_settings(dev(apiAllowedCidrs=cidrs(50_000)), "dev")
+    line = str(refused.value)
+    assert line.startswith('config elastic-training:apiAllowedCidrs=["10.0.0.0/24", ')
+    assert "... (50000 items)] is invalid: lists 50000 CIDR blocks; EKS allows at most 40 for the public endpoint" in line
+    assert len(line) < 400 and "\n" not in line
+    assert load_settings(dev(apiAllowedCidrs=cidrs(40)), "dev").api_allowed_cidrs[-1] == "10.0.39.0/24"
+    # Through the command: one line on stderr, exit 2, nothing written.
+    out = tmp_path / "out"
+    assert infra.cli.synth.main(["dev", "--out", str(out), "-c", f"apiAllowedCidrs={cidrs(41)}"]) == 2
+    (printed,) = capsys.readouterr().err.splitlines()
+    assert "... (41 items)] is invalid: lists 41 CIDR blocks; EKS allows at most 40" in printed
+    assert not out.exists()
+
+
+def test_a_huge_value_is_cut_in_the_line_saying_how_long_it_was():
+    with pytest.raises(ConfigError) as refused:
+        load_settings(dev(runId="r" * 100_000), "dev")
+    line = str(refused.value)
+    assert line.startswith("config elastic-training:runId='rrrr") and "...' (100000 characters) is invalid: " in line
+    assert len(line) < 400
+    assert show_value(["a", "b"]) == '["a", "b"]' and show_value("run-1") == "'run-1'"
+
+
+def test_an_admin_arn_listed_twice_is_refused():
+    arn = "arn:aws:iam::123456789012:role/admin"
+    with pytest.raises(ConfigError) as refused:
+        load_settings(dev(clusterAdminArns=json.dumps([arn, "arn:aws:iam::123456789012:user/ops", arn])), "dev")
+    assert str(refused.value).endswith(f"is invalid: lists {arn} twice (each ARN is one EKS access entry): keep one")

@@ -32,7 +32,7 @@ from botocore.exceptions import NoRegionError, ProfileNotFound
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
 from infra.cli.preflight.checks import FAIL, ClientMaker, Preflight, profile_clients
 from infra.cli.cost_command import lines as cost_lines
-from infra.cli.preflight.report import header, markdown, table
+from infra.cli.preflight.report import header, markdown, table, verdict
 from infra.config import ConfigError, load_settings
 from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file, stack_name
 
@@ -107,13 +107,7 @@ def main(argv: list[str] | None = None, make_client: ClientMaker | None = None, 
         print("\n".join(cost_lines(estimate, False, settings.stack)))
         for note in notes:
             print(f"  note: {note}")
-        if failed:
-            print("preflight: FAILED: fix the checks marked FAIL before `pulumi up`")
-        elif unchecked:
-            print(f"preflight: NOT CHECKED: {len(unchecked)} of {len(checks)} checks could not run ({', '.join(unchecked)}); "
-                  "nothing failed, but that is not a pass: rerun when AWS answers")
-        else:
-            print("preflight: every check ran and nothing failed")
+        print(f"preflight: {verdict(checks)}")
     return 1 if failed else UNCHECKED if unchecked else 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from infra.cli import cost
-from infra.cli.preflight.checks import Check
+from infra.cli.preflight.checks import FAIL, Check
 from infra.config import PROJECT, Settings
 
 
@@ -17,6 +17,17 @@ def where(settings: Settings) -> str:
 
 def header(settings: Settings) -> str:
     return f"preflight {PROJECT}/{settings.stack} {where(settings)}"
+
+
+def verdict(checks: list[Check]) -> str:
+    """The last line of every report but --json's (which has the exit status): failed, not checked, or passed."""
+    unchecked = [c.id for c in checks if not c.checked]
+    if any(c.status == FAIL for c in checks):
+        return "FAILED: fix the checks marked FAIL before `pulumi up`"
+    if unchecked:
+        return (f"NOT CHECKED: {len(unchecked)} of {len(checks)} checks could not run ({', '.join(unchecked)}); "
+                "nothing failed, but that is not a pass: rerun when AWS answers")
+    return "every check ran and nothing failed"
 
 
 def table(checks: list[Check]) -> list[str]:
@@ -33,7 +44,9 @@ def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], 
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = [f"### preflight of `{settings.stack}` {where(settings)}", "", "| check | status | message |", "|---|---|---|"]
+    lines = [f"### preflight of `{settings.stack}` {where(settings)}", ""]
+    lines += [f"Warning: {cell(w)}" for w in settings.warnings] + ([""] if settings.warnings else [])
+    lines += ["| check | status | message |", "|---|---|---|"]
     lines += [f"| `{c.id}` | {c.status.upper()} | {cell(c.as_json()['message'])} |" for c in checks]
     lines += ["", f"**Cost:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
               "| item | unit price | per hour | source |", "|---|---|---|---|"]
@@ -41,4 +54,5 @@ def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], 
         what, unit, hourly = cost.item_line(item)
         lines.append(f"| {cell(what)} | {unit} | {hourly} | {cell(item['source'])} |")
     lines += ["", f"Prices from: {cell(estimate['pricesFrom'])}"] + [f"Note: {cell(n)}" for n in notes]
+    lines += ["", f"**preflight: {cell(verdict(checks))}**"]
     return "\n".join(lines) + "\n"
