@@ -49,6 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="this candidate's name in the Lease (default: host name and process id)")
     parser.add_argument("--shared-root", type=Path, default=None,
                         help="where the shared volume is mounted, read-only; progress is read from run directories under it")
+    parser.add_argument("--shared-claim", default=None,
+                        help="the PersistentVolumeClaim mounted at --shared-root: a worker's run directory on it is read "
+                             "there, wherever the worker mounts it (default: any claim the worker mounts)")
     parser.add_argument("--resync-seconds", type=float, default=30.0, help="every ElasticJob is looked at this often (default 30)")
     parser.add_argument("--kubeconfig", default=None,
                         help="a kubeconfig file (default: $KUBECONFIG where set, else the pod's service account)")
@@ -306,7 +309,8 @@ def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[]
         (_watch, (list_elasticjobs, SpecChanges(), queue), {}),
         (_watch, (list_jobs, _labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
         (_watch_pods, (api, ns, pods, queue), {}),
-        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of, leading=leading), queue, leading, clock), {}),
+        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of, leading=leading,
+                                shared_claim=options.shared_claim), queue, leading, clock), {}),
         (_resync, (api, ns, queue, options.resync_seconds), {}),
     ]
     for index, (target, args, kwargs) in enumerate(threads):

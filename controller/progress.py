@@ -6,12 +6,13 @@ world_size, restart_count), `epoch` (epoch, loss, train_accuracy, images_per_sec
 world_size), `checkpoint` and `stop` (epochs_done, position: jobs/elastic/step_boundary.py), `finished`.
 The run directory is the worker container's ELASTIC_TRAINING_RUN_DIR (infra/specs/workloads.py sets it
 for any training command; elastic_training.run_directory); the controller mounts the same volume read-only
-(`--shared-root`) and reads nothing outside it. The run directory is a path in the worker's file system: when
-it lies under one of the worker container's volumeMounts of a PersistentVolumeClaim, the controller reads the
-same place under its own mount (the mount's subPath, then the path below the mount), so the two may mount the
-claim at different paths (a user's ElasticJob; the pods-that-run tier, whose pods see their mounts under
-their own roots); a run directory under no claim's mount is read at its own path when that lies under the
-shared root.
+(`--shared-root`, the claim `--shared-claim`) and reads nothing outside it. The run directory is a path in
+the worker's file system: when the worker container's deepest volumeMount holding it is a plain mount of that
+claim, the controller reads the same place under its own mount (the mount's subPath, then the path below the
+mount), so the two may mount the claim at different paths (a user's ElasticJob; the pods-that-run tier,
+whose pods see their mounts under their own roots). On another volume (an emptyDir, another claim, a
+subPathExpr) it has no history to read; under no mount at all, it is read at its own path when that lies
+under the shared root.
 
 The history has no step counter: `imagesIntoEpoch` (the last saved position in the running epoch)
 says how far into an epoch the run is. `goodput` is the share of wall time, since the first start,
@@ -75,7 +76,7 @@ def _worker(elasticjob: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     """(the worker pod template's spec, its worker container), each {} when absent."""
     template = (((elasticjob.get("spec") or {}).get("replicaSpecs") or {}).get(WORKER) or {}).get("template") or {}
     pod = template.get("spec") or {}
-    container = next((c for c in pod.get("containers") or [] if c.get("name") == WORKER_CONTAINER), {})
+    container: dict[str, Any] = next((c for c in pod.get("containers") or [] if c.get("name") == WORKER_CONTAINER), {})
     return pod, container
 
 
@@ -88,35 +89,48 @@ def run_dir(elasticjob: dict[str, Any]) -> str | None:
     return None
 
 
-def _on_claim(elasticjob: dict[str, Any], directory: str) -> str | None:
-    """`directory` (a path in the worker's file system) as a path relative to the root of the
-    PersistentVolumeClaim the worker container mounts it from (the deepest such mount), else None."""
+_NOT_MOUNTED = "not mounted"  # _on_claim: no volumeMount of the worker holds the run directory
+
+
+def _on_claim(elasticjob: dict[str, Any], directory: str, claim: str | None) -> str | None:
+    """`directory` (a path in the worker's file system) as a path relative to the root of the claim the
+    controller mounts (`claim`; None: any PersistentVolumeClaim), when the worker's deepest volumeMount
+    holding it is a plain mount of that claim; _NOT_MOUNTED when no mount holds it; else None (it is on
+    another volume: an emptyDir inside the claim's mount, another claim, a subPathExpr that only the pod's
+    own environment settles)."""
     pod, container = _worker(elasticjob)
-    claims = {v.get("name") for v in pod.get("volumes") or [] if isinstance(v, dict) and v.get("persistentVolumeClaim")}
-    best: tuple[str, str] | None = None
-    for mount in container.get("volumeMounts") or []:
-        where = os.path.normpath(str(mount.get("mountPath") or "/"))
-        # A subPathExpr names the folder through the pod's own environment, which the template does not settle.
-        if mount.get("name") not in claims or mount.get("subPathExpr") or not Path(directory).is_relative_to(where):
-            continue
-        if best is None or len(where) > len(best[0]):
-            best = (where, os.path.join(str(mount.get("subPath") or ""), os.path.relpath(directory, where)))
-    return best[1] if best else None
+    volumes = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
+    holding = [m for m in container.get("volumeMounts") or []
+               if Path(directory).is_relative_to(_normal(str(m.get("mountPath") or "/")))]
+    if not holding:
+        return _NOT_MOUNTED
+    mount = max(holding, key=lambda m: len(_normal(str(m.get("mountPath") or "/"))))
+    source = (volumes.get(mount.get("name")) or {}).get("persistentVolumeClaim") or {}
+    if not source or (claim is not None and source.get("claimName") != claim) or mount.get("subPathExpr"):
+        return None
+    return os.path.join(str(mount.get("subPath") or ""), os.path.relpath(directory, _normal(str(mount["mountPath"]))))
 
 
-def history_file(elasticjob: dict[str, Any], shared_root: Path) -> Path | None:
-    """<run dir>/history.jsonl as the controller sees it under `shared_root` (its mount; the module
-    docstring), else None (the run directory is on no shared volume the controller has)."""
+def _normal(path: str) -> str:
+    """A path as the kernel reads it: normalised, and one leading slash (normpath keeps a leading '//')."""
+    return "/" + os.path.normpath(path).lstrip("/")
+
+
+def history_file(elasticjob: dict[str, Any], shared_root: Path, claim: str | None = None) -> Path | None:
+    """<run dir>/history.jsonl as the controller sees it under `shared_root`, its mount of `claim` (the
+    module docstring), else None (the run directory is on no volume the controller has)."""
     directory = run_dir(elasticjob)
     if not directory or not os.path.isabs(directory):
         return None
-    directory = os.path.normpath(directory)
-    relative = _on_claim(elasticjob, directory)
+    directory = _normal(directory)
+    relative = _on_claim(elasticjob, directory, claim)
+    if relative is None:
+        return None
     # Lexical only: resolve() stats every component, which blocks on a hung NFS mount, and this runs
     # in the reconcile thread (review ctrl-1 item 3). Symbolic links are followed, and checked, in
     # the bounded read's own thread (_bounded_read, `root`).
-    path = Path(os.path.abspath(os.path.join(shared_root, relative, HISTORY_NAME) if relative is not None
-                                else os.path.join(directory, HISTORY_NAME)))
+    path = Path(os.path.abspath(os.path.join(directory, HISTORY_NAME) if relative == _NOT_MOUNTED
+                                else os.path.join(shared_root, relative, HISTORY_NAME)))
     return path if path.is_relative_to(os.path.abspath(shared_root)) else None
 
 
@@ -244,9 +258,10 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     return progress
 
 
-def history(elasticjob: dict[str, Any], shared_root: Path | None, seconds: float = READ_SECONDS) -> History:
+def history(elasticjob: dict[str, Any], shared_root: Path | None, seconds: float = READ_SECONDS,
+            claim: str | None = None) -> History:
     """What the run's history says; never raises (progress is best effort, the lifecycle goes on)."""
-    path = history_file(elasticjob, shared_root) if shared_root is not None else None
+    path = history_file(elasticjob, shared_root, claim) if shared_root is not None else None
     if path is None:
         return History(known=False)
     try:
@@ -259,7 +274,7 @@ def history(elasticjob: dict[str, Any], shared_root: Path | None, seconds: float
         return History(known=True, error=f"{path}: {type(error).__name__}: {error}")
 
 
-def read(elasticjob: dict[str, Any], shared_root: Path | None) -> dict[str, Any] | None:
+def read(elasticjob: dict[str, Any], shared_root: Path | None, claim: str | None = None) -> dict[str, Any] | None:
     """status.progress for `elasticjob`, or None (no shared volume, no run directory, no history yet,
     or a history that cannot be read)."""
-    return history(elasticjob, shared_root).progress
+    return history(elasticjob, shared_root, claim=claim).progress

@@ -173,8 +173,9 @@ class Reconciler:
 
     def __init__(self, api: Api, namespace: str, shared_root: Path | None = None,
                  pods_of: Callable[[str], list[dict[str, Any]]] | None = None,
-                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS, leading: Callable[[], bool] = lambda: True):
-        self.api, self.namespace, self.shared_root = api, namespace, shared_root
+                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS, leading: Callable[[], bool] = lambda: True,
+                 shared_claim: str | None = None):
+        self.api, self.namespace, self.shared_root, self.shared_claim = api, namespace, shared_root, shared_claim
         self.leading = leading
         self.max_replacement_wait = max_replacement_wait
         self._pods_of = pods_of
@@ -317,7 +318,7 @@ class Reconciler:
                 return RECHECK_DELETING_SECONDS  # _finished stops the Job
             self._patch_status(elasticjob, status.refused(elasticjob, WORKER_PODS_REFUSED, message, now_text()))
             return Backoff(message)
-        run = progress.history(elasticjob, self.shared_root)
+        run = progress.history(elasticjob, self.shared_root, claim=self.shared_claim)
         new = status.derive(elasticjob, job, pods, now_text(), run=run)
         if resize_refused:
             status.report(new["conditions"], status.RESIZED, False, RESIZE_REFUSED, resize_refused, now_text())
@@ -475,7 +476,7 @@ class Reconciler:
                 self._delete_pods(name, job)
             pods = self._pods(name, job)
             self._patch_status(elasticjob, status.derive(elasticjob, job, pods, now_text(),
-                                                         run=progress.history(elasticjob, self.shared_root)))
+                                                         run=progress.history(elasticjob, self.shared_root, claim=self.shared_claim)))
         ttl = spec.get("ttlSecondsAfterFinished")
         completed = (elasticjob.get("status") or {}).get("completionTime")
         if ttl is None or not completed:

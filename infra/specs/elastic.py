@@ -212,7 +212,7 @@ def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_
             "image": image,
             "imagePullPolicy": pull_policy,
             "command": ["python", "-m", "controller"],
-            "args": [f"--namespace={ns}", f"--shared-root={CONTROLLER_SHARED_MOUNT}"],
+            "args": [f"--namespace={ns}", f"--shared-root={CONTROLLER_SHARED_MOUNT}", f"--shared-claim={shared_claim}"],
             "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
             "resources": resources("100m", "256Mi"),
             "securityContext": container_security_context(),

@@ -11,7 +11,8 @@ Spot interruption, kubelet pressure) with SIGTERM. torchrun answers SIGTERM by s
 workers (SIGTERM to them, then SIGKILL after its 30 s shutdown timeout; torch
 distributed/elastic/agent/server/api.py `run` -> `_shutdown`) and then exits with code 1
 (torch.distributed.elastic.multiprocessing.api.SignalException, re-raised by `run`; checked with
-torch 2.13.0 in tests/jobs/test_eviction.py). The TorchElastic controller, under
+torch 2.13.0 in tests/jobs/test_eviction.py; our jobs.elastic.torchrun says so in one line and
+exits 128 + the signal instead). The TorchElastic controller, under
 `restartPolicy: ExitCode`, recreates a pod only for exit codes 130, 137, 138 and 143
 (kubeflow/common pkg/util/train/train_util.go `IsRetryableExitCode`; the exit code is read
 from the container named `elasticjob-worker`); 1 is permanent, so one routine drain would end the run.
@@ -145,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if permanent is not None:
         return permanent
     code = exit_code(returncode, stopped)
-    if code not in (exit_codes.OK, exit_codes.TERMINATED, exit_codes.STORE_UNAVAILABLE):
+    if code not in (exit_codes.OK, exit_codes.INTERRUPTED, exit_codes.TERMINATED, exit_codes.STORE_UNAVAILABLE):
         print(f"jobs.elastic.agent: torchrun ended with exit {code} (its workers failed more often than --max_restarts "
               f"allows, or its rendezvous failed: the lines above say which); exiting {code}, which the controller "
               "retries within the job's backoff limit", file=sys.stderr, flush=True)  # fmt: skip

@@ -24,6 +24,7 @@ The same as `python -m torch.distributed.run TORCHRUN_ARGS...` (torchrun's own a
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -54,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         termination.write_termination_message(line)
         return EXIT_STORE_UNAVAILABLE
     except SignalException as stopped:
+        # torch's handler is still installed: a second SIGTERM now would escape this line as a traceback.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         code = 128 + int(stopped.sigval)
         print(f"jobs.elastic.torchrun: stopped by {stopped.sigval.name}: the workers were stopped; exiting {code}",
               file=sys.stderr, flush=True)

@@ -98,18 +98,22 @@ def maxima_over_workers(values: Sequence[int], device: torch.device) -> list[int
     return [int(value) for value in both.tolist()]
 
 
-# What gloo's and NCCL's errors say when another worker went away in the middle of a collective: gloo
-# raises a plain RuntimeError naming its transport ("[.../gloo/transport/tcp/pair.cc:553] Connection closed
-# by peer", "... Timed out waiting ..."), NCCL a torch.distributed.DistBackendError.
-_TRANSPORT_MARKS = ("gloo/transport/", "Connection closed by peer", "Connection reset by peer")
+# What gloo says when another worker's process went away in the middle of a collective: a plain
+# RuntimeError naming its transport and the peer ("[.../gloo/transport/tcp/pair.cc:553] Connection closed by
+# peer [127.0.0.1]:9633", "... Read error ... Connection reset by peer"). Not a timeout (a peer that is slow, or
+# a collective it never entered: a bug whose traceback says which), not a store error, not gloo's enforce
+# failures ("Is there a distributed collective mismatch in your code?"): those keep their tracebacks.
+_PEER_GONE = ("Connection closed by peer", "Connection reset by peer")
+_NOT_A_PEER = ("mismatch", "enforce fail")
 
 
 def lost_a_peer(error: BaseException) -> bool:
-    """Whether `error` is a collective that failed because another worker stopped or became unreachable
-    (torchrun then re-forms the group from the last checkpoint), not a bug in this process."""
+    """Whether `error` is a collective that failed because another worker's process went away (torchrun then
+    re-forms the group from the last checkpoint), not a bug in this process."""
     if not _is_distributed() or not isinstance(error, RuntimeError):
         return False
-    return isinstance(error, dist.DistError) or any(mark in str(error) for mark in _TRANSPORT_MARKS)
+    text = str(error)
+    return any(mark in text for mark in _PEER_GONE) and not any(mark in text.lower() for mark in _NOT_A_PEER)
 
 
 def control_group():

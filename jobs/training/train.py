@@ -270,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Another worker went away mid-collective (a lost node, a killed pod): expected in an elastic run,
         # so one line, not a traceback; exit 1 lets torchrun re-form the group from the last checkpoint.
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise cli.JobError(f"another worker stopped or became unreachable in the middle of a collective ({first}); "
+        raise cli.JobError(f"another worker's process went away in the middle of a collective ({first}); "
                            "torchrun re-forms the group from the last checkpoint") from None
     return cli.EXIT_OK
 

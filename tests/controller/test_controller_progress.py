@@ -241,7 +241,23 @@ def test_the_run_dir_is_read_through_the_workers_claim_mount_wherever_it_is_moun
         {"event": "finished", "epochs": 1, "time": 1001.0}])
     assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data"), tmp_path)["finished"] is True
     assert progress.read(mounted(worker_elasticjob("/work/a"), "/work", sub_path="runs"), tmp_path)["finished"] is True
-    # Not on a claim: read at its own path, which lies outside the shared root here.
+    assert progress.read(mounted(worker_elasticjob("//data/runs/a"), "/data"), tmp_path)["finished"] is True
+    # The claim the controller mounts (--shared-claim) and no other.
+    assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data"), tmp_path, claim="shared-data")["finished"]
+    assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data"), tmp_path, claim="another") is None
+    # Not on the claim (an emptyDir): no history to read.
     assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data", claim=False), tmp_path) is None
+    # An emptyDir mounted inside the claim's mount holds the run directory: not the claim's file either.
+    elasticjob = mounted(worker_elasticjob("/data/scratch/a"), "/data")
+    pod = elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    pod["volumes"].append({"name": "scratch", "emptyDir": {}})
+    pod["containers"][0]["volumeMounts"].append({"name": "scratch", "mountPath": "/data/scratch"})
+    (tmp_path / "scratch" / "a").mkdir(parents=True)
+    write_history(tmp_path / "scratch" / "a", [{"event": "finished", "epochs": 1, "time": 1001.0}])
+    assert progress.history_file(elasticjob, tmp_path) is None
+    # A subPathExpr names its folder through the pod's environment: not settled by the template.
+    elasticjob = mounted(worker_elasticjob("/data/runs/a"), "/data")
+    elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["subPathExpr"] = "u/$(POD_NAME)"
+    assert progress.history_file(elasticjob, tmp_path) is None
     # A subPath that climbs out of the claim is still refused (the read stays under the shared root).
     assert progress.history_file(mounted(worker_elasticjob("/w/a"), "/w", sub_path="../.."), tmp_path) is None

@@ -37,6 +37,12 @@ def elasticjob(run_dir: Path) -> dict:
     for variable in container["env"]:
         if variable["name"] == run_directory.RUN_DIR_ENV:
             variable["value"] = str(run_dir)
+    # The shared claim mounted where the controller's shared root is here (<tmp>/runs/run-1: the root is <tmp>).
+    claims = {v["name"] for v in made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+              if "persistentVolumeClaim" in v}
+    for mount in container["volumeMounts"]:
+        if mount["name"] in claims:
+            mount["mountPath"] = str(run_dir.parent.parent)
     return made
 
 

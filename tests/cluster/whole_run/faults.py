@@ -112,27 +112,33 @@ def replace_lost_node(run: StackRun, node: str) -> str:
 
 
 def worker_node_with_a_worker(run: StackRun) -> tuple[str, dict[str, Any]]:
-    """A node other than the control plane's that runs a worker (the store and the controller stay on
-    the control plane's node: pin_components)."""
+    """A node other than the control plane's that runs a worker and not the store (the controller stays on
+    the control plane's node, the store where pin_components put it): losing it loses a worker only."""
+    stores = {node_of(p) for p in pods_of(run, "rendezvous-store-")}
     for worker in run.running_workers():
-        if node_of(worker) != CONTROL_PLANE_NODE:
+        if node_of(worker) != CONTROL_PLANE_NODE and node_of(worker) not in stores:
             return node_of(worker), worker
-    raise AssertionError(f"no worker off {CONTROL_PLANE_NODE}: {[node_of(w) for w in run.running_workers()]}")
+    raise AssertionError(f"no worker off {CONTROL_PLANE_NODE} and the store's node {stores}: "
+                         f"{[node_of(w) for w in run.running_workers()]}")
 
 
 def pin_components(run: StackRun, store_node: str = CONTROL_PLANE_NODE) -> None:
-    """The controller on the control plane's node (required) and the store on `store_node` (preferred, so
-    that a replacement may go elsewhere): a node the test loses holds what the test says it holds."""
+    """The controller (a Deployment) and the store (the StatefulSet rendezvous-store) on the nodes a test
+    means: the controller on the control plane's node, required; the store on `store_node`, preferred, so
+    that its replacement after that node is lost may start elsewhere (scenario.begin checks where the first
+    one landed)."""
+    pinned = set()
     for manifest in run.manifests:
-        if manifest["kind"] != "Deployment":
-            continue
-        pod = manifest["spec"]["template"]["spec"]
-        if manifest["metadata"]["name"] == "elasticjob-controller":
-            pod["nodeSelector"] = {"kubernetes.io/hostname": CONTROL_PLANE_NODE}
-        else:
-            pod["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": 100, "preference": {"matchExpressions": [
+        name = manifest["metadata"]["name"]
+        if (manifest["kind"], name) == ("Deployment", "elasticjob-controller"):
+            manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": CONTROL_PLANE_NODE}
+            pinned.add(name)
+        elif (manifest["kind"], name) == ("StatefulSet", "rendezvous-store"):
+            manifest["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {"matchExpressions": [
                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [store_node]}]}}]}}
+            pinned.add(name)
+    assert pinned == {"elasticjob-controller", "rendezvous-store"}, f"pinned only {pinned}: the stack's shapes changed"
 
 
 # -- what a run must keep ---------------------------------------------------------------------------

@@ -49,3 +49,10 @@ def stop_plane(plane: ControlPlane) -> None:
     plane.down()
     left = [name for name, pid in pids.items() if alive(pid)]
     assert not left, f"still running after down: {left}"
+
+
+def pod_network(ip: str) -> bool:
+    """Whether `ip` is a pod address a pod runner hands out: 127.<odd>.<0-249>.<1-250>, the pods' /16 of
+    the pair it claimed (scripts/pod_runner.py claim_networks), never the loopback's own 127.0.0.1."""
+    octets = [int(part) for part in ip.split(".")]
+    return len(octets) == 4 and octets[0] == 127 and octets[1] % 2 == 1 and octets[2] < 250 and 1 <= octets[3] <= 250

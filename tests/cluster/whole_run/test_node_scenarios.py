@@ -82,9 +82,9 @@ def test_a_spot_notice_costs_at_most_one_checkpoint_interval(plane, synth_stack)
     replace_lost_node(run, node)
     resumed = wait_until("a group resumed after the notice", lambda: [
         e for e in run.history() if e.get("event") == "start" and e["time"] > stopped["time"]], timeout=180)[0]
-    saved = [e for e in run.history() if e.get("event") == "checkpoint" and noticed_at < e["time"] <= stopped["time"]]
     end(run, "Succeeded", stopped_after=round(stopped["time"] - noticed_at, 1),
         resumed_after=round(resumed["time"] - stopped["time"], 1))
-    assert saved, f"no checkpoint between the notice and the stop: {run.history()}"
+    # Where the stopped group was (its `stop` line: epochs done, images into the next) is where the next one
+    # starts (a checkpoint saved on SIGTERM, or the epoch's own when the stop fell on its end).
     lost = (stopped["epochs_done"], stopped["position"]) > (resumed["epochs_done"], resumed["position"])
     assert not lost, f"the next group resumed from {resumed}, before where the stopped one was ({stopped})"

@@ -74,10 +74,17 @@ def test_an_agent_out_of_max_restarts_ends_failed(plane, synth_stack):
         victim = fresh[0]
         try:
             kill_training_process(run, victim["metadata"]["name"])
+            killed.add(victim["metadata"]["uid"])
         except (AssertionError, ProcessLookupError):
-            pass  # the pod ended first (its peer's failure stopped the group): the next one is killed
-        killed.add(victim["metadata"]["uid"])
-    end(run, "Failed", workers_crashed=True, kills=len(killed), epochs_done=run.epochs_done())
+            killed.add(victim["metadata"]["uid"])  # the pod ended first (its peer's failure stopped the group)
+    job = json.loads(plane.kubectl("get", "job", run.name, "-n", run.namespace, "-o", "json").stdout)
+    failed_index = job["status"].get("failedIndexes")
+    # Why it failed: an index out of its retries, each a pod whose agent exited 1 (out of restarts), counted.
+    exits_1 = [p for p in run.workers() if index_of(p) == failed_index and any(
+        ((s.get("state") or {}).get("terminated") or {}).get("exitCode") == 1
+        for s in (p.get("status") or {}).get("containerStatuses") or [])]
+    end(run, "Failed", workers_crashed=True, kills=len(killed), failed_index=failed_index, epochs_done=run.epochs_done())
+    assert failed_index in ("0", "1") and len(exits_1) >= 3, (failed_index, [p["metadata"]["name"] for p in exits_1])
 
 
 def test_the_controller_killed_mid_run_makes_no_second_job(plane, synth_stack):
