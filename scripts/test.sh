@@ -20,8 +20,9 @@ if ! wait "$tools_pid"; then
 fi
 grep '^build-tools:' "$tools_log" || true
 
-# Two worker processes, whole files to each (module fixtures such as the concurrent torchrun jobs
-# run once) and the whole cluster tier to one (its control plane starts once): tests/conftest.py
-# gives every test its group. The torchrun tests spend much of their time waiting on the rendezvous, which the other
-# files fill.
-.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
+# Three worker processes on two cores, whole files to each (module fixtures such as the concurrent torchrun
+# jobs run once) and the cluster tier to one (its control plane starts once), each whole-run file to any
+# (each starts its own): tests/conftest.py gives every test its group. Much of the time is waiting (on a
+# rendezvous, a grace period, the Job controller's back-off), which the other workers fill: measured, three
+# workers took 26 min 43 s where two would put the cluster tier and the whole-run tier's half hour on one.
+.venv/bin/python -m pytest -q -n 3 --dist loadfile "$@"

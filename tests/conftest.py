@@ -45,7 +45,7 @@ def variant(synth_stack) -> Synth:
 
 
 class FileAndClusterScheduling(LoadFileScheduling):
-    """How `pytest -n 2` (scripts/test.sh) shares the tests between its two workers: each file whole to one
+    """How `pytest -n 3` (scripts/test.sh) shares the tests between its workers: each file whole to one
     worker, as `--dist loadfile` does (so a module fixture, such as the concurrent torchrun jobs, runs
     once), and the whole cluster tier to one worker, so that its one control plane starts once (not the
     whole-run tier, tests/cluster/whole_run, whose files each start their own).

@@ -80,9 +80,9 @@ def test_a_spot_node_is_priced_at_the_spot_median(labels):
 
 def test_a_node_without_a_price_is_named_and_the_cost_is_a_lower_bound():
     pods = [worker(0, "ip-a", 0, 60), worker(1, "ip-b", 0, 60)]
-    measured = run_cost.measure(pods, nodes_of(node("ip-a", "c5.4xlarge"), node("ip-b", "m6i.4xlarge")), PRICES, T0)
+    measured = run_cost.measure(pods, nodes_of(node("ip-a", "c5.4xlarge"), node("ip-b", "x8aedz.6xlarge")), PRICES, T0)
     assert measured["estimatedCostUsd"] == pytest.approx(0.68)
-    assert measured["unpriced"] == ["ip-b (m6i.4xlarge, ON_DEMAND)"] and measured["note"].startswith("lower bound")
+    assert measured["unpriced"] == ["ip-b (x8aedz.6xlarge, ON_DEMAND)"] and measured["note"].startswith("lower bound")
 
 
 def test_the_ceiling_holds_at_the_boundary_and_stops_a_cent_past_it():

@@ -300,7 +300,8 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     line = [text for text in results[0].log.splitlines() if text.startswith("jobs.elastic.torchrun:")]
     assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable for " in line[0], results[0].log[-3000:]
     waited = float(line[0].split(" was unreachable for ")[1].split(" s,")[0])
-    assert BOUND_SECONDS < waited <= BOUND_SECONDS + 10 and f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0], line[0]
+    # waited is the line's figure, rounded to 0.1 s: a give-up just past the bound reads as the bound itself.
+    assert BOUND_SECONDS <= waited <= BOUND_SECONDS + 10 and f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0], line[0]
 
     history = _assert_finished_once_with_one_model(run, tmp_path)
     stopped = [r for r in history if r["event"] == "epoch" and r["time"] < first_exit]
