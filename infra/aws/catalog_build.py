@@ -92,7 +92,8 @@ def build(rows: Iterable[dict[str, str]], carried: set[str]) -> Tables:
     return Tables(shapes=[shapes[k] for k in sorted(shapes)], prices=[prices[k] for k in sorted(prices)])
 
 
-def _csv_text(columns: tuple[str, ...], rows: list[dict[str, str]]) -> str:
+def csv_text(columns: tuple[str, ...], rows: list[dict[str, str]]) -> str:
+    """The rows as CSV text, a header of `columns` first (the carried tables' one format)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
@@ -102,8 +103,8 @@ def _csv_text(columns: tuple[str, ...], rows: list[dict[str, str]]) -> str:
 
 def write(tables: Tables, source: dict[str, object], directory: Path = DATA_DIR) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / SHAPES_FILE).write_text(_csv_text(SHAPE_COLUMNS, tables.shapes), encoding="utf-8")
-    (directory / PRICES_FILE).write_text(_csv_text(PRICE_COLUMNS, tables.prices), encoding="utf-8")
+    (directory / SHAPES_FILE).write_text(csv_text(SHAPE_COLUMNS, tables.shapes), encoding="utf-8")
+    (directory / PRICES_FILE).write_text(csv_text(PRICE_COLUMNS, tables.prices), encoding="utf-8")
     (directory / SOURCE_FILE).write_text(json.dumps(source, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -24,13 +24,13 @@ and the day it was read. `scripts/refresh_prices.py --ec2-instances-info/--karpe
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from infra.aws.catalog_build import csv_text
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -132,15 +132,7 @@ def build_karpenter_table(text: str, source: dict[str, object]) -> Table:
     return Table(rows, source)
 
 
-def _csv_text(columns: tuple[str, ...], rows: list[dict[str, str]]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 def write(table: Table, name: str, source_name: str, columns: tuple[str, ...], directory: Path = DATA_DIR) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / name).write_text(_csv_text(columns, table.rows), encoding="utf-8")
+    (directory / name).write_text(csv_text(columns, table.rows), encoding="utf-8")
     (directory / source_name).write_text(json.dumps(table.source, indent=2, sort_keys=True) + "\n", encoding="utf-8")
