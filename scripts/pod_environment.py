@@ -71,6 +71,17 @@ def _data(reader: Reader, kind: str, namespace: str, name: str) -> dict[str, str
     return {key: base64.b64decode(value).decode() for key, value in found.items()}
 
 
+# What the runtime sets that names this machine's paths, not the container's: never rewritten.
+HOST_PATH_VARIABLES = ("PATH", "PYTHONPATH")
+
+
+def rewritten_env(env: dict[str, str], base: dict[str, str], rewrite: Callable[[str], str]) -> dict[str, str]:
+    """`env` with its values rewritten (Rewriter), but for the runtime's own host paths left as `base` set them:
+    a checkout under /tmp must not become `<pod root>/tmp/...` in PATH because the pod mounts /tmp."""
+    return {key: value if key in HOST_PATH_VARIABLES and base.get(key) == value else rewrite(value)
+            for key, value in env.items()}
+
+
 def container_env(pod: dict[str, Any], container: dict[str, Any], reader: Reader,
                   base: dict[str, str] | None = None) -> dict[str, str]:
     """The container's environment: `base` (what the runtime sets), then envFrom, then env in order."""

@@ -55,7 +55,7 @@ if str(HERE) not in sys.path:
 
 import pod_volumes  # noqa: E402
 from kube_api import ApiError, KubeApi  # noqa: E402
-from pod_environment import Rewriter, container_env, expand  # noqa: E402
+from pod_environment import Rewriter, container_env, expand, rewritten_env  # noqa: E402
 from service_proxy import ServiceProxy  # noqa: E402
 
 REPO = HERE.parent
@@ -271,7 +271,7 @@ class PodRunner:
                 # The image's ENV (images/Dockerfile), with the checkout in /app's place.
                 "PYTHONPATH": f"{SITE}:{REPO}", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
                 "HOME": "/tmp"}
-        env = {key: rewrite(value) for key, value in container_env(pod, spec, self.read, base).items()}
+        env = rewritten_env(container_env(pod, spec, self.read, base), base, rewrite)
         env["POD_RUNNER_ROOT"] = str(root)
         env["POD_RUNNER_CONTAINER"] = _tag(running, container)
         # jobs/termination.py writes the termination message where this names (its documented override).

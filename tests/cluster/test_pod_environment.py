@@ -64,3 +64,20 @@ def test_mount_paths_service_names_and_the_wildcard_are_rewritten():
     for unchanged in ("/a/tmp", "/tmpfile", "/efs-shared-other", "my-rendezvous-store:1", "/x/rendezvous-store/y",
                       "10.0.0.0", "rendezvous-store-2:1"):
         assert rewrite(unchanged) == unchanged, unchanged
+
+
+def test_the_runtimes_host_paths_are_never_rewritten_even_under_a_mount_path():
+    """A checkout under /tmp (a fresh clone there runs the test command) and a pod that mounts /tmp: PATH
+    and PYTHONPATH name this machine's checkout, not the container's /tmp, so they are kept; the pod's own
+    values are rewritten (found by `.ci/run` from a clone in /tmp: every pod mounting /tmp could not find
+    `python`)."""
+    from pod_environment import rewritten_env
+
+    rewrite = Rewriter("/pods/p/root", ["/tmp"], "training", {}, "127.1.0.2")
+    base = {"PATH": "/tmp/ci/.venv/bin:/usr/bin", "PYTHONPATH": "/tmp/ci/scripts/pod_site:/tmp/ci", "HOME": "/tmp"}
+    env = dict(base, TMP_USE="/tmp/scratch")
+    assert rewritten_env(env, base, rewrite) == {
+        "PATH": "/tmp/ci/.venv/bin:/usr/bin", "PYTHONPATH": "/tmp/ci/scripts/pod_site:/tmp/ci",
+        "HOME": "/pods/p/root/tmp", "TMP_USE": "/pods/p/root/tmp/scratch"}
+    # A PATH the pod sets itself is the container's: rewritten like any value of its own.
+    assert rewritten_env(dict(base, PATH="/tmp/bin"), base, rewrite)["PATH"] == "/pods/p/root/tmp/bin"
