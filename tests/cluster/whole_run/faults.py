@@ -122,11 +122,20 @@ def worker_node_with_a_worker(run: StackRun) -> tuple[str, dict[str, Any]]:
                          f"{[node_of(w) for w in run.running_workers()]}")
 
 
+def a_worker_node(plane) -> str:
+    """A node of the plane other than the control plane's, as it is now (earlier scenarios replace lost nodes
+    with new names)."""
+    names = sorted(n.removeprefix("node/") for n in plane.kubectl("get", "nodes", "-o", "name").stdout.split())
+    return next(n for n in names if n != CONTROL_PLANE_NODE)
+
+
 def pin_components(run: StackRun, store_node: str = CONTROL_PLANE_NODE) -> None:
     """The controller (a Deployment) and the store (the StatefulSet rendezvous-store) on the nodes a test
-    means: the controller on the control plane's node, required; the store on `store_node`, preferred, so
-    that its replacement after that node is lost may start elsewhere (scenario.begin checks where the first
-    one landed)."""
+    means: the controller on the control plane's node; the store on `store_node`, by excluding every other
+    node there is now (a preference alone was outscored by the scheduler's spreading), so that a node that
+    replaces `store_node` once it is lost is where the store may start next."""
+    others = [name for name in run.plane.kubectl("get", "nodes", "-o", "name").stdout.split()
+              if name.removeprefix("node/") != store_node]
     pinned = set()
     for manifest in run.manifests:
         name = manifest["metadata"]["name"]
@@ -135,8 +144,9 @@ def pin_components(run: StackRun, store_node: str = CONTROL_PLANE_NODE) -> None:
             pinned.add(name)
         elif (manifest["kind"], name) == ("StatefulSet", "rendezvous-store"):
             manifest["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [store_node]}]}}]}}
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "NotIn",
+                     "values": [n.removeprefix("node/") for n in others]}]}]}}}
             pinned.add(name)
     assert pinned == {"elasticjob-controller", "rendezvous-store"}, f"pinned only {pinned}: the stack's shapes changed"
 

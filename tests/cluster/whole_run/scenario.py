@@ -10,6 +10,7 @@ claim (the shared folder every node reaches, as EFS), generated data; each run i
 from __future__ import annotations
 
 from faults import CONTROL_PLANE_NODE, invariants, node_of, pin_components, pods_of
+from kube import wait_until
 from run_pods_plane import start_plane, stop_plane
 from stack_run import StackRun, seconds_since
 
@@ -30,7 +31,7 @@ def begin(plane, synth_stack, namespace: str, *overrides: str, store_node: str =
     run = StackRun(plane, synth_stack("local", f"namespace={namespace}", *SHAPE, *overrides))
     pin_components(run, store_node)
     run.apply_base()
-    stores = [node_of(p) for p in pods_of(run, "rendezvous-store-")]
+    stores = wait_until("the store running", lambda: [node_of(p) for p in pods_of(run, "rendezvous-store-")], timeout=120)
     assert stores == [store_node], f"the store runs on {stores}, not on {store_node} as the scenario means"
     run.prepare()
     run.start_training()

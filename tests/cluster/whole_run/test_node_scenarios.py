@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from faults import evict, lose_node, node_of, pods_of, reformed_after, replace_lost_node, worker_node_with_a_worker
+from faults import a_worker_node, evict, lose_node, node_of, pods_of, reformed_after, replace_lost_node, worker_node_with_a_worker
 from kube import wait_until
 from scenario import begin, end, plane_of_three_nodes
 
@@ -47,7 +47,7 @@ def test_a_node_lost_without_notice_the_group_re_forms(plane, synth_stack):
 
 
 def test_the_store_pod_deleted_then_its_node_lost(plane, synth_stack):
-    run = begin(plane, synth_stack, "store-lost", "epochs=8", store_node="elastic-training-worker2")
+    run = begin(plane, synth_stack, "store-lost", "epochs=8", store_node=a_worker_node(plane))
     store = pods_of(run, "rendezvous-store-")[0]
     plane.kubectl("delete", "pod", store["metadata"]["name"], "-n", run.namespace, "--wait=false")
     new_store = wait_until("a new store running", lambda: [
