@@ -100,15 +100,15 @@ def _on_claim(elasticjob: dict[str, Any], directory: str, claim: str | None) -> 
     own environment settles)."""
     pod, container = _worker(elasticjob)
     volumes = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
-    holding = [m for m in container.get("volumeMounts") or []
-               if Path(directory).is_relative_to(_normal(str(m.get("mountPath") or "/")))]
+    holding = [(where, m) for m in container.get("volumeMounts") or []
+               if Path(directory).is_relative_to(where := _normal(str(m.get("mountPath") or "/")))]
     if not holding:
         return _NOT_MOUNTED
-    mount = max(holding, key=lambda m: len(_normal(str(m.get("mountPath") or "/"))))
+    where, mount = max(holding, key=lambda pair: len(pair[0]))
     source = (volumes.get(mount.get("name")) or {}).get("persistentVolumeClaim") or {}
     if not source or (claim is not None and source.get("claimName") != claim) or mount.get("subPathExpr"):
         return None
-    return os.path.join(str(mount.get("subPath") or ""), os.path.relpath(directory, _normal(str(mount["mountPath"]))))
+    return os.path.join(str(mount.get("subPath") or ""), os.path.relpath(directory, where))
 
 
 def _normal(path: str) -> str:
