@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from controller import progress, render, status
+from controller import job_indexes, progress, render, status
 
 log = logging.getLogger("controller")
 GONE = 404
@@ -344,7 +344,7 @@ class Reconciler:
         self._patch_status(elasticjob, new)
         if status.job_finished(job) and not status.finished(new):
             return status.VERIFY_RETRY_SECONDS  # no verdict yet: the history is read again (status.verifying)
-        waiting = status.waiting_indexes(job, pods, time.time())
+        waiting = job_indexes.waiting_indexes(job, pods, time.time())
         return min((w["left"] + 1 for w in waiting.values() if w["delay"] > self.max_replacement_wait), default=None)
 
     def _stalled(self, job: dict[str, Any], pods: list[dict[str, Any]], run: progress.History | None = None,
@@ -357,19 +357,19 @@ class Reconciler:
         or failed indexes: never replace one that has any, nor a run whose history records its end,
         nor more than MAX_JOB_REPLACEMENTS times (review ctrl-1 item 6)."""
         job_status = job.get("status") or {}
-        if (job_status.get("completedIndexes") or job_status.get("failedIndexes") or status.counted_failures(pods)
+        if (job_status.get("completedIndexes") or job_status.get("failedIndexes") or job_indexes.counted_failures(pods)
                 or (run is not None and run.finished)):
             return None
         if replacements >= MAX_JOB_REPLACEMENTS:
             log.warning("elasticjob %s: stalled below minReplicas, but replaced %d times already: waiting for the Job "
                         "controller", job["metadata"]["name"], replacements)
             return None
-        alive = sum(1 for p in status.within(job, pods) if (p.get("status") or {}).get("phase") in ("Pending", "Running")
+        alive = sum(1 for p in job_indexes.within(job, pods) if (p.get("status") or {}).get("phase") in ("Pending", "Running")
                     and not p["metadata"].get("deletionTimestamp"))
         needed = status.min_replicas(job)
         if alive >= needed:
             return None
-        waiting = status.waiting_indexes(job, pods, time.time())
+        waiting = job_indexes.waiting_indexes(job, pods, time.time())
         late = {i: w for i, w in waiting.items() if w["delay"] > self.max_replacement_wait and w["counted"] == 0}
         if not late:
             return None

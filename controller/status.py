@@ -25,13 +25,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller import exit_codes
+from controller import job_indexes
 from controller.progress import History
-from controller.render import WORKER, WORKER_CONTAINER
+from controller.render import WORKER
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restarting", "Succeeded", "Failed"
 RESIZED = "Resized"  # ours: False while the API server refuses to resize the Job in place (reconcile.py)
-INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 INVALID_SPEC = "InvalidSpec"
 # The verdict's reasons (the Job's own reasons are kept when the history does not overrule them).
 RUN_FINISHED = "RunFinished"  # enough workers finished and the history records the end
@@ -79,144 +78,6 @@ def _clear(conditions: list[dict[str, Any]], kind: str, reason: str, message: st
         _set(conditions, kind, False, reason, message, now)
 
 
-def worker_exit(pod: dict[str, Any]) -> dict[str, Any] | None:
-    """The worker container's terminated state, or None."""
-    for container in (pod.get("status") or {}).get("containerStatuses") or []:
-        if container.get("name") == WORKER_CONTAINER:
-            return (container.get("state") or {}).get("terminated") or (container.get("lastState") or {}).get("terminated")
-    return None
-
-
-def _disruption(pod: dict[str, Any]) -> dict[str, Any] | None:
-    return _true((pod.get("status") or {}).get("conditions"), "DisruptionTarget")
-
-
-def _index(pod: dict[str, Any]) -> int | None:
-    value = ((pod.get("metadata") or {}).get("labels") or {}).get(INDEX_LABEL)
-    return int(value) if value is not None and str(value).isdigit() else None
-
-
-def failure(pod: dict[str, Any]) -> dict[str, Any]:
-    """lastFailure for a failed pod: what ended it and what the Job controller does about it."""
-    terminated = worker_exit(pod) or {}
-    disruption = _disruption(pod)
-    code = terminated.get("exitCode")
-    reason = (disruption or {}).get("reason") or terminated.get("reason") or (pod.get("status") or {}).get("reason") or "Error"
-    return {"pod": pod["metadata"]["name"], "index": _index(pod), "exitCode": code, "reason": reason,
-            "action": exit_codes.meaning(code, disrupted=disruption is not None),
-            "time": terminated.get("finishedAt") or (disruption or {}).get("lastTransitionTime")}
-
-
-def _failed(pod: dict[str, Any]) -> bool:
-    """Failed, or on its way there (terminating): the Job controller will replace it."""
-    phase = (pod.get("status") or {}).get("phase")
-    return phase == "Failed" or (phase != "Succeeded" and bool(pod["metadata"].get("deletionTimestamp")))
-
-
-def within(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The pods of indexes below the Job's completions: after a scale-down the Job controller deletes
-    the pods of indexes >= completions (v1.35.8 pkg/controller/job indexed_job_utils.go, after removing
-    their tracking finalizer, job_controller.go): never counted, not a failure, not a restart (review
-    ctrl-1 item 8)."""
-    completions = (job.get("spec") or {}).get("completions")
-    if not isinstance(completions, int):
-        return pods
-    return [p for p in pods if (index := _index(p)) is None or index < completions]
-
-
-def restarting_indexes(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[int]:
-    """Indexes whose last pod failed (or is terminating, or is a replacement not yet running) and that
-    have not failed for good: the Job controller is replacing their worker."""
-    pods = within(job, pods)
-    failed_for_good = _index_set((job.get("status") or {}).get("failedIndexes") or "")
-    by_index: dict[int, list[dict[str, Any]]] = {}
-    for pod in pods:
-        index = _index(pod)
-        if index is not None:
-            by_index.setdefault(index, []).append(pod)
-    restarting = []
-    for index, mine in sorted(by_index.items()):
-        if index in failed_for_good or not any(_failed(p) for p in mine):
-            continue
-        if not any((p.get("status") or {}).get("phase") in ("Running", "Succeeded") and not _failed(p) for p in mine):
-            restarting.append(index)
-    return restarting
-
-
-# The Job controller's per-index re-creation delay (Kubernetes v1.35.8 pkg/controller/job
-# backoff_utils.go getRemainingTimePerIndex, indexed_job_utils.go getIndexAbsoluteFailureCount; the
-# constants DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff): the n-th failure of an index,
-# counting the failures the pod failure policy ignores (a preemption, exit 143) as well as the
-# counted ones, delays its next pod by 10 s * 2^(n-1), at most 600 s, for the Job's life.
-FAILURE_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-failure-count"
-IGNORED_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-ignored-failure-count"
-BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 10, 600
-
-
-def job_backoff(failures: int) -> int:
-    """The Job controller's delay after an index's `failures`-th failure (counted and ignored)."""
-    return min(BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS)
-
-
-def _count(pod: dict[str, Any], key: str) -> int:
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(key) or "0"
-    return int(value) if value.isdigit() else 0
-
-
-def counted_failures(pods: list[dict[str, Any]]) -> bool:
-    """Whether any pod's index has a failure counted against backoffLimitPerIndex (its annotation, or
-    a failed pod whose exit the table counts), which a new Job would forget."""
-    return any(_count(p, FAILURE_COUNT_ANNOTATION) for p in pods) or any(
-        failure(p)["action"] == exit_codes.COUNTED for p in pods if (p.get("status") or {}).get("phase") == "Failed")
-
-
-def _epoch(stamp: str | None) -> float | None:
-    import datetime
-    if not stamp:
-        return None
-    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def waiting_indexes(job: dict[str, Any], pods: list[dict[str, Any]], now: float) -> dict[int, dict[str, Any]]:
-    """Indexes the Job controller will re-create but has not yet (no active pod, not succeeded, not
-    failed for good), each with `failures` (counted + ignored, this one included), `counted`, the
-    Job controller's `delay` and the seconds `left` of it, read from the newest failed pod's
-    annotations and finish time as the Job controller reads them."""
-    job_status = job.get("status") or {}
-    pods = within(job, pods)
-    done = _index_set(job_status.get("completedIndexes") or "") | _index_set(job_status.get("failedIndexes") or "")
-    by_index: dict[int, list[dict[str, Any]]] = {}
-    for pod in pods:
-        index = _index(pod)
-        if index is not None and index not in done:
-            by_index.setdefault(index, []).append(pod)
-    waiting = {}
-    for index, mine in by_index.items():
-        if any(not _failed(p) and (p.get("status") or {}).get("phase") != "Succeeded" for p in mine):
-            continue  # it has a pod (pending or running): nothing is delayed
-        failed = [p for p in mine if (p.get("status") or {}).get("phase") == "Failed"]
-        if not failed:
-            continue
-        newest = max(failed, key=lambda p: (worker_exit(p) or {}).get("finishedAt") or "")
-        last = failure(newest)
-        counted = _count(newest, FAILURE_COUNT_ANNOTATION) + (last["action"] == exit_codes.COUNTED)
-        failures = _count(newest, FAILURE_COUNT_ANNOTATION) + _count(newest, IGNORED_COUNT_ANNOTATION) + 1
-        delay = job_backoff(failures)
-        ended = _epoch(last["time"]) or now
-        waiting[index] = {"failures": failures, "counted": counted, "delay": delay,
-                          "left": max(0, round(delay - (now - ended)))}
-    return waiting
-
-
-def _index_set(text: str) -> set[int]:
-    """The Job's failedIndexes ("1,3-5") as a set."""
-    indexes: set[int] = set()
-    for part in filter(None, text.split(",")):
-        low, _, high = part.partition("-")
-        indexes.update(range(int(low), int(high or low) + 1))
-    return indexes
-
-
 def job_finished(job: dict[str, Any] | None) -> dict[str, Any] | None:
     """The finished Job's Complete or Failed condition, else None."""
     conditions = ((job or {}).get("status") or {}).get("conditions")
@@ -228,8 +89,8 @@ def verifying(job: dict[str, Any], run: History | None, now: str) -> str | None:
     ended less than VERIFY_SECONDS ago), else None."""
     if run is None or not run.error:
         return None
-    ended = _epoch((job.get("status") or {}).get("completionTime") or (job_finished(job) or {}).get("lastTransitionTime"))
-    left = VERIFY_SECONDS - ((_epoch(now) or 0.0) - ended) if ended is not None else 0
+    ended = job_indexes.epoch((job.get("status") or {}).get("completionTime") or (job_finished(job) or {}).get("lastTransitionTime"))
+    left = VERIFY_SECONDS - ((job_indexes.epoch(now) or 0.0) - ended) if ended is not None else 0
     if left <= 0:
         return None
     return (f"the Job ended; the run's history cannot be read yet ({run.error}): reading it again every "
@@ -250,7 +111,7 @@ def verdict(name: str, job: dict[str, Any], run: History | None) -> tuple[str, s
     job_status = job.get("status") or {}
     complete = _true(job_status.get("conditions"), "Complete")
     failed = _true(job_status.get("conditions"), "Failed") or {}  # a finished Job that is not Complete is Failed
-    succeeded = len(_index_set(job_status.get("completedIndexes") or ""))
+    succeeded = len(job_indexes.index_set(job_status.get("completedIndexes") or ""))
     needed = min_replicas(job)
     completions = (job.get("spec") or {}).get("completions") or succeeded
     ended = (f"the Job ended Complete ({complete.get('message') or complete.get('reason') or 'success policy met'})"
@@ -296,7 +157,7 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
     if job is None:
         return {**status, "conditions": conditions}
     job_status = job.get("status") or {}
-    pods = within(job, pods)
+    pods = job_indexes.within(job, pods)
     _set(conditions, CREATED, True, "ElasticJobCreated", f"Job {job['metadata']['name']} runs the workers", now)
     complete, failed = _true(job_status.get("conditions"), "Complete"), _true(job_status.get("conditions"), "Failed")
     if complete or failed:
@@ -311,13 +172,13 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
         ended = job_status.get("completionTime") or (complete or failed or {}).get("lastTransitionTime") or now
         status["completionTime"] = old.get("completionTime") or ended
     else:
-        restarting = restarting_indexes(job, pods)
-        running = any((p.get("status") or {}).get("phase") == "Running" and not _failed(p) for p in pods)
+        restarting = job_indexes.restarting_indexes(job, pods)
+        running = any((p.get("status") or {}).get("phase") == "Running" and not job_indexes.is_failed(p) for p in pods)
         if restarting:
             latest = _latest_failure(pods)
             detail = (f": {latest['pod']} ended with exit code {latest['exitCode']} ({latest['reason']}), {latest['action']}"
                       if latest else "")
-            delayed = waiting_indexes(job, pods, _epoch(now) or 0.0)
+            delayed = job_indexes.waiting_indexes(job, pods, job_indexes.epoch(now) or 0.0)
             detail += "".join(f"; index {i} is re-created in {w['left']} s (its failure {w['failures']}: the Job "
                               f"controller waits {w['delay']} s)" for i, w in sorted(delayed.items()))
             _set(conditions, RESTARTING, True, "ElasticJobRestarting",
@@ -341,7 +202,7 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
 
 
 def _latest_failure(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
-    failures = [failure(p) for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
+    failures = [job_indexes.failure(p) for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
     return max(failures, key=lambda f: (f["time"] or "", f["pod"]), default=None)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller import render, status
+from controller import job_indexes, render
 
 
 def worker_pod(elasticjob: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -19,7 +19,7 @@ def worker_pod(elasticjob: dict[str, Any], index: int = 0) -> dict[str, Any]:
     name = elasticjob["metadata"]["name"]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{name}-{index}", "namespace": elasticjob["metadata"]["namespace"],
-                         "labels": {**template["metadata"]["labels"], status.INDEX_LABEL: str(index)},
+                         "labels": {**template["metadata"]["labels"], job_indexes.INDEX_LABEL: str(index)},
                          "annotations": dict(template["metadata"].get("annotations") or {})},
             "spec": template["spec"]}
 

@@ -1,4 +1,4 @@
-"""The controller's work queue (controller/__main__.py WorkQueue), as client-go's workqueue behaves
+"""The controller's work queue (controller/work_queue.py WorkQueue), as client-go's workqueue behaves
 (util/workqueue: one entry per object, the earliest delay wins, per-object exponential backoff):
 issue 36 item 10, where each resync added one more timer for a stuck ElasticJob."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
-from controller.__main__ import SpecChanges, WorkQueue
+from controller.watches import SpecChanges
+from controller.work_queue import WorkQueue
 
 
 def drain(queue: WorkQueue, seconds: float) -> list[str]:

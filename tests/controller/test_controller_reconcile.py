@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from api_server import ELASTICJOBS, JOBS, NS, ApiServer
-from controller import render, status
+from controller import job_indexes, render, status
 from controller.reconcile import Reconciler
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -54,7 +54,7 @@ def owned_job(the_elasticjob: dict, job_status: dict | None = None) -> dict:
 
 
 def pod(index: int, phase: str, **extra: dict) -> dict:
-    made = {"metadata": {"name": f"{NAME}-{index}-x", "labels": {status.INDEX_LABEL: str(index),
+    made = {"metadata": {"name": f"{NAME}-{index}-x", "labels": {job_indexes.INDEX_LABEL: str(index),
                                                                  render.ELASTICJOB_LABEL: NAME},
                          "ownerReferences": [{"uid": "job-uid", "controller": True}]},
             "status": {"phase": phase}}
@@ -93,7 +93,7 @@ def test_an_unreadable_history_as_the_job_ends_is_read_again_not_a_failed_run(cl
         "completionTime": stamp(), "completedIndexes": "0", "succeeded": 1})
     # index 1 preempted 7 times (ignored failures): the Job controller would re-create it after 600 s
     cluster.pods.append(pod(0, "Succeeded"))
-    cluster.pods.append(pod(1, "Failed", annotations={status.IGNORED_COUNT_ANNOTATION: "6"}))
+    cluster.pods.append(pod(1, "Failed", annotations={job_indexes.IGNORED_COUNT_ANNOTATION: "6"}))
     again = cluster.reconciler.reconcile(NAME)
     assert again == status.VERIFY_RETRY_SECONDS
     assert status.finished(stored_status(cluster)) is None
@@ -219,8 +219,8 @@ def test_a_spec_made_invalid_while_its_job_runs_stops_the_job(cluster):
 def preempted(index: int, ignored: int, counted: int = 0, code: int = 143) -> dict:
     """A worker pod of `index` that ended with `code` (143: SIGTERM, ignored by the podFailurePolicy)
     after `ignored` ignored and `counted` counted failures of its index (the Job controller's annotations)."""
-    made = pod(index, "Failed", annotations={status.IGNORED_COUNT_ANNOTATION: str(ignored),
-                                             status.FAILURE_COUNT_ANNOTATION: str(counted)})
+    made = pod(index, "Failed", annotations={job_indexes.IGNORED_COUNT_ANNOTATION: str(ignored),
+                                             job_indexes.FAILURE_COUNT_ANNOTATION: str(counted)})
     made["status"]["containerStatuses"] = [{"name": render.WORKER_CONTAINER, "state": {"terminated": {
         "exitCode": code, "finishedAt": stamp(5)}}}]
     return made

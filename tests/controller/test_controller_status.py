@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import exit_codes, status
+from controller import exit_codes, job_indexes, status
 
 NOW, LATER = "2026-11-26T18:00:00Z", "2026-11-26T18:05:00Z"
 UID = "job-uid"
@@ -36,7 +36,7 @@ def job(active=0, succeeded=0, failed=0, condition=None, failed_indexes=None, st
 
 def pod(name, index, phase, exit_code=None, reason="Error", disrupted=False, deleting=False, finished="2026-11-26T18:00:30Z"):
     state = {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": finished}} if exit_code is not None else {"running": {}}
-    body = {"metadata": {"name": name, "labels": {status.INDEX_LABEL: str(index)}},
+    body = {"metadata": {"name": name, "labels": {job_indexes.INDEX_LABEL: str(index)}},
             "status": {"phase": phase, "containerStatuses": [{"name": "elasticjob-worker", "state": state}]}}
     if disrupted:
         body["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
@@ -137,7 +137,7 @@ def test_an_invalid_spec_fails_with_reason_invalid_spec():
 
 @pytest.mark.parametrize("text, indexes", [("", set()), ("0", {0}), ("1,3-5", {1, 3, 4, 5})])
 def test_failed_indexes_notation(text, indexes):
-    assert status._index_set(text) == indexes
+    assert job_indexes.index_set(text) == indexes
 
 
 def test_a_scale_down_is_not_a_restart_nor_a_failure():
@@ -146,8 +146,8 @@ def test_a_scale_down_is_not_a_restart_nor_a_failure():
     shrunk = job(active=3)
     shrunk["spec"] = {"completions": 3}
     pods = [pod(f"p{i}", i, "Running") for i in range(3)] + [pod("p3", 3, "Failed", exit_code=143, deleting=True)]
-    assert status.restarting_indexes(shrunk, pods) == []
-    assert status.waiting_indexes(shrunk, pods, status._epoch(LATER)) == {}
+    assert job_indexes.restarting_indexes(shrunk, pods) == []
+    assert job_indexes.waiting_indexes(shrunk, pods, job_indexes.epoch(LATER)) == {}
     new = status.derive(elasticjob(), shrunk, pods, NOW)
     assert [(c["type"], c["status"]) for c in new["conditions"] if c["status"] == "True"] == [("Created", "True"),
                                                                                              ("Running", "True")]

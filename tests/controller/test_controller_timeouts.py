@@ -11,6 +11,8 @@ import pytest
 
 from api_server import NS, ApiServer
 from controller import __main__ as main
+from controller import watches
+from controller.work_queue import WorkQueue
 from controller import clients
 from controller import reconcile
 from controller.reconcile import Reconciler
@@ -46,15 +48,15 @@ def test_a_pass_on_a_frozen_connection_ends_within_its_bound(server, monkeypatch
 def test_a_silent_watch_is_given_up_and_listed_again(server, monkeypatch):
     """An idle half-open watch never returned: the queue heard nothing more of that kind."""
     monkeypatch.setattr(reconcile, "REQUEST_SECONDS", 1.0)
-    monkeypatch.setattr(main, "WATCH_READ_SECONDS", 1.0)
+    monkeypatch.setattr(watches, "WATCH_READ_SECONDS", 1.0)
     server.frozen_watches = True
     api = clients.api_of(server.api().custom.api_client)
 
     def list_jobs(**kwargs):
         return api.batch.list_namespaced_job(NS, **kwargs)
 
-    queue = main.WorkQueue()
-    threading.Thread(target=main._watch, args=(list_jobs, main._labelled_name, queue), daemon=True).start()
+    queue = WorkQueue()
+    threading.Thread(target=watches.watch_objects, args=(list_jobs, watches.labelled_name, queue), daemon=True).start()
     time.sleep(3.5)  # the watch given up after 1 s, listed again after the 1 s backoff
     lists = [c for c in server.calls if c[1].endswith("/jobs")]
     assert len(lists) >= 2, server.calls
@@ -67,7 +69,7 @@ def test_a_stuck_pass_is_seen_by_the_main_thread():
         def reconcile(self, name):
             release.wait(30)
 
-    clock, queue = main.PassClock(), main.WorkQueue()
+    clock, queue = main.PassClock(), WorkQueue()
     threading.Thread(target=main._work, args=(Stuck(), queue), kwargs={"clock": clock}, daemon=True).start()
     assert clock.stuck_for(0.2) is None
     queue.add("train")
@@ -88,14 +90,14 @@ def test_a_relist_keeps_a_waiting_names_backoff(server, monkeypatch):
     server.objects[f"{PODS}/blocked-0"] = {"metadata": {"name": "blocked-0", **labels}}
     server.frozen_watches = True
     api = clients.api_of(server.api().custom.api_client)
-    queue = main.WorkQueue()
+    queue = WorkQueue()
     queue.add("blocked", after=30)
 
     def list_jobs(**kwargs):
         return api.batch.list_namespaced_job(NS, **kwargs)
 
-    threading.Thread(target=main._watch, args=(list_jobs, main._labelled_name, queue), daemon=True).start()
-    threading.Thread(target=main._watch_pods, args=(api, NS, main.PodCache(), queue), daemon=True).start()
+    threading.Thread(target=watches.watch_objects, args=(list_jobs, watches.labelled_name, queue), daemon=True).start()
+    threading.Thread(target=watches.watch_pods, args=(api, NS, watches.PodCache(), queue), daemon=True).start()
     time.sleep(1.5)
     assert {c[1] for c in server.calls} >= {JOBS, PODS}, server.calls  # both listed
     assert "blocked" in queue.waiting() and queue._ready == []

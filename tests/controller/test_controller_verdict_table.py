@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import status
+from controller import job_indexes, status
 from controller import progress
 from controller.progress import History
 
@@ -113,18 +113,18 @@ def test_a_written_verdict_stands():
 def test_the_job_controllers_per_index_delay_counts_ignored_failures():
     """backoff_utils.go getRemainingTimePerIndex: (failed + ignored annotations of the newest failed
     pod) + 1 failures, 10 s doubling, at most 600 s."""
-    assert [status.job_backoff(n) for n in range(1, 9)] == [10, 20, 40, 80, 160, 320, 600, 600]
+    assert [job_indexes.job_backoff(n) for n in range(1, 9)] == [10, 20, 40, 80, 160, 320, 600, 600]
 
     def failed_pod(name, ignored, counted, code, finished):
-        return {"metadata": {"name": name, "labels": {status.INDEX_LABEL: "0"},
-                             "annotations": {status.FAILURE_COUNT_ANNOTATION: str(counted),
-                                             status.IGNORED_COUNT_ANNOTATION: str(ignored)}},
+        return {"metadata": {"name": name, "labels": {job_indexes.INDEX_LABEL: "0"},
+                             "annotations": {job_indexes.FAILURE_COUNT_ANNOTATION: str(counted),
+                                             job_indexes.IGNORED_COUNT_ANNOTATION: str(ignored)}},
                 "status": {"phase": "Failed", "containerStatuses": [
                     {"name": "elasticjob-worker", "state": {"terminated": {"exitCode": code, "finishedAt": finished}}}]}}
 
-    running = {"metadata": {"name": "r", "labels": {status.INDEX_LABEL: "1"}}, "status": {"phase": "Running"}}
+    running = {"metadata": {"name": "r", "labels": {job_indexes.INDEX_LABEL: "1"}}, "status": {"phase": "Running"}}
     pods = [failed_pod("a", 0, 0, 143, "2026-11-28T09:00:00Z"), failed_pod("b", 3, 0, 143, "2026-11-28T09:01:00Z"), running]
-    now = status._epoch("2026-11-28T09:01:30Z")
-    waiting = status.waiting_indexes({"status": {}}, pods, now)
+    now = job_indexes.epoch("2026-11-28T09:01:30Z")
+    waiting = job_indexes.waiting_indexes({"status": {}}, pods, now)
     assert waiting == {0: {"failures": 4, "counted": 0, "delay": 80, "left": 50}}
-    assert status.waiting_indexes({"status": {}}, [failed_pod("c", 0, 1, 1, "2026-11-28T09:01:00Z")], now)[0]["counted"] == 2
+    assert job_indexes.waiting_indexes({"status": {}}, [failed_pod("c", 0, 1, 1, "2026-11-28T09:01:00Z")], now)[0]["counted"] == 2
