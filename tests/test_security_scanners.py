@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from infra.config import is_gpu_stack, load_settings
+from elastic_training.elasticjob import TRAINING_COMPONENT
 from infra.specs import elastic as elastic_specs
 from infra.specs import gpu as gpu_specs
 from infra.specs.suppressions import (IMAGE_COMPONENTS, SUPPRESSIONS, TAG_PINNED_IMAGE, markdown_rows, pinned_by_tag,
@@ -384,7 +385,7 @@ def test_network_policies_admit_only_what_is_needed(rendered, stack):
         assert [p for p in ingress_policies(synth, namespace) if selects(p["spec"]["podSelector"], template["metadata"]["labels"])], (
             f"no ingress NetworkPolicy selects the pods of {obj['kind']}/{obj['metadata']['name']}")
     namespace, store = pod_labels(synth, "StatefulSet", "rendezvous")
-    _, worker = pod_labels(synth, "ElasticJob", elastic_specs.TRAINING_COMPONENT)
+    _, worker = pod_labels(synth, "ElasticJob", TRAINING_COMPONENT)
     _, prep = pod_labels(synth, "Job", "data-prep")
     _, evaluation = pod_labels(synth, "Job", "evaluation")
     _, controller = pod_labels(synth, "Deployment", "elastic-controller")

@@ -12,7 +12,7 @@ from infra.config import Settings
 from infra.components.k8s_object import KubernetesObject
 from infra.components.naming import component_type
 from infra.specs import elastic as specs
-from infra.specs import rendezvous_store
+from infra.specs import network_policies, rendezvous_store
 from infra.specs.workloads import image_by_tag, pull_policy
 
 
@@ -42,7 +42,7 @@ class Elastic(pulumi.ComponentResource):
         nodes = [args.nodes] if args.nodes is not None else []
         self.workload_namespace = KubernetesObject(
             f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads", specs.WORKLOAD_NAMESPACE_ENFORCE), in_cluster)
-        workload_policies = self._network_policies(name, specs.workload_network_policies(settings.namespace), args.provider,
+        workload_policies = self._network_policies(name, network_policies.workload_network_policies(settings.namespace), args.provider,
                                                    self.workload_namespace)
         self.workload_policies = workload_policies
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,

@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from elastic_training.elasticjob import GROUP, JOB_LABEL, PLURAL, TRAINING_COMPONENT
+from elastic_training.elasticjob import GROUP, PLURAL
 from infra.specs import rendezvous_store
-from infra.specs.labels import PART_OF, common_labels
+from infra.specs.labels import named_labels, object_meta
 from infra.specs.security import (RESTRICTED, container_security_context, pod_security_context, pod_security_labels,
                                   resources)
 from infra.specs.suppressions import annotate
@@ -33,22 +33,6 @@ STORE_PORT = 29400
 STORE_UID = 10001
 CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-crd.yaml"
 STORE_SELECTOR = {"app.kubernetes.io/name": STORE_NAME}
-# Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
-# onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
-# JOB_LABEL and TRAINING_COMPONENT: the platform's contract (elastic_training.elasticjob).
-TRAINING_PODS = {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT},
-                 "matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]}
-
-
-def _labels(component: str, name: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name, **common_labels(component)}
-
-
-def _meta(name: str, component: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": _labels(component, name)}
-    if namespace:
-        meta["namespace"] = namespace
-    return meta
 
 
 def _one_pod_deployment(name: str, component: str, namespace_name: str, selector: dict[str, str],
@@ -57,12 +41,12 @@ def _one_pod_deployment(name: str, component: str, namespace_name: str, selector
     Deployment, keeps a second one from acting)."""
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _meta(name, component, namespace_name),
+        "metadata": object_meta(name, component, namespace_name),
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": _labels(component, name)}, "spec": pod_spec},
+            "template": {"metadata": {"labels": named_labels(component, name)}, "spec": pod_spec},
         },
     }
 
@@ -74,7 +58,7 @@ def _crd_document() -> dict[str, Any]:
 
 def elasticjob_crd() -> dict[str, Any]:
     crd = yaml.safe_load(yaml.safe_dump(_crd_document()))  # a copy callers may change
-    crd["metadata"]["labels"] = _labels("elastic-controller", "elasticjobs")
+    crd["metadata"]["labels"] = named_labels("elastic-controller", "elasticjobs")
     return crd
 
 
@@ -92,7 +76,7 @@ WORKLOAD_NAMESPACE_ENFORCE = RESTRICTED
 
 
 def namespace(name: str, component: str, enforce: str) -> dict[str, Any]:
-    meta = _meta(name, component)
+    meta = object_meta(name, component)
     meta["labels"].update(pod_security_labels(enforce))
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
@@ -166,7 +150,7 @@ def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
     namespace_selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace_name}}
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": _meta(name, "elastic-controller"),
+        "metadata": object_meta(name, "elastic-controller"),
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {"namespaceSelector": namespace_selector, "resourceRules": [
@@ -177,7 +161,7 @@ def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
     }
     binding = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": _meta(name, "elastic-controller"),
+        "metadata": object_meta(name, "elastic-controller"),
         "spec": {"policyName": name, "validationActions": ["Deny"],
                  "matchResources": {"namespaceSelector": namespace_selector}},
     }
@@ -192,13 +176,13 @@ def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_
     the old one releases it on SIGTERM."""
     component = "elastic-controller"
     ns = namespace_name
-    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(CONTROLLER_NAME, component, ns),
+    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": object_meta(CONTROLLER_NAME, component, ns),
                        "automountServiceAccountToken": True}
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": _meta(CONTROLLER_NAME, component, ns), "rules": controller_role_rules()}
+            "metadata": object_meta(CONTROLLER_NAME, component, ns), "rules": controller_role_rules()}
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": _meta(CONTROLLER_NAME, component, ns),
+        "metadata": object_meta(CONTROLLER_NAME, component, ns),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CONTROLLER_NAME},
         "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER_NAME, "namespace": ns}],
     }
@@ -233,7 +217,7 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     selector = STORE_SELECTOR
     service = {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": _meta(STORE_NAME, component, namespace_name),
+        "metadata": object_meta(STORE_NAME, component, namespace_name),
         "spec": {"selector": selector,
                  "ports": [{"name": "store", "port": STORE_PORT, "targetPort": STORE_PORT, "protocol": "TCP"}]},
     }
@@ -283,7 +267,7 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     }
     statefulset = {
         "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": _meta(STORE_NAME, component, namespace_name),
+        "metadata": object_meta(STORE_NAME, component, namespace_name),
         "spec": {
             "replicas": 1,
             # The Service above; the pod's DNS name under it is not used (the agents use the Service's).
@@ -298,7 +282,7 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
             # created only once the old is gone from the API. Immutable once the StatefulSet exists.
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": _labels(component, STORE_NAME)}, "spec": pod_spec},
+            "template": {"metadata": {"labels": named_labels(component, STORE_NAME)}, "spec": pod_spec},
         },
     }
     return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector),
@@ -307,45 +291,3 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
 
 def rendezvous_endpoint() -> str:
     return f"{STORE_NAME}:{STORE_PORT}"
-
-
-# --- NetworkPolicies: ingress to our pods only from where it is needed ---------------------------
-# Enforced only where the cluster's CNI enforces NetworkPolicies: cluster.py turns on the VPC CNI's
-# network policy agent. Egress is left open (data-prep downloads from the internet, every pod
-# resolves names through CoreDNS); see docs/security.md.
-
-def _network_policy(name: str, component: str, namespace_name: str, pod_selector: dict[str, Any],
-                    ingress: list[dict[str, Any]]) -> dict[str, Any]:
-    # No rules is written as no `ingress` field (the same policy: policyTypes still lists Ingress): the
-    # API server drops an empty list, so `ingress: []` would read back different from what was sent
-    # (tests/cluster/test_every_object_applies.py).
-    spec: dict[str, Any] = {"podSelector": pod_selector, "policyTypes": ["Ingress"]}
-    if ingress:
-        spec["ingress"] = ingress
-    return annotate({
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": _meta(name, component, namespace_name), "spec": spec,
-    })
-
-
-def deny_ingress_policy(namespace_name: str, component: str) -> dict[str, Any]:
-    """No ingress to any pod of this project in the namespace, except what another policy admits
-    (policies add up). It selects our pods by label rather than with `podSelector: {}`: the two
-    are the same for the pods we create, and checkov's NetworkPolicy check only links a policy to
-    pods through matchLabels."""
-    return _network_policy("deny-ingress", component, namespace_name,
-                           {"matchLabels": {"app.kubernetes.io/part-of": PART_OF}}, [])
-
-
-def workload_network_policies(namespace_name: str) -> list[dict[str, Any]]:
-    """The rendezvous store (no authentication: whoever reaches it can read and rewrite the
-    rendezvous) is reachable only from training workers, on its port; training workers reach each
-    other on any port (torchrun's TCPStore and gloo pick ports at run time); data-prep and test Jobs
-    take no ingress at all."""
-    store = _network_policy("store-from-training", "rendezvous", namespace_name, {"matchLabels": STORE_SELECTOR},
-                            [{"from": [{"podSelector": TRAINING_PODS}],
-                              "ports": [{"protocol": "TCP", "port": STORE_PORT}]}])
-    peers = _network_policy("training-peers", TRAINING_COMPONENT, namespace_name,
-                            {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT}},
-                            [{"from": [{"podSelector": TRAINING_PODS}]}])
-    return [deny_ingress_policy(namespace_name, "workloads"), store, peers]

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_training import run_directory
-from elastic_training.elasticjob import API_VERSION, KIND, RUN_LABEL, WORKER, WORKER_CONTAINER
+from elastic_training.elasticjob import API_VERSION, JOB_LABEL, KIND, RUN_LABEL, TRAINING_COMPONENT, WORKER, WORKER_CONTAINER
 from infra.config import (EKS, Settings, data_md5_for, efa_interfaces_per_node, gpus_per_node, image_pull_policy,
                           memory_mib, own_training, SYNTHETIC_DEFAULT_PER_CLASS)
 from infra.specs import capacity, efa, gpu
-from infra.specs.elastic import JOB_LABEL, RENDEZVOUS_BACKEND, TRAINING_COMPONENT, rendezvous_endpoint
+from infra.specs.elastic import RENDEZVOUS_BACKEND, rendezvous_endpoint
 from infra.specs.labels import common_labels
 from infra.specs.security import container_security_context, pod_security_context, resources
 from infra.specs.suppressions import annotate, pinned_by_tag

@@ -24,6 +24,7 @@ from kube import apply, delete, wait_established, wait_until
 from cluster_nodes import KWOK_ANNOTATION
 from controller import render
 from elastic_training import run_directory
+from elastic_training.elasticjob import JOB_LABEL
 from infra.specs import elastic
 from infra.specs.security import container_security_context, pod_security_context, pod_security_labels
 
@@ -143,13 +144,13 @@ def elasticjob(name: str, ns: str, replicas: int = 2, low: int = 1, high: int = 
                  "env": [{"name": run_directory.RUN_DIR_ENV, "value": run_dir}],
                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
                  "securityContext": container_security_context()}
-    template = {"metadata": {"labels": {"app.kubernetes.io/component": "training", elastic.JOB_LABEL: name},
+    template = {"metadata": {"labels": {"app.kubernetes.io/component": "training", JOB_LABEL: name},
                              "annotations": {RUN_FOR: run_for}},
                 "spec": {"automountServiceAccountToken": False, "securityContext": pod_security_context(),
                          "nodeSelector": {NODE_LABEL: "true"}, "terminationGracePeriodSeconds": 1,
                          "containers": [container]}}
     return {"apiVersion": f"{render.GROUP}/{render.VERSION}", "kind": render.KIND,
-            "metadata": {"name": name, "namespace": ns, "labels": {elastic.JOB_LABEL: name}},
+            "metadata": {"name": name, "namespace": ns, "labels": {JOB_LABEL: name}},
             "spec": {"rdzvEndpoint": "store:2379", "minReplicas": low, "maxReplicas": high,
                      "replicaSpecs": {"Worker": {"replicas": replicas, "restartPolicy": "ExitCode", "template": template}},
                      **spec}}

@@ -17,7 +17,7 @@ import pytest
 import controller_harness as h
 from controller import exit_codes, render
 from infra.components.completion import KubernetesCluster, wait_for
-from infra.specs.elastic import JOB_LABEL
+from elastic_training.elasticjob import JOB_LABEL
 from kube import apply, wait_until
 
 NS = "ctrl-runs"

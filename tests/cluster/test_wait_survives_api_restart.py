@@ -18,7 +18,7 @@ import time
 
 from kube import CRD, apply, delete, wait_established, wait_until
 from infra.components.completion import KubernetesCluster, TransientApiError, wait_for
-from infra.specs.elastic import JOB_LABEL
+from elastic_training.elasticjob import JOB_LABEL
 
 
 class CountingCluster(KubernetesCluster):

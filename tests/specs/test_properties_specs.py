@@ -11,7 +11,8 @@ from datetime import date
 import pytest
 
 from infra.config import CIFAR10_MD5, PROJECT, load_settings
-from infra.specs import elastic, workloads
+from elastic_training.elasticjob import JOB_LABEL
+from infra.specs import elastic, network_policies, workloads
 from infra.specs.labels import PART_OF
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
@@ -51,7 +52,7 @@ def test_the_elastic_job_wires_each_worker_count_to_its_own_field():
 
 def test_the_disruption_budget_keeps_exactly_min_workers_of_this_run():
     budget = workloads.worker_disruption_budget(settings(**DISTINCT))
-    assert budget["spec"] == {"minAvailable": 2, "selector": {"matchLabels": {elastic.JOB_LABEL: "train-r-8"}}}
+    assert budget["spec"] == {"minAvailable": 2, "selector": {"matchLabels": {JOB_LABEL: "train-r-8"}}}
     assert budget["metadata"]["namespace"] == "ml"
 
 
@@ -121,7 +122,7 @@ def by_name(policies):
 
 
 def test_the_store_admits_training_pods_on_its_port_only():
-    policies = by_name(elastic.workload_network_policies("ml"))
+    policies = by_name(network_policies.workload_network_policies("ml"))
     assert set(policies) == {"deny-ingress", "store-from-training", "training-peers"}
     store = policies["store-from-training"]
     assert store["metadata"]["namespace"] == "ml"
@@ -140,11 +141,11 @@ def test_the_store_admits_training_pods_on_its_port_only():
 
 
 def test_training_peers_admit_training_pods_only_and_everything_else_is_denied():
-    policies = by_name(elastic.workload_network_policies("ml"))
+    policies = by_name(network_policies.workload_network_policies("ml"))
     assert policies["training-peers"]["spec"] == {
         "podSelector": {"matchLabels": {"app.kubernetes.io/component": "training"}},
         "policyTypes": ["Ingress"],
-        "ingress": [{"from": [{"podSelector": elastic.TRAINING_PODS}]}]}
+        "ingress": [{"from": [{"podSelector": network_policies.TRAINING_PODS}]}]}
     # No "ingress": [] for deny: the API server drops an empty list, and a read-back would differ (tests/cluster).
     assert policies["deny-ingress"]["spec"] == {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF}},
                                                 "policyTypes": ["Ingress"]}
@@ -153,7 +154,7 @@ def test_training_peers_admit_training_pods_only_and_everything_else_is_denied()
 def test_the_training_pods_carry_the_labels_the_policies_admit():
     job = workloads.elastic_job(settings(**DISTINCT), IMAGE, "--rdzv_id=x")
     labels = job["spec"]["replicaSpecs"]["Worker"]["template"]["metadata"]["labels"]
-    assert labels["app.kubernetes.io/component"] == "training" and labels[elastic.JOB_LABEL] == "train-r-8"
+    assert labels["app.kubernetes.io/component"] == "training" and labels[JOB_LABEL] == "train-r-8"
     assert labels["app.kubernetes.io/part-of"] == PART_OF
     for other in (workloads.data_prep_job(settings(), IMAGE), workloads.test_job(settings(), IMAGE)):
         assert other["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] != "training"
@@ -256,7 +257,7 @@ def platform_objects() -> dict[str, object]:
         "controller": elastic.controller_objects("training", IMAGE, "efs-pvc"),
         "rendezvous-store": [*elastic.store_objects("training", "TRAINING_IMAGE", "IfNotPresent"),
                              rendezvous_store.priority_class()],
-        "network-policies": elastic.workload_network_policies("training"),
+        "network-policies": network_policies.workload_network_policies("training"),
         "namespaces": [elastic.namespace("training", "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)],
         "storage": [storage.storage_class("efs-sc"), storage.persistent_volume("efs-pv", "efs-sc", "fs-1::fsap-1"),
                     storage.persistent_volume_claim("efs-pvc", "training", "efs-sc", "efs-pv")],
