@@ -4,5 +4,7 @@ the controller's modules use."""
 
 from __future__ import annotations
 
-from elastic_training.exit_codes import (COUNTED, INDEX_FAILED, PERMANENT, REPLACED, RETRYABLE,  # noqa: F401
-                                         TERMINATED, meaning)
+from elastic_training.exit_codes import (COUNTED, INDEX_FAILED, PERMANENT, REPLACED, RETRYABLE, TERMINATED,
+                                         meaning)
+
+__all__ = ["COUNTED", "INDEX_FAILED", "PERMANENT", "REPLACED", "RETRYABLE", "TERMINATED", "meaning"]

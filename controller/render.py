@@ -36,8 +36,9 @@ from controller import exit_codes
 
 # The ElasticJob's names, the container the exit codes are read from, the label on the Job and every
 # pod (the watches select by it): the platform's contract (elastic_training.elasticjob).
-from elastic_training.elasticjob import (ELASTICJOB_LABEL, GROUP, KIND, PLURAL, SPEC_HASH_ANNOTATION,  # noqa: F401
-                                         VERSION, WORKER, WORKER_CONTAINER)
+from elastic_training.elasticjob import (ELASTICJOB_LABEL, GROUP, KIND, SPEC_HASH_ANNOTATION, VERSION, WORKER,
+                                         WORKER_CONTAINER)
+from elastic_training.elasticjob import PLURAL  # noqa: F401 (the other modules' render.PLURAL)
 
 # The archived controller's labels that still mean something (kubeflow/common job_controller.go
 # GenLabels, pod.go createNewPod); `replica-index` is now the Job's batch.kubernetes.io/job-completion-index
