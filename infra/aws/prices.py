@@ -1,10 +1,13 @@
 """Offline price table: what each billed item of a stack costs, where the number was read, and when.
 
-Used by `infra/cli/cost.py` when no AWS Price List answer is at hand (synth, CI, no credentials).
-Every entry names its source and the date it was read (UTC). A price that could not be read from
-any source available to this project is recorded as NOT_READ with the reason, never guessed: the
-cost estimate then lists that item as unpriced, and `preflight` with credentials reads it from
-the AWS Price List API (`pricing.get_products`).
+Used by `infra/cli/cost.py` when no AWS Price List answer is at hand (synth, `cost`, CI, preflight
+without credentials). Offline, these items are priced in us-east-1 and us-west-2 only (ECR storage
+in us-east-1 only): no citable per-region source for the other regions is reachable here. In any
+region, `preflight` with credentials reads them from the AWS Price List API (`pricing.get_products`,
+infra/aws/live_service_prices.py), and its answers replace this table for that run. Without them,
+an item this table does not price is named unpriced in the estimate, with the reason, never guessed.
+Every entry names its source and the date it was read (UTC); a price that could not be read from
+any source available to this project is recorded as NOT READ with the reason.
 
 A stack item with NO entry at all (say a new region or instance type in a stack file) is unpriced
 in the estimate, and `cost.missing_prices` names it: tests/cli/test_cost.py asserts that no stack in
@@ -74,7 +77,8 @@ PUBLIC_IPV4 = ("DoiT 'AWS Public IPv4 price increase - the complete guide': from
                "(doit.com/aws-public-ipv4-price-increase-the-complete-guide/); Haufe Akademie: 'All AWS regions are "
                "affected' (haufe-akademie.de/en/skill-it/blog/aws-gebuehren-ipv4-adressen); third-party transcriptions "
                "of AWS's announcement")
-ECR_NOT_READ = "NOT READ: the sources reachable here state ECR storage for US East (N. Virginia) only"
+ECR_NOT_READ = ("NOT READ: the sources reachable here state ECR storage for US East (N. Virginia) only; "
+                "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API")
 
 # Hours in the month that GB-month storage rates are divided by: the EBS pricing page's own worked
 # gp3 example bills '43,200 seconds / (86,400 seconds/day * 30-day month)' (aws.eu/ebs/pricing, stored copy).
@@ -112,5 +116,7 @@ def find(what: str, region: str, unit: str) -> Price:
     instance type still gets an estimate, with that item unpriced, never zero."""
     try:
         return lookup(what, region)
-    except MissingPrice as missing:
-        return Price(None, unit, f"NOT RECORDED: {missing}")
+    except MissingPrice:
+        return Price(None, unit, f"NOT RECORDED: no offline price for {what} in {region} (infra/aws/prices.py records "
+                                 f"{' and '.join(sorted({r for w, r in PRICES if w == what}))} only); "
+                                 "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API")

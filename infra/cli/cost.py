@@ -21,7 +21,8 @@ jobTimeoutMinutes, the longest the training wait lets a run go.
 Prices: EC2 from the price tables (infra/aws/instance_catalog.py: the zone table, then Karpenter's us-east-1
 On-Demand and the region-wide table, each price naming its table) or, in preflight with
 credentials, from the Price List API and the Spot price history (infra/aws/live_prices.py); the
-rest from infra/aws/prices.py. Every item names its source. An item whose price was not read has
+rest from infra/aws/prices.py (us-east-1 and us-west-2 only) or, in preflight with credentials and
+in any region, from the Price List API (infra/aws/live_service_prices.py). Every item names its source. An item whose price was not read has
 unitUsd and hourlyUsd null and is named in `unpriced`; the totals then cover the priced items only,
 and say so. Nothing here is a guess: no price, no number.
 """
@@ -45,9 +46,11 @@ ON_DEMAND, SPOT = "ON_DEMAND", "SPOT"
 
 @dataclass
 class LivePrices:
-    """What preflight read from AWS for the stack's instance types; missing types fall back to the table."""
+    """What preflight read from AWS for the stack's instance types and, by infra/aws/prices.py key, for
+    its other billed items in its region; what is missing falls back to the tables."""
     on_demand: dict[str, prices.Price] = field(default_factory=dict)
     spot: dict[str, prices.Price] = field(default_factory=dict)
+    services: dict[str, prices.Price] = field(default_factory=dict)
 
 
 def capacity_type(settings: Settings) -> str:
@@ -70,6 +73,12 @@ def node_price(settings: Settings, instance_type: str, capacity: str, live: Live
     """The hourly price of one node: preflight's live answer when it has one, else the catalog table."""
     answered = (live.spot if capacity == SPOT else live.on_demand).get(instance_type) if live else None
     return answered or _catalog_price(instance_type, settings.region, capacity)
+
+
+def service_price(what: str, region: str, unit: str, live: LivePrices | None) -> prices.Price:
+    """The price of one non-EC2 item: preflight's Price List answer when it has one, else the offline table."""
+    answered = live.services.get(what) if live else None
+    return answered or prices.find(what, region, unit)
 
 
 def _item(what: str, quantity: float | None, price: prices.Price, factor: float | None,
@@ -143,19 +152,19 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None, live:
     per_month = 1 / prices.HOURS_PER_BILLING_MONTH
     items = [
         _item(f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})", 1,
-              prices.find(rate, region, "cluster-hour"), 1),
-        _item("NAT gateway", 1, prices.find("nat-gateway", region, "NAT-gateway-hour"), 1),
-        _item("public IPv4 address (the NAT gateway's Elastic IP)", 1, prices.find("public-ipv4", region, "address-hour"), 1),
+              service_price(rate, region, "cluster-hour", live), 1),
+        _item("NAT gateway", 1, service_price("nat-gateway", region, "NAT-gateway-hour", live), 1),
+        _item("public IPv4 address (the NAT gateway's Elastic IP)", 1, service_price("public-ipv4", region, "address-hour", live), 1),
         _item(_describe_nodes(run_nodes, settings.node_instance_type, capacity, worker_price), idle_nodes, worker_price, 1,
               run_nodes),
         *system_items,
         _item(f"EBS gp3 root volumes: {idle_nodes + system_nodes} x {settings.node_disk_gib} GiB",
-              (idle_nodes + system_nodes) * settings.node_disk_gib, prices.find("ebs-gp3", region, "GB-month"), per_month,
+              (idle_nodes + system_nodes) * settings.node_disk_gib, service_price("ebs-gp3", region, "GB-month", live), per_month,
               (run_nodes + system_nodes) * settings.node_disk_gib),
-        _item("EFS storage, per GB stored (not in the totals)", None, prices.find("efs-standard", region, "GB-month"), None),
-        _item("ECR storage, per GB of images (not in the totals)", None, prices.find("ecr-storage", region, "GB-month"), None),
+        _item("EFS storage, per GB stored (not in the totals)", None, service_price("efs-standard", region, "GB-month", live), None),
+        _item("ECR storage, per GB of images (not in the totals)", None, service_price("ecr-storage", region, "GB-month", live), None),
         _item("NAT data processing, per GB through the gateway: image pulls, data downloads (not in the totals)", None,
-              prices.find("nat-data", region, "GB"), None),
+              service_price("nat-data", region, "GB", live), None),
     ]
     hourly = round(sum(i["hourlyUsd"] for i in items if i["hourlyUsd"] is not None), 6)
     run_hourly = round(sum(i["runHourlyUsd"] for i in items if i["runHourlyUsd"] is not None), 6)
@@ -173,10 +182,14 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None, live:
 def _sources(live: LivePrices | None) -> str:
     offline = (f"EC2 from {instance_catalog.source_line()}, else the region tables ({instance_catalog.tables_line()}; "
                "each node names the one it came from); the rest from infra/aws/prices.py (each item names its source)")
+    read = []
     if live and (live.on_demand or live.spot):
-        read = sorted({p.source for p in (*live.on_demand.values(), *live.spot.values())})
-        return f"{'; '.join(read)} for the nodes it answered; otherwise {offline}"
-    return offline
+        nodes = sorted({p.source for p in (*live.on_demand.values(), *live.spot.values())})
+        read.append(f"{'; '.join(nodes)} for the nodes it answered")
+    if live and live.services:
+        api = sorted({p.source.split("; ")[0] for p in live.services.values()})
+        read.append(f"{'; '.join(api)} for {', '.join(live.services)}")
+    return f"{'; '.join(read)}; otherwise {offline}" if read else offline
 
 
 def usd(value: float | None) -> str:

@@ -148,6 +148,23 @@ def test_live_prices_replace_the_table_and_name_their_source():
     assert estimate["pricesFrom"].startswith("AWS Price List API")
 
 
+def test_live_service_prices_replace_the_table_for_that_run_only():
+    """preflight's Price List answers for the non-EC2 items (infra/aws/live_service_prices.py) come before
+    infra/aws/prices.py, as the nodes' answers come before the catalog; the table itself is unchanged."""
+    api = "AWS Price List API (pricing.get_products, read 2026-11-22)"
+    live = cost.LivePrices(services={"nat-gateway": prices.Price(0.05, "NAT-gateway-hour", f"{api}; usagetype "
+                                                                 "USW2-NatGateway-Hours", "2026-11-22"),
+                                     "ecr-storage": prices.Price(0.1, "GB-month", f"{api}; usagetype "
+                                                                 "USW2-TimedStorage-ByteHrs", "2026-11-22")})
+    offline, estimate = cost.estimate(settings_of("dev"), STANDARD_DAY), cost.estimate(settings_of("dev"), STANDARD_DAY, live=live)
+    nat, ecr = (next(i for i in estimate["items"] if i["what"].startswith(what)) for what in ("NAT gateway", "ECR storage"))
+    assert (nat["unitUsd"], nat["source"], ecr["unitUsd"]) == (0.05, live.services["nat-gateway"].source, 0.1)
+    assert estimate["hourlyUsd"] - offline["hourlyUsd"] == pytest.approx(0.05 - 0.045)
+    assert "ECR storage, per GB of images (not in the totals)" in offline["unpriced"] and estimate["unpriced"] == []
+    assert f"{api} for nat-gateway, ecr-storage; otherwise EC2 from" in estimate["pricesFrom"]
+    assert prices.PRICES[("ecr-storage", "us-west-2")].usd is None and prices.PRICES[("nat-gateway", "us-west-2")].usd == 0.045
+
+
 def test_a_run_costs_at_most_the_run_rate_for_the_job_timeout():
     estimate = cost.estimate(settings_of("smoke"), STANDARD_DAY)   # jobTimeoutMinutes 45
     assert estimate["runMaxMinutes"] == 45
@@ -275,3 +292,17 @@ def test_a_region_without_recorded_prices_names_every_item_it_bills():
         "eks-standard", "eks-extended", "nat-gateway", "public-ipv4", "ebs-gp3", "efs-standard", "ecr-storage", "nat-data"]
     estimate = cost.estimate(settings_of("dev", "aws:region=eu-west-1"), STANDARD_DAY)
     assert _nodes(estimate)["unitUsd"] == 0.768 and estimate["note"].startswith("lower bound")
+
+
+def test_an_item_outside_the_offline_table_says_that_preflight_reads_it():
+    """Offline, the non-EC2 items are priced in us-east-1 and us-west-2 only; elsewhere each one is named
+    unpriced with the way to a price: preflight with credentials asks the Price List API (issue 39)."""
+    estimate = cost.estimate(settings_of("dev", "aws:region=eu-west-1"), STANDARD_DAY)
+    unpriced = [i for i in estimate["items"] if i["unitUsd"] is None]
+    assert len(unpriced) == 7 and [i["what"] for i in unpriced] == estimate["unpriced"]  # all but the nodes
+    for item in unpriced:
+        assert item["source"].startswith("NOT RECORDED: no offline price for "), item
+        assert item["source"].endswith(" in eu-west-1 (infra/aws/prices.py records us-east-1 and us-west-2 only); "
+                                       "`elastic-training preflight` with AWS credentials reads it from the AWS Price "
+                                       "List API"), item
+    assert any("NOT IN THE TOTALS: NAT gateway: NOT RECORDED" in line and "preflight" in line for line in cost.lines(estimate))

@@ -22,7 +22,7 @@ from infra import versions
 from infra.cli import cost
 from infra.cli.preflight import capacity, spot, spot_role
 from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER, CouldNotCheck, aws_call, guarded, reason
-from infra.aws import ec2_quotas, live_prices, prices
+from infra.aws import ec2_quotas, live_prices, live_service_prices, prices
 from infra.config import Settings
 from infra.aws.zones import usable_zone_names
 
@@ -293,6 +293,14 @@ class Preflight:
             notes += [why] if why else []
         return live, notes
 
+    def service_prices(self) -> tuple[dict[str, prices.Price], list[str]]:
+        """What the Price List API says the stack's other billed items cost in its region (EKS, NAT, public
+        IPv4, gp3, EFS, ECR: infra/aws/live_service_prices.py); notes for what it did not."""
+        if not cost.billed_items(self.settings):
+            return {}, []
+        return live_service_prices.service_prices(self.client("pricing", PRICING_REGION), self.settings.region,
+                                                  self.today.isoformat())
+
     def spot_market(self) -> Check:  # infra/cli/preflight/spot.py (the estimate reads Spot prices in node_prices)
         result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc), lambda op, **kw:
                                              aws_call(self.client("ec2"), op, **kw), Check, (PASS, WARN, SKIP))
@@ -343,6 +351,7 @@ class Preflight:
         live = None
         if first.status != FAIL:
             live, price_notes = self.node_prices()
-            notes += price_notes
+            live.services, service_notes = self.service_prices()
+            notes += price_notes + service_notes
         estimate = cost.estimate(self.settings, self.today, phase=self.phase, live=live)
         return checks, estimate, notes
