@@ -2,31 +2,27 @@
 
 Each check is PASS, WARN, FAIL or SKIP with a short message and, for a failure, the fix. An AWS call
 that is denied, throttled or not implemented by the endpoint is `WARN could not check: <reason>`,
-never a traceback (the command and its report are in command.py and report.py).
+never a traceback (the result type is in result.py, the longer checks in modules of their own, the
+command and its report in command.py and report.py).
 """
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
-from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from importlib import metadata
 from typing import Any, Callable
 
 import boto3
 from botocore.exceptions import ClientError, NoCredentialsError
 
-from infra import versions
 from infra.cli import cost
-from infra.cli.preflight import capacity, spot, spot_role
+from infra.cli.preflight import capacity, eks_versions, local_tools, spot, spot_role
+from infra.cli.preflight.result import FAIL, PASS, SKIP, WARN, Check, could_not_check
 from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER, CouldNotCheck, aws_call, guarded, reason
 from infra.aws import ec2_quotas, live_prices, live_service_prices, prices
 from infra.config import Settings
 from infra.aws.zones import usable_zone_names
 
-PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
              "kubernetes-version", "addon-versions", "spot-market", "spot-role", "local-tools")
 
@@ -58,32 +54,10 @@ def profile_clients(profile: str | None) -> ClientMaker:
     return lambda service, region: guarded(session.client(service, region_name=region))
 
 
-@dataclass
-class Check:
-    id: str
-    status: str
-    message: str
-    fix: str = ""
-
-    @property
-    def checked(self) -> bool:
-        """False when the check, or a part of it, could not run (AWS unreachable, denied, throttled): every
-        such message says "could not check" (could_not_check, capacity.py). Not a pass, whatever the status."""
-        return "could not check" not in self.message
-
-    def as_json(self) -> dict[str, str]:
-        return {"id": self.id, "status": self.status,
-                "message": self.message + (f"; fix: {self.fix}" if self.fix else "")}
-
-
 def refuses_credentials(error: ClientError) -> bool:
     """A refusal of the credentials themselves: AWS answers an unsigned, badly signed, expired or unknown
     key with 403 (401 for some services); a 500 from a proxy or throttling says nothing about them."""
     return error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (401, 403)
-
-
-def could_not_check(check_id: str, error: CouldNotCheck, extra: str = "") -> Check:
-    return Check(check_id, WARN, f"could not check: {error}" + (f"; {extra}" if extra else ""))
 
 
 class Preflight:
@@ -171,107 +145,15 @@ class Preflight:
                      f"release an unused one (`aws ec2 release-address --allocation-id ...`) or request more "
                      f"(quota code {ELASTIC_IP_QUOTA})")
 
-    def kubernetes_version(self) -> Check:
-        version = self.settings.kubernetes_version
-        offline = versions.eks_support_phase(version, self.today)
-        try:
-            answer = aws_call(self.client("eks"), "describe_cluster_versions", clusterVersions=[version], includeAll=True)
-        except CouldNotCheck as error:
-            self.phase = offline
-            return could_not_check("kubernetes-version", error,
-                                   f"the offline EKS calendar (infra/versions.py) puts {version} in {offline} support today")
-        found = [v for v in answer.get("clusterVersions", []) if v.get("clusterVersion") == version]
-        if not found:
-            return Check("kubernetes-version", FAIL, f"EKS does not list Kubernetes {version}",
-                         f"-c kubernetesVersion= one of {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}")
-        status = found[0].get("versionStatus") or found[0].get("status", "")
-        status = status.lower().replace("_", "-")
-        standard = prices.find("eks-standard", self.settings.region, "cluster-hour").usd
-        extended = prices.find("eks-extended", self.settings.region, "cluster-hour").usd
-        if status == "standard-support":
-            self.phase = versions.STANDARD
-            until = found[0].get("endOfStandardSupportDate")
-            return Check("kubernetes-version", PASS, f"{version} is in EKS standard support"
-                         + (f" until {until:%Y-%m-%d}" if hasattr(until, "strftime") else ""))
-        if status == "extended-support":
-            self.phase = versions.EXTENDED
-            more = "" if standard is None or extended is None else (
-                f": the control plane costs ${extended:.2f}/hour instead of ${standard:.2f}/hour "
-                f"(+${extended - standard:.2f}/hour, +${(extended - standard) * 24:.2f}/day)")
-            return Check("kubernetes-version", WARN, f"{version} is in EKS extended support{more}",
-                         "upgrade to a version in standard support before it bills at the extended rate")
-        in_standard = [v for v in versions.SUPPORTED_KUBERNETES_VERSIONS
-                       if versions.eks_support_phase(v, self.today) == versions.STANDARD]
-        return Check("kubernetes-version", FAIL, f"EKS answers that {version} is {status or 'not supported'}: "
-                                                 "it creates no cluster of that version",
-                     f"-c kubernetesVersion= one in standard support: {', '.join(in_standard) or 'none known'}")
+    def kubernetes_version(self) -> Check:  # infra/cli/preflight/eks_versions.py
+        result, self.phase = eks_versions.kubernetes_version(self.settings, self.client("eks"), self.today)
+        return result
 
-    def addon_versions(self) -> Check:
-        version = self.settings.kubernetes_version
-        lines, failed, warned = [], [], False
-        for name, last_run in versions.OFFLINE_ADDON_VERSIONS.items():
-            answer = aws_call(self.client("eks"), "describe_addon_versions", kubernetesVersion=version, addonName=name)
-            offered = [v["addonVersion"] for addon in answer.get("addons", []) if addon.get("addonName") == name
-                       for v in addon.get("addonVersions", [])
-                       if any(c.get("clusterVersion") == version for c in v.get("compatibilities", []))]
-            if not offered:
-                failed.append(name)
-                lines.append(f"{name}: no version offered for Kubernetes {version}")
-            elif last_run in offered:
-                lines.append(f"{name}: {len(offered)} versions offered, including {last_run}")
-            else:
-                warned = True
-                lines.append(f"{name}: {last_run} (synth's offline render) is not offered for {version}; `up` installs "
-                             f"the newest EKS offers, one of {', '.join(offered[:4])}")
-        if failed:
-            return Check("addon-versions", FAIL, "; ".join(lines),
-                         f"choose a kubernetesVersion for which EKS offers {', '.join(failed)}")
-        return Check("addon-versions", WARN if warned else PASS, "; ".join(lines))
+    def addon_versions(self) -> Check:  # infra/cli/preflight/eks_versions.py
+        return eks_versions.addon_versions(self.settings, self.client("eks"))
 
-    def local_tools(self) -> Check:
-        problems, found = [], []
-        pin = metadata.version("pulumi")
-        pulumi = self._tool_output(["pulumi", "version"])
-        match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", pulumi or "")
-        if pulumi is None:
-            problems.append("pulumi is not installed (https://www.pulumi.com/docs/install/)")
-        elif not match or tuple(map(int, match.groups())) < tuple(map(int, pin.split(".")[:3])):
-            problems.append(f"pulumi {pulumi.strip()} is older than the SDK pin {pin}: upgrade the CLI")
-        else:
-            found.append(f"pulumi {'.'.join(match.groups())}")
-        if self.settings.image_uri:
-            found.append("docker not needed (imageUri is set)")
-        else:
-            buildx = self._tool_output(["docker", "buildx", "version"])
-            if buildx is None:
-                problems.append("docker with buildx is needed to build the training image (or set imageUri)")
-            else:
-                found.append("docker buildx")
-        aws = self._tool_output(["aws", "--version"]) if self.settings.target == "eks" else "not needed"
-        if aws == "not needed":
-            found.append("AWS CLI not needed (target existing)")
-        elif aws is None:
-            problems.append("AWS CLI v2 is not installed (the kubeconfig runs `aws eks get-token`)")
-        elif not re.match(r"aws-cli/2\.", aws.strip()):
-            problems.append(f"AWS CLI v2 is needed (the kubeconfig runs `aws eks get-token`); found {aws.split()[0] if aws.split() else aws!r}")
-        else:
-            found.append(aws.split()[0])
-        if problems:
-            return Check("local-tools", FAIL, "; ".join(problems), "install what is missing (docs/getting-started.md, Prerequisites)")
-        return Check("local-tools", PASS, ", ".join(found))
-
-    def _tool_output(self, command: list[str]) -> str | None:
-        """The tool's output (stdout, else stderr), or None when it is missing or fails."""
-        path = self.which(command[0])
-        if path is None:
-            return None
-        try:
-            result = subprocess.run([path, *command[1:]], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        if result.returncode != 0:
-            return None
-        return result.stdout.strip() or result.stderr.strip()
+    def local_tools(self) -> Check:  # infra/cli/preflight/local_tools.py
+        return local_tools.check(self.settings, self.which)
 
     # --- prices -----------------------------------------------------------------------------------
 
