@@ -73,7 +73,9 @@ def worker(args) -> None:
         save_checkpoint(run_dir, plain, optimizer, settings, normalization, len(split.labels), progress)
 
     names = list(POLICIES)
-    order = [names[i % len(names)] if (i // len(names)) % 2 == 0 else names[-1 - i % len(names)] for i in range(args.epochs)]
+    order = [
+        names[i % len(names)] if (i // len(names)) % 2 == 0 else names[-1 - i % len(names)] for i in range(args.epochs)
+    ]
     boundaries = {name: StepBoundary(place, run_dir, save, CheckpointClock(interval), StopSignal())
                   for name, interval in POLICIES.items() if interval is not None}  # fmt: skip
     timings = []
@@ -112,7 +114,9 @@ def report(timings: list[dict]) -> None:
     blocks: dict[int, dict[str, float]] = {}
     for timing in timings:
         blocks.setdefault(timing["epoch"] // len(POLICIES), {})[timing["policy"]] = timing["steps_per_second"]
-    complete = [block for index, block in blocks.items() if index > 0 and len(block) == len(POLICIES)]  # block 0: warm-up
+    complete = [
+        block for index, block in blocks.items() if index > 0 and len(block) == len(POLICIES)
+    ]  # block 0: warm-up
     for name in POLICIES:
         values = [block[name] for block in complete]
         ratios = sorted(block[name] / block["epoch checkpoints only"] for block in complete)
@@ -127,7 +131,9 @@ def main() -> None:
     parser.add_argument("--run-dir", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=24, help="timed epochs, a third per policy (after a block of warm-up)")
+    parser.add_argument(
+        "--epochs", type=int, default=24, help="timed epochs, a third per policy (after a block of warm-up)"
+    )
     parser.add_argument("--images-per-class", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=16)
     args = parser.parse_args()
@@ -135,7 +141,9 @@ def main() -> None:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         worker(args)
         return
-    print(f"{args.workers} workers, {args.images_per_class * 10} images, batch {args.batch_size}, {args.epochs} timed epochs")
+    print(
+        f"{args.workers} workers, {args.images_per_class * 10} images, batch {args.batch_size}, {args.epochs} timed epochs"
+    )
     report(measure(args.workers, args.epochs, args.images_per_class, args.batch_size))
 
 

@@ -42,7 +42,9 @@ CHECK = loop.check_finite_loss
 def training_steps_per_second(split, device, epochs: int, batch_size: int) -> dict[str, list[float]]:
     settings = RunSettings("improved", epochs=100, batch_size=batch_size, lr=0.01, seed=0)
     images = torch.from_numpy(split.images).to(device)
-    train_data = TrainingData(images, torch.from_numpy(split.labels).to(device), Normalization.measured_on(images), True)
+    train_data = TrainingData(
+        images, torch.from_numpy(split.labels).to(device), Normalization.measured_on(images), True
+    )
     model = WorkshopCNN().to(device)
     optimizer = build_optimizer(model, settings)
     steps = -(-len(images) // batch_size)

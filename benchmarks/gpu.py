@@ -106,8 +106,11 @@ def ceiling_table(device: torch.device, batches: list[int], steps: int, warmup: 
         for batch_size in batches:
             rate = ceiling(device, Precision(name, channels_last), batch_size, steps, warmup)
             rows.append({"precision": name, "channels_last": channels_last, "batch": batch_size, "images_per_s": rate})
-            print(f"  ceiling {name:5} {'channels_last' if channels_last else 'NCHW':13} batch {batch_size:5}: "
-                  f"{rate:10.0f} images/s", flush=True)
+            print(
+                f"  ceiling {name:5} {'channels_last' if channels_last else 'NCHW':13} batch {batch_size:5}: "
+                f"{rate:10.0f} images/s",
+                flush=True,
+            )
     return rows
 
 
@@ -121,8 +124,11 @@ def free_port() -> int:
 
 
 def environment() -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    return {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
 
 
 @dataclass
@@ -212,15 +218,19 @@ def refused_line(data_dir: Path, work: Path) -> str:
 
 def print_pod_table(runs: list[PodRun], epochs: int, images: int) -> None:
     print(f"\npod path: store + jobs.elastic.agent, 1 worker, {images} generated images, {epochs} epochs")
-    print(f"  {'run':<34} {'images/s':>9} {'epoch 1':>9} {'test acc':>9} {'train acc':>9} "
-          f"{'1st step':>9} {'agent->1st':>10} {'agent s':>8}")
+    print(
+        f"  {'run':<34} {'images/s':>9} {'epoch 1':>9} {'test acc':>9} {'train acc':>9} "
+        f"{'1st step':>9} {'agent->1st':>10} {'agent s':>8}"
+    )
     for run in runs:
         rate = run.steady_images_per_s
-        print(f"  {run.label:<34} {fmt(rate, '9.0f')} {fmt(run.epochs[0]['images_per_s'] if run.epochs else None, '9.0f')} "
-              f"{fmt(100 * run.test_accuracy if run.test_accuracy is not None else None, '8.2f')}% "
-              f"{fmt(100 * run.epochs[-1]['train_accuracy'] if run.epochs else None, '8.2f')}% "
-              f"{fmt(run.worker_first_step, '8.2f')}s {fmt(run.agent_start_to_first_step, '9.2f')}s "
-              f"{run.agent_seconds:7.1f}s" + (f"  FAILED (exit {run.returncode})" if run.returncode else ""))
+        print(
+            f"  {run.label:<34} {fmt(rate, '9.0f')} {fmt(run.epochs[0]['images_per_s'] if run.epochs else None, '9.0f')} "
+            f"{fmt(100 * run.test_accuracy if run.test_accuracy is not None else None, '8.2f')}% "
+            f"{fmt(100 * run.epochs[-1]['train_accuracy'] if run.epochs else None, '8.2f')}% "
+            f"{fmt(run.worker_first_step, '8.2f')}s {fmt(run.agent_start_to_first_step, '9.2f')}s "
+            f"{run.agent_seconds:7.1f}s" + (f"  FAILED (exit {run.returncode})" if run.returncode else "")
+        )
     for run in runs:
         print(f"  {run.label}: {run.settings_line}")
         if run.first_step_phases:
@@ -234,20 +244,36 @@ def fmt(value: float | None, spec: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--images-per-class", type=int, default=5000, help="generated training images per class (default: %(default)s, CIFAR-10's size)")
+    parser.add_argument(
+        "--images-per-class",
+        type=int,
+        default=5000,
+        help="generated training images per class (default: %(default)s, CIFAR-10's size)",
+    )
     parser.add_argument("--epochs", type=int, default=6, help="epochs per pod-path run (default: %(default)s)")
-    parser.add_argument("--ceiling-batches", default="128,512,1024,2048", help="batches of the model-alone table (\"\": none)")
+    parser.add_argument(
+        "--ceiling-batches", default="128,512,1024,2048", help="batches of the model-alone table (\"\": none)"
+    )
     parser.add_argument("--ceiling-steps", type=int, default=60)
-    parser.add_argument("--runs", default="auto,tf32,fp32,fp32-128", help="pod-path runs, among: auto, bf16, tf32, fp32, "
-                        "fp32-128 (fp32 at batch 128, the run of before issue 40), auto-512, auto-2048, auto-cudnn-benchmark")
+    parser.add_argument(
+        "--runs",
+        default="auto,tf32,fp32,fp32-128",
+        help="pod-path runs, among: auto, bf16, tf32, fp32, "
+        "fp32-128 (fp32 at batch 128, the run of before issue 40), auto-512, auto-2048, auto-cudnn-benchmark",
+    )
     parser.add_argument("--run-timeout", type=float, default=240.0, help="seconds before a pod-path run is killed")
-    parser.add_argument("--out", type=Path, default=None, help="folder for results.json and the agents' logs (agents.log)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for results.json and the agents' logs (agents.log)"
+    )
     args = parser.parse_args()
 
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"{card}; torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}; "
-          f"auto resolves to {resolve_precision('auto', device).name}", flush=True)
+    print(
+        f"{card}; torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}; "
+        f"auto resolves to {resolve_precision('auto', device).name}",
+        flush=True,
+    )
     results: dict = {"card": card, "torch": torch.__version__, "cuda": torch.version.cuda,
                      "cudnn": torch.backends.cudnn.version()}  # fmt: skip
 
@@ -283,8 +309,11 @@ def main() -> None:
                 with (out / "agents.log").open("a") as logs:  # one file: few files come back from a device machine
                     logs.write(f"===== {name}: {' '.join(choices[name])}\n" + (work / f"agent-{name}.log").read_text())
                 runs.append(run)
-                print(f"  {run.settings_line}\n  exit {run.returncode}, {run.steady_images_per_s} images/s, "
-                      f"test accuracy {run.test_accuracy}, first step {run.worker_first_step} s", flush=True)
+                print(
+                    f"  {run.settings_line}\n  exit {run.returncode}, {run.steady_images_per_s} images/s, "
+                    f"test accuracy {run.test_accuracy}, first step {run.worker_first_step} s",
+                    flush=True,
+                )
         finally:
             store.terminate()
             store.wait(timeout=30)
@@ -293,8 +322,10 @@ def main() -> None:
 
     print(f"\n{card}: ceiling (model alone, images/s)")
     for row in results["ceiling"]:
-        print(f"  {row['precision']:5} {'channels_last' if row['channels_last'] else 'NCHW':13} batch {row['batch']:5} "
-              f"{row['images_per_s']:10.0f}")
+        print(
+            f"  {row['precision']:5} {'channels_last' if row['channels_last'] else 'NCHW':13} batch {row['batch']:5} "
+            f"{row['images_per_s']:10.0f}"
+        )
     print_pod_table(runs, args.epochs, 10 * args.images_per_class)
     print(f"\nresults: {out / 'results.json'}")
 

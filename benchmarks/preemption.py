@@ -116,15 +116,20 @@ def execute(run: Run, store: StoreServer, data_dir: Path, args) -> None:
     train_args = ["--data", str(data_dir), "--run-dir", str(run.run_dir), "--epochs", str(args.epochs),
                   "--batch-size", str(args.batch_size), "--log-every", "1000", "--pg-timeout", "20",
                   "--trace-samples", str(run.trace_dir), *run.policy]  # fmt: skip
-    flags = cluster_style_torchrun_flags(store.endpoint, run.name.replace(" ", "-"), max_restarts=20, nnodes=f"2:{WORLD}")
+    flags = cluster_style_torchrun_flags(
+        store.endpoint, run.name.replace(" ", "-"), max_restarts=20, nnodes=f"2:{WORLD}"
+    )
     command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
     run.job = TorchrunJob(run.name.replace(" ", "-"), [command] * WORLD, run.directory / "logs", agent_environment())
     every = PREEMPT_EVERY_SECONDS * args.scale
     started = time.monotonic()
     run_torchrun_jobs([run.job], args.deadline, on_tick=lambda: _preempt(run, every, args.epochs), tick_seconds=0.2)
     finished = (run.run_dir / checkpoint.MODEL_NAME).exists()
-    print(f"  {run.name}: {time.monotonic() - started:.0f} s, {len(run.preempted)} preemptions, "
-          f"{'finished' if finished else 'NOT FINISHED (see ' + str(run.directory / 'logs') + ')'}", flush=True)
+    print(
+        f"  {run.name}: {time.monotonic() - started:.0f} s, {len(run.preempted)} preemptions, "
+        f"{'finished' if finished else 'NOT FINISHED (see ' + str(run.directory / 'logs') + ')'}",
+        flush=True,
+    )
 
 
 @dataclass
@@ -189,7 +194,12 @@ def save_seconds(directory: Path, repeats: int = 5) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=0.1, help="time scale: preemption every 300 s x scale, checkpoint every 30 s x scale")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=0.1,
+        help="time scale: preemption every 300 s x scale, checkpoint every 30 s x scale",
+    )
     parser.add_argument("--images-per-class", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -232,7 +242,9 @@ def main() -> None:
 
 def report(runs: list[Run], results: dict[str, Result], rates: list[dict], interval: float, saving: float) -> None:
     parameters = sum(p.numel() for p in WorkshopCNN().parameters())
-    print(f"\none checkpoint of the workshop CNN (weights + momentum, {parameters:,} parameters) takes {saving:.3f} s here")
+    print(
+        f"\none checkpoint of the workshop CNN (weights + momentum, {parameters:,} parameters) takes {saving:.3f} s here"
+    )
     print("throughput of the loop, 3 workers, alternating epochs (benchmarks/checkpoint_overhead.py):")
     checkpoint_overhead.report(rates)
     print()
@@ -247,8 +259,10 @@ def report(runs: list[Run], results: dict[str, Result], rates: list[dict], inter
     for run in runs[1:]:
         r = results[run.name]
         if r.lost_work:
-            print(f"{run.name}: work lost per preemption <= checkpoint interval ({interval:g} s): "
-                  f"{'yes' if max(r.lost_work) <= interval else 'NO'}; goodput >= 90 %: {'yes' if r.goodput >= 0.9 else 'NO'}")
+            print(
+                f"{run.name}: work lost per preemption <= checkpoint interval ({interval:g} s): "
+                f"{'yes' if max(r.lost_work) <= interval else 'NO'}; goodput >= 90 %: {'yes' if r.goodput >= 0.9 else 'NO'}"
+            )
 
 
 if __name__ == "__main__":

@@ -106,11 +106,15 @@ def _drive(case: Case) -> None:
 
 
 def run_case(name: str, base: Path, data_dir: Path) -> float | None:
-    nnodes, agents, world_after = {"node lost": ("2:3", 3, 2), "join": ("2:3", 2, 3), "store restart": ("1:3", 2, 3)}[name]
+    nnodes, agents, world_after = {"node lost": ("2:3", 3, 2), "join": ("2:3", 2, 3), "store restart": ("1:3", 2, 3)}[
+        name
+    ]
     case = Case(name, nnodes, agents, world_after, base / name.replace(" ", "-"))
     case.store = StoreServer(case.directory / "store").start()
     try:
-        flags = cluster_style_torchrun_flags(case.store.endpoint, name.replace(" ", "-"), max_restarts=10, nnodes=nnodes)
+        flags = cluster_style_torchrun_flags(
+            case.store.endpoint, name.replace(" ", "-"), max_restarts=10, nnodes=nnodes
+        )
         train = ["-m", "jobs.training.train", "--data", str(data_dir), "--run-dir", str(case.directory / "run"), "--epochs", "50",
                  "--batch-size", "8", "--log-every", "1000", "--pg-timeout", "20", "--trace-samples",
                  str(case.directory / "trace")]  # fmt: skip

@@ -79,7 +79,9 @@ def workshop_epoch(split: data.CifarSplit, batch_size: int, workers: int, device
     return one_pass()
 
 
-def input_pipeline_rates(split: data.CifarSplit, batch_size: int, workers: int, device: torch.device) -> dict[str, float]:
+def input_pipeline_rates(
+    split: data.CifarSplit, batch_size: int, workers: int, device: torch.device
+) -> dict[str, float]:
     """images/s of each input pipeline alone (no model): what the data path could feed."""
     settings = RunSettings("improved", epochs=1, batch_size=batch_size, lr=0.05, seed=0)
     images = torch.from_numpy(split.images).to(device)
@@ -108,7 +110,9 @@ def main() -> None:
     parser.add_argument("--images-per-class", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs per loop (median reported)")
     parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="DataLoader workers (workshop loop)")
+    parser.add_argument(
+        "--workers", type=int, default=len(os.sched_getaffinity(0)), help="DataLoader workers (workshop loop)"
+    )
     args = parser.parse_args()
 
     device = choose_device()
@@ -144,6 +148,7 @@ def main() -> None:
     print("\ninput pipeline alone (no model), 3 epochs:")
     for name, rate in input_pipeline_rates(split, args.batch_size, args.workers, device).items():
         print(f"  {name:<{width}}  {rate:8.0f}  images/s")
+
 
 if __name__ == "__main__":
     main()

@@ -38,19 +38,39 @@ MAX_PASS_SECONDS = 300.0
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[0])
-    parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE"),
-                        help="the namespace whose ElasticJobs it runs (default: $POD_NAMESPACE)")
-    parser.add_argument("--lease-name", default=LEASE_NAME, help=f"the Lease it elects its leader on (default {LEASE_NAME})")
-    parser.add_argument("--identity", default=f"{socket.gethostname()}-{os.getpid()}",
-                        help="this candidate's name in the Lease (default: host name and process id)")
-    parser.add_argument("--shared-root", type=Path, default=None,
-                        help="where the shared volume is mounted, read-only; progress is read from run directories under it")
-    parser.add_argument("--shared-claim", default=None,
-                        help="the PersistentVolumeClaim mounted at --shared-root: a worker's run directory on it is read "
-                             "there, wherever the worker mounts it (default: any claim the worker mounts)")
-    parser.add_argument("--resync-seconds", type=float, default=30.0, help="every ElasticJob is looked at this often (default 30)")
-    parser.add_argument("--kubeconfig", default=None,
-                        help="a kubeconfig file (default: $KUBECONFIG where set, else the pod's service account)")
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE"),
+        help="the namespace whose ElasticJobs it runs (default: $POD_NAMESPACE)",
+    )
+    parser.add_argument(
+        "--lease-name", default=LEASE_NAME, help=f"the Lease it elects its leader on (default {LEASE_NAME})"
+    )
+    parser.add_argument(
+        "--identity",
+        default=f"{socket.gethostname()}-{os.getpid()}",
+        help="this candidate's name in the Lease (default: host name and process id)",
+    )
+    parser.add_argument(
+        "--shared-root",
+        type=Path,
+        default=None,
+        help="where the shared volume is mounted, read-only; progress is read from run directories under it",
+    )
+    parser.add_argument(
+        "--shared-claim",
+        default=None,
+        help="the PersistentVolumeClaim mounted at --shared-root: a worker's run directory on it is read "
+        "there, wherever the worker mounts it (default: any claim the worker mounts)",
+    )
+    parser.add_argument(
+        "--resync-seconds", type=float, default=30.0, help="every ElasticJob is looked at this often (default 30)"
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="a kubeconfig file (default: $KUBECONFIG where set, else the pod's service account)",
+    )
     options = parser.parse_args(argv)
     if not options.namespace:
         parser.error("--namespace (or $POD_NAMESPACE) is required: the namespace whose ElasticJobs to run")
@@ -73,8 +93,9 @@ class PassClock:
         return took if took > limit else None
 
 
-def _work(reconciler: Reconciler, queue: WorkQueue, leading: Callable[[], bool] = lambda: True,
-          clock: PassClock | None = None) -> None:
+def _work(
+    reconciler: Reconciler, queue: WorkQueue, leading: Callable[[], bool] = lambda: True, clock: PassClock | None = None
+) -> None:
     """The one worker: a name at a time; an error or a blocked ElasticJob waits its backoff (the log
     says what blocks it); nothing is done while this process is not sure it still leads."""
     clock = clock or PassClock()
@@ -104,37 +125,53 @@ def _resync(api: Api, namespace: str, queue: WorkQueue, every: float) -> None:
     while True:
         time.sleep(every)
         try:
-            listed = api.custom.list_namespaced_custom_object(render.GROUP, render.VERSION, namespace, render.PLURAL,
-                                                              _request_timeout=reconcile.REQUEST_SECONDS)
+            listed = api.custom.list_namespaced_custom_object(
+                render.GROUP, render.VERSION, namespace, render.PLURAL, _request_timeout=reconcile.REQUEST_SECONDS
+            )
             for item in listed["items"]:
                 queue.add_unless_waiting(item["metadata"]["name"])
         except Exception as error:  # noqa: BLE001
             log.warning("resync: %s", error)
 
 
-def start_controller(api: Api, options: argparse.Namespace, leading: Callable[[], bool] = lambda: True,
-                     clock: PassClock | None = None) -> None:
+def start_controller(
+    api: Api, options: argparse.Namespace, leading: Callable[[], bool] = lambda: True, clock: PassClock | None = None
+) -> None:
     """The watches, the pod cache, the resync and the worker, as daemon threads."""
     queue, ns, pods = WorkQueue(), options.namespace, watches.PodCache()
 
     def list_elasticjobs(**kwargs: Any) -> Any:
         return api.custom.list_namespaced_custom_object(render.GROUP, render.VERSION, ns, render.PLURAL, **kwargs)
+
     list_elasticjobs.__name__ = "elasticjobs"
 
     def list_jobs(**kwargs: Any) -> Any:
         return api.batch.list_namespaced_job(ns, **kwargs)
+
     list_jobs.__name__ = "jobs"
 
     threads: list[tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]] = [
         (watches.watch_objects, (list_elasticjobs, watches.SpecChanges(), queue), {}),
         (watches.watch_objects, (list_jobs, watches.labelled_name, queue), {"label_selector": render.ELASTICJOB_LABEL}),
         (watches.watch_pods, (api, ns, pods, queue), {}),
-        (_work, (Reconciler(api, ns, options.shared_root, pods_of=pods.of, leading=leading,
-                                shared_claim=options.shared_claim), queue, leading, clock), {}),
+        (
+            _work,
+            (
+                Reconciler(
+                    api, ns, options.shared_root, pods_of=pods.of, leading=leading, shared_claim=options.shared_claim
+                ),
+                queue,
+                leading,
+                clock,
+            ),
+            {},
+        ),
         (_resync, (api, ns, queue, options.resync_seconds), {}),
     ]
     for index, (target, args, kwargs) in enumerate(threads):
-        threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True, name=f"{target.__name__}-{index}").start()
+        threading.Thread(
+            target=target, args=args, kwargs=kwargs, daemon=True, name=f"{target.__name__}-{index}"
+        ).start()
 
 
 def _attempt(lock: lease.LeaseLock) -> bool:
@@ -176,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     start_controller(api, options, leading=lambda: lock.leading() and not stopping.is_set(), clock=clock)
     while not stopping.wait(lease.RETRY_SECONDS):
         if (took := clock.stuck_for(MAX_PASS_SECONDS)) is not None:
-            log.error("a reconcile pass has run for %.0f s (more than %.0f s): the worker is stuck; stopping without "
-                      "renewing the lease, a standby takes over", took, MAX_PASS_SECONDS)
+            log.error(
+                "a reconcile pass has run for %.0f s (more than %.0f s): the worker is stuck; stopping without "
+                "renewing the lease, a standby takes over",
+                took,
+                MAX_PASS_SECONDS,
+            )
             return 1
         if not lock.renew(lease.RENEW_DEADLINE_SECONDS, lease.RETRY_SECONDS, stopping) and not stopping.is_set():
             log.error("%s", lock.stop_message())

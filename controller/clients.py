@@ -16,6 +16,7 @@ class NoClusterAccess(Exception):
 def connect(kubeconfig: str | None) -> tuple[Api, Any]:
     import yaml
     from kubernetes import client, config
+
     try:
         if kubeconfig or os.environ.get("KUBECONFIG"):
             # config_file None: the client reads $KUBECONFIG itself, a list of files included
@@ -25,8 +26,10 @@ def connect(kubeconfig: str | None) -> tuple[Api, Any]:
             api_client = client.ApiClient()
     except config.ConfigException as error:
         if not (kubeconfig or os.environ.get("KUBECONFIG")):
-            raise NoClusterAccess("not running in a pod (no service account to use): outside a pod pass "
-                                  "--kubeconfig FILE or set KUBECONFIG") from None
+            raise NoClusterAccess(
+                "not running in a pod (no service account to use): outside a pod pass "
+                "--kubeconfig FILE or set KUBECONFIG"
+            ) from None
         source = f"--kubeconfig {kubeconfig}" if kubeconfig else f"KUBECONFIG={os.environ['KUBECONFIG']}"
         raise NoClusterAccess(f"{source}: {error}") from None
     except (OSError, yaml.YAMLError) as error:  # a file the client could not read, or not YAML
@@ -42,6 +45,7 @@ def api_of(api_client: Any) -> Api:
     import copy
 
     from kubernetes import client
+
     configuration = copy.deepcopy(api_client.configuration)
     configuration.retries = False
     api_client = client.ApiClient(configuration)

@@ -4,7 +4,6 @@ the controller's modules use."""
 
 from __future__ import annotations
 
-from elastic_training.exit_codes import (COUNTED, INDEX_FAILED, PERMANENT, REPLACED, RETRYABLE, TERMINATED,
-                                         meaning)
+from elastic_training.exit_codes import COUNTED, INDEX_FAILED, PERMANENT, REPLACED, RETRYABLE, TERMINATED, meaning
 
 __all__ = ["COUNTED", "INDEX_FAILED", "PERMANENT", "REPLACED", "RETRYABLE", "TERMINATED", "meaning"]

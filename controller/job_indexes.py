@@ -19,7 +19,9 @@ def worker_exit(pod: dict[str, Any]) -> dict[str, Any] | None:
     """The worker container's terminated state, or None."""
     for container in (pod.get("status") or {}).get("containerStatuses") or []:
         if container.get("name") == WORKER_CONTAINER:
-            return (container.get("state") or {}).get("terminated") or (container.get("lastState") or {}).get("terminated")
+            return (container.get("state") or {}).get("terminated") or (container.get("lastState") or {}).get(
+                "terminated"
+            )
     return None
 
 
@@ -38,10 +40,20 @@ def failure(pod: dict[str, Any]) -> dict[str, Any]:
     terminated = worker_exit(pod) or {}
     disrupted_by = disruption(pod)
     code = terminated.get("exitCode")
-    reason = (disrupted_by or {}).get("reason") or terminated.get("reason") or (pod.get("status") or {}).get("reason") or "Error"
-    return {"pod": pod["metadata"]["name"], "index": index_of(pod), "exitCode": code, "reason": reason,
-            "action": exit_codes.meaning(code, disrupted=disrupted_by is not None),
-            "time": terminated.get("finishedAt") or (disrupted_by or {}).get("lastTransitionTime")}
+    reason = (
+        (disrupted_by or {}).get("reason")
+        or terminated.get("reason")
+        or (pod.get("status") or {}).get("reason")
+        or "Error"
+    )
+    return {
+        "pod": pod["metadata"]["name"],
+        "index": index_of(pod),
+        "exitCode": code,
+        "reason": reason,
+        "action": exit_codes.meaning(code, disrupted=disrupted_by is not None),
+        "time": terminated.get("finishedAt") or (disrupted_by or {}).get("lastTransitionTime"),
+    }
 
 
 def is_failed(pod: dict[str, Any]) -> bool:
@@ -104,7 +116,8 @@ def counted_failures(pods: list[dict[str, Any]]) -> bool:
     """Whether any pod's index has a failure counted against backoffLimitPerIndex (its annotation, or
     a failed pod whose exit the table counts), which a new Job would forget."""
     return any(annotated_count(p, FAILURE_COUNT_ANNOTATION) for p in pods) or any(
-        failure(p)["action"] == exit_codes.COUNTED for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+        failure(p)["action"] == exit_codes.COUNTED for p in pods if (p.get("status") or {}).get("phase") == "Failed"
+    )
 
 
 def epoch(stamp: str | None) -> float | None:
@@ -136,11 +149,17 @@ def waiting_indexes(job: dict[str, Any], pods: list[dict[str, Any]], now: float)
         newest = max(failed, key=lambda p: (worker_exit(p) or {}).get("finishedAt") or "")
         last = failure(newest)
         counted = annotated_count(newest, FAILURE_COUNT_ANNOTATION) + (last["action"] == exit_codes.COUNTED)
-        failures = annotated_count(newest, FAILURE_COUNT_ANNOTATION) + annotated_count(newest, IGNORED_COUNT_ANNOTATION) + 1
+        failures = (
+            annotated_count(newest, FAILURE_COUNT_ANNOTATION) + annotated_count(newest, IGNORED_COUNT_ANNOTATION) + 1
+        )
         delay = job_backoff(failures)
         ended = epoch(last["time"]) or now
-        waiting[index] = {"failures": failures, "counted": counted, "delay": delay,
-                          "left": max(0, round(delay - (now - ended)))}
+        waiting[index] = {
+            "failures": failures,
+            "counted": counted,
+            "delay": delay,
+            "left": max(0, round(delay - (now - ended))),
+        }
     return waiting
 
 

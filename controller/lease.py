@@ -40,9 +40,11 @@ class Forbidden(Exception):
 
 
 def _forbidden(lock: "LeaseLock", error: Any) -> Forbidden:
-    return Forbidden(f"lease {lock.namespace}/{lock.name}: the API server refuses it ({error.status} {error.reason}): "
-                     f"the controller's Role must allow get, create and update of the Lease named {lock.name!r} "
-                     "(--lease-name)")
+    return Forbidden(
+        f"lease {lock.namespace}/{lock.name}: the API server refuses it ({error.status} {error.reason}): "
+        f"the controller's Role must allow get, create and update of the Lease named {lock.name!r} "
+        "(--lease-name)"
+    )
 
 
 def without_retries(api: Any) -> Any:
@@ -52,6 +54,7 @@ def without_retries(api: Any) -> Any:
     import copy
 
     from kubernetes import client
+
     configuration = copy.deepcopy(api.api_client.configuration)
     configuration.retries = False
     return client.CoordinationV1Api(client.ApiClient(configuration))
@@ -65,9 +68,16 @@ def micro_time(moment: datetime.datetime) -> str:
 class LeaseLock:
     """One candidate's view of the Lease `namespace/name`; `api` is a CoordinationV1Api."""
 
-    def __init__(self, api: Any, namespace: str, name: str, identity: str, lease_seconds: int = LEASE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.timezone.utc)):
+    def __init__(
+        self,
+        api: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_seconds: int = LEASE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.timezone.utc),
+    ):
         self.api, self.namespace, self.name, self.identity = api, namespace, name, identity
         self.lease_seconds, self._clock, self._wall = lease_seconds, clock, wall
         self._observed: dict[str, Any] | None = None  # the record (spec) last seen or written
@@ -116,8 +126,12 @@ class LeaseLock:
             self.renewed_at = sent
         return held
 
-    def renew(self, deadline: float = RENEW_DEADLINE_SECONDS, retry: float = RETRY_SECONDS,
-              stopping: threading.Event | None = None) -> bool:
+    def renew(
+        self,
+        deadline: float = RENEW_DEADLINE_SECONDS,
+        retry: float = RETRY_SECONDS,
+        stopping: threading.Event | None = None,
+    ) -> bool:
         """client-go's renew: a try every `retry` seconds until one succeeds, all within `deadline`.
         False: not renewed in time (or asked to stop); last_error says why."""
         end = self._clock() + deadline
@@ -129,8 +143,11 @@ class LeaseLock:
                 if self.try_acquire_or_renew(timeout=left):
                     self.last_error = None
                     return True
-                self.last_error = (f"held by {self.holder()!r}" if self.holder() != self.identity
-                                   else "the API server refused the update")
+                self.last_error = (
+                    f"held by {self.holder()!r}"
+                    if self.holder() != self.identity
+                    else "the API server refused the update"
+                )
             except Exception as error:  # noqa: BLE001 - a failed try; the deadline decides
                 self.last_error = f"{type(error).__name__}: {error}"
             left = end - self._clock()
@@ -153,8 +170,13 @@ class LeaseLock:
         from kubernetes.client.exceptions import ApiException
 
         now = micro_time(self._wall())
-        record = {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
-                  "acquireTime": now, "renewTime": now, "leaseTransitions": 0}
+        record = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": self.lease_seconds,
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": 0,
+        }
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self._timeout())
         except ApiException as error:
@@ -162,8 +184,12 @@ class LeaseLock:
                 raise _forbidden(self, error) from None
             if error.status != 404:
                 return False
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace}, "spec": record}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": record,
+            }
             try:
                 created = self.api.create_namespaced_lease(self.namespace, body, _request_timeout=self._timeout())
             except ApiException as error:
@@ -186,12 +212,16 @@ class LeaseLock:
     def _write(self, record: dict[str, Any]) -> bool:
         from kubernetes.client.exceptions import ApiException
 
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace, "resourceVersion": self._resource_version},
-                "spec": record}
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace, "resourceVersion": self._resource_version},
+            "spec": record,
+        }
         try:
-            updated = self.api.replace_namespaced_lease(self.name, self.namespace, body,
-                                                        _request_timeout=self._timeout())
+            updated = self.api.replace_namespaced_lease(
+                self.name, self.namespace, body, _request_timeout=self._timeout()
+            )
         except ApiException as error:
             if error.status in (401, 403):
                 raise _forbidden(self, error) from None
@@ -206,8 +236,15 @@ class LeaseLock:
         now = micro_time(self._wall())
         self._deadline = self._clock() + timeout
         try:
-            return self._write({"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now,
-                                "leaseTransitions": (self._observed or {}).get("leaseTransitions") or 0})
+            return self._write(
+                {
+                    "holderIdentity": "",
+                    "leaseDurationSeconds": 1,
+                    "acquireTime": now,
+                    "renewTime": now,
+                    "leaseTransitions": (self._observed or {}).get("leaseTransitions") or 0,
+                }
+            )
         finally:
             self._deadline = float("inf")
 
@@ -217,5 +254,7 @@ class LeaseLock:
         since = self._clock() - self.renewed_at if self.renewed_at is not None else float("nan")
         if self.holder() and self.holder() != self.identity:
             return f"lost lease {self.namespace}/{self.name} to {self.holder()!r}: stopping"
-        return (f"could not renew lease {self.namespace}/{self.name} for {since:.1f} s (last renewed {since:.1f} s ago; "
-                f"{self.last_error or 'no answer'}): stopping, so that a standby can lead")
+        return (
+            f"could not renew lease {self.namespace}/{self.name} for {since:.1f} s (last renewed {since:.1f} s ago; "
+            f"{self.last_error or 'no answer'}): stopping, so that a standby can lead"
+        )

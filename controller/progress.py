@@ -44,8 +44,20 @@ MAX_BYTES = history_schema.MAX_BYTES
 READ_SECONDS = 2.0
 # The numeric fields of a history record (jobs/training/train.py and jobs/elastic/step_boundary.py
 # write them); a record where one has another type is skipped, not trusted (issue 36 item 9).
-NUMERIC_FIELDS = ("time", "epochs_done", "position", "epochs", "world_size", "restart_count", "epoch", "loss",
-                  "train_accuracy", "images_per_second", "seconds", "step")
+NUMERIC_FIELDS = (
+    "time",
+    "epochs_done",
+    "position",
+    "epochs",
+    "world_size",
+    "restart_count",
+    "epoch",
+    "loss",
+    "train_accuracy",
+    "images_per_second",
+    "seconds",
+    "step",
+)
 
 
 class Unreadable(Exception):
@@ -57,6 +69,7 @@ class History:
     """What the controller knows of a run from its history: `known` when the run directory is on the
     mount (so a missing file means the run wrote nothing yet), `progress` its summary (None: no
     records), `error` why it could not be read."""
+
     known: bool
     progress: dict[str, Any] | None = None
     error: str | None = None
@@ -100,8 +113,11 @@ def _on_claim(elasticjob: dict[str, Any], directory: str, claim: str | None) -> 
     own environment settles)."""
     pod, container = _worker(elasticjob)
     volumes = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
-    holding = [(where, m) for m in container.get("volumeMounts") or []
-               if Path(directory).is_relative_to(where := _normal(str(m.get("mountPath") or "/")))]
+    holding = [
+        (where, m)
+        for m in container.get("volumeMounts") or []
+        if Path(directory).is_relative_to(where := _normal(str(m.get("mountPath") or "/")))
+    ]
     if not holding:
         return _NOT_MOUNTED
     where, mount = max(holding, key=lambda pair: len(pair[0]))
@@ -129,8 +145,13 @@ def history_file(elasticjob: dict[str, Any], shared_root: Path, claim: str | Non
     # Lexical only: resolve() stats every component, which blocks on a hung NFS mount, and this runs
     # in the reconcile thread (review ctrl-1 item 3). Symbolic links are followed, and checked, in
     # the bounded read's own thread (_bounded_read, `root`).
-    path = Path(os.path.abspath(os.path.join(directory, HISTORY_NAME) if relative == _NOT_MOUNTED
-                                else os.path.join(shared_root, relative, HISTORY_NAME)))
+    path = Path(
+        os.path.abspath(
+            os.path.join(directory, HISTORY_NAME)
+            if relative == _NOT_MOUNTED
+            else os.path.join(shared_root, relative, HISTORY_NAME)
+        )
+    )
     return path if path.is_relative_to(os.path.abspath(shared_root)) else None
 
 
@@ -196,8 +217,11 @@ def _valid(record: Any) -> bool:
     """A record whose known numeric fields are numbers (a bool is not one)."""
     if not isinstance(record, dict) or not isinstance(record.get("event", ""), str):
         return False
-    return all(isinstance(record[key], (int, float)) and not isinstance(record[key], bool)
-               for key in NUMERIC_FIELDS if key in record)
+    return all(
+        isinstance(record[key], (int, float)) and not isinstance(record[key], bool)
+        for key in NUMERIC_FIELDS
+        if key in record
+    )
 
 
 def read_records(path: Path, seconds: float = READ_SECONDS, root: Path | None = None) -> list[dict[str, Any]]:
@@ -229,8 +253,12 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     epochs = [r for r in records if r.get("event") == "epoch"]
     total = starts[-1].get("epochs")
     done = max([r.get("epoch", 0) for r in epochs] + [s.get("epochs_done", 0) for s in starts])
-    progress: dict[str, Any] = {"epoch": done, "epochs": total, "worldSize": starts[-1].get("world_size"),
-                                "restarts": len(starts) - 1}
+    progress: dict[str, Any] = {
+        "epoch": done,
+        "epochs": total,
+        "worldSize": starts[-1].get("world_size"),
+        "restarts": len(starts) - 1,
+    }
     latest = records[-1]
     saved = [r for r in records if r.get("event") in ("start", "checkpoint", "stop") and r.get("epochs_done") == done]
     if saved and total is not None and done < total:
@@ -244,8 +272,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         progress["loss"] = reported[-1]["loss"]
     if epochs:
         last = epochs[-1]
-        progress.update(loss=last.get("loss"), accuracy=last.get("train_accuracy"),
-                        imagesPerSecond=last.get("images_per_second"))
+        progress.update(
+            loss=last.get("loss"), accuracy=last.get("train_accuracy"), imagesPerSecond=last.get("images_per_second")
+        )
         useful = sum(r.get("seconds", 0.0) for r in epochs)
         if total is not None:
             progress["secondsLeft"] = round(max(0, total - done) * useful / len(epochs))
@@ -258,8 +287,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     return progress
 
 
-def history(elasticjob: dict[str, Any], shared_root: Path | None, seconds: float = READ_SECONDS,
-            claim: str | None = None) -> History:
+def history(
+    elasticjob: dict[str, Any], shared_root: Path | None, seconds: float = READ_SECONDS, claim: str | None = None
+) -> History:
     """What the run's history says; never raises (progress is best effort, the lifecycle goes on)."""
     path = history_file(elasticjob, shared_root, claim) if shared_root is not None else None
     if path is None:

@@ -73,8 +73,14 @@ POD_REFUSALS_TO_FAIL = 3
 # plugin resourcequota), an admission webhook that cannot be called ("failed calling webhook") and the
 # API server's own errors (5xx: "Internal error occurred", "the server is currently unable") are
 # reported and waited on, never a verdict; a PodSecurity or validation refusal fails the run.
-TRANSIENT_POD_REFUSALS = ("exceeded quota", "failed calling webhook", "Internal error occurred",
-                          "the server is currently unable", "Too many requests", "Timeout: request did not complete")
+TRANSIENT_POD_REFUSALS = (
+    "exceeded quota",
+    "failed calling webhook",
+    "Internal error occurred",
+    "the server is currently unable",
+    "Too many requests",
+    "Timeout: request did not complete",
+)
 # Every API call is bounded (review ctrl-1 item 4): a half-open connection would otherwise hold the
 # only worker for the kernel's TCP retransmission time (~15 min) while the Lease stays renewed. Our
 # choice: far above a healthy API server's answer, far below that.
@@ -84,6 +90,7 @@ REQUEST_SECONDS = 30.0
 @dataclass(frozen=True)
 class Backoff:
     """Look again after the queue's growing, per-object delay: something outside blocks this ElasticJob."""
+
     why: str
 
 
@@ -100,6 +107,7 @@ def api_message(error: Exception) -> str:
 @dataclass
 class Api:
     """The clients a pass uses (kubernetes.client CustomObjectsApi, BatchV1Api, CoreV1Api)."""
+
     custom: Any
     batch: Any
     core: Any
@@ -160,8 +168,10 @@ def _deadline_left(elasticjob: dict[str, Any], desired: dict[str, Any], job: dic
             desired["spec"]["activeDeadlineSeconds"] = job["spec"]["activeDeadlineSeconds"]
         return
     if began:  # both whole-second stamps: the same answer on every pass, so no patch back and forth
-        used = (datetime.datetime.fromisoformat(began.replace("Z", "+00:00"))
-                - datetime.datetime.fromisoformat(first.replace("Z", "+00:00"))).total_seconds()
+        used = (
+            datetime.datetime.fromisoformat(began.replace("Z", "+00:00"))
+            - datetime.datetime.fromisoformat(first.replace("Z", "+00:00"))
+        ).total_seconds()
     else:
         used = _seconds_since(first)
     desired["spec"]["activeDeadlineSeconds"] = max(1, int(deadline - max(0.0, used)))
@@ -171,10 +181,16 @@ class Reconciler:
     """`pods_of(name)`: the pods labelled with ElasticJob `name` (__main__ gives its watch cache;
     without one, each pass lists them)."""
 
-    def __init__(self, api: Api, namespace: str, shared_root: Path | None = None,
-                 pods_of: Callable[[str], list[dict[str, Any]]] | None = None,
-                 max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS, leading: Callable[[], bool] = lambda: True,
-                 shared_claim: str | None = None):
+    def __init__(
+        self,
+        api: Api,
+        namespace: str,
+        shared_root: Path | None = None,
+        pods_of: Callable[[str], list[dict[str, Any]]] | None = None,
+        max_replacement_wait: float = MAX_REPLACEMENT_WAIT_SECONDS,
+        leading: Callable[[], bool] = lambda: True,
+        shared_claim: str | None = None,
+    ):
         self.api, self.namespace, self.shared_root, self.shared_claim = api, namespace, shared_root, shared_claim
         self.leading = leading
         self.max_replacement_wait = max_replacement_wait
@@ -184,9 +200,11 @@ class Reconciler:
     # --- reads ---------------------------------------------------------------------------------
     def _elasticjob(self, name: str) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
+
         try:
-            return self.api.custom.get_namespaced_custom_object(render.GROUP, render.VERSION, self.namespace,
-                                                                render.PLURAL, name, _request_timeout=REQUEST_SECONDS)
+            return self.api.custom.get_namespaced_custom_object(
+                render.GROUP, render.VERSION, self.namespace, render.PLURAL, name, _request_timeout=REQUEST_SECONDS
+            )
         except ApiException as error:
             if error.status == GONE:
                 return None
@@ -194,6 +212,7 @@ class Reconciler:
 
     def _job(self, name: str) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
+
         try:
             return _raw(self.api.batch.read_namespaced_job, name, self.namespace)
         except ApiException as error:
@@ -204,8 +223,9 @@ class Reconciler:
     def _labelled_pods(self, name: str) -> list[dict[str, Any]]:
         if self._pods_of is not None:
             return self._pods_of(name)
-        return _raw(self.api.core.list_namespaced_pod, self.namespace,
-                    label_selector=f"{render.ELASTICJOB_LABEL}={name}")["items"]
+        return _raw(
+            self.api.core.list_namespaced_pod, self.namespace, label_selector=f"{render.ELASTICJOB_LABEL}={name}"
+        )["items"]
 
     def _pods(self, name: str, job: dict[str, Any]) -> list[dict[str, Any]]:
         return [pod for pod in self._labelled_pods(name) if _owned_by(pod, job["metadata"]["uid"])]
@@ -215,7 +235,9 @@ class Reconciler:
         """Before every write (review ctrl-1 item 10): a pass runs for seconds, and the lease can be
         lost meanwhile; the worker's check at the start of a pass is not enough."""
         if not self.leading():
-            raise NotLeading("no longer sure to lead (the last renew is older than the renew deadline): writing nothing")
+            raise NotLeading(
+                "no longer sure to lead (the last renew is older than the renew deadline): writing nothing"
+            )
 
     def _patch_status(self, elasticjob: dict[str, Any], new: dict[str, Any]) -> None:
         old = elasticjob.get("status") or {}
@@ -223,29 +245,42 @@ class Reconciler:
             return
         self._lead()
         from kubernetes.client.exceptions import ApiException
+
         try:
             self.api.custom.patch_namespaced_custom_object_status(
-                render.GROUP, render.VERSION, self.namespace, render.PLURAL, elasticjob["metadata"]["name"],
-                {"status": new}, _content_type="application/merge-patch+json", _request_timeout=REQUEST_SECONDS)
+                render.GROUP,
+                render.VERSION,
+                self.namespace,
+                render.PLURAL,
+                elasticjob["metadata"]["name"],
+                {"status": new},
+                _content_type="application/merge-patch+json",
+                _request_timeout=REQUEST_SECONDS,
+            )
         except ApiException as error:
             # 422: the object itself fails the CRD's root-level rules (a name stored under an older CRD;
             # ratcheting does not apply to a status write, review ctrl-1 item 11): no retry can write
             # it; said in the log, and the pass goes on instead of failing for ever.
             if error.status != 422:
                 raise
-            log.warning("elasticjob %s: the API server refuses its status (%s): the ElasticJob fails the CRD's rules "
-                        "(a name stored under an older CRD: delete it and create it again)", elasticjob["metadata"]["name"],
-                        api_message(error))
+            log.warning(
+                "elasticjob %s: the API server refuses its status (%s): the ElasticJob fails the CRD's rules "
+                "(a name stored under an older CRD: delete it and create it again)",
+                elasticjob["metadata"]["name"],
+                api_message(error),
+            )
 
     def _delete_pods(self, name: str, job: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
+
         for pod in self._pods(name, job):
             if pod["metadata"].get("deletionTimestamp"):
                 continue
             try:
                 self._lead()
-                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, body=_only(pod),
-                                                   _request_timeout=REQUEST_SECONDS)
+                self.api.core.delete_namespaced_pod(
+                    pod["metadata"]["name"], self.namespace, body=_only(pod), _request_timeout=REQUEST_SECONDS
+                )
             except ApiException as error:
                 if error.status != GONE:
                     raise
@@ -271,34 +306,67 @@ class Reconciler:
             return RECHECK_DELETING_SECONDS
         _deadline_left(elasticjob, desired, job)
         wanted_hash = desired["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
-        live_hash = (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) if job is not None else None
-        if job is not None and live_hash != wanted_hash and live_hash == render.whole_spec_hash(desired["spec"], job["spec"]):
-            log.info("elasticjob %s: Job %s carries the whole-spec hash of an older controller and the same fixed "
-                     "fields: re-annotating it, its workers stay", name, name)
+        live_hash = (
+            (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) if job is not None else None
+        )
+        if (
+            job is not None
+            and live_hash != wanted_hash
+            and live_hash == render.whole_spec_hash(desired["spec"], job["spec"])
+        ):
+            log.info(
+                "elasticjob %s: Job %s carries the whole-spec hash of an older controller and the same fixed "
+                "fields: re-annotating it, its workers stay",
+                name,
+                name,
+            )
             self._lead()
-            job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace,
-                       {"metadata": {"annotations": {render.SPEC_HASH_ANNOTATION: wanted_hash}}},
-                       _content_type="application/merge-patch+json")
-        if job is not None and (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) != wanted_hash:
-            log.info("elasticjob %s: the pod template (or another field a Job cannot change) changed, replacing Job %s",
-                     name, name)
+            job = _raw(
+                self.api.batch.patch_namespaced_job,
+                name,
+                self.namespace,
+                {"metadata": {"annotations": {render.SPEC_HASH_ANNOTATION: wanted_hash}}},
+                _content_type="application/merge-patch+json",
+            )
+        if (
+            job is not None
+            and (job["metadata"].get("annotations") or {}).get(render.SPEC_HASH_ANNOTATION) != wanted_hash
+        ):
+            log.info(
+                "elasticjob %s: the pod template (or another field a Job cannot change) changed, replacing Job %s",
+                name,
+                name,
+            )
             self._lead()
-            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground", body=_only(job),
-                                                _request_timeout=REQUEST_SECONDS)
+            self.api.batch.delete_namespaced_job(
+                name, self.namespace, propagation_policy="Foreground", body=_only(job), _request_timeout=REQUEST_SECONDS
+            )
             return RECHECK_DELETING_SECONDS
         resize_refused = None
         if job is not None and not status.job_finished(job) and (changes := render.mutable_changes(desired, job)):
-            log.info("elasticjob %s: changing Job %s in place: %s", name, name,
-                     ", ".join(f"{key} {job['spec'].get(key)} -> {value}" for key, value in changes.items()))
+            log.info(
+                "elasticjob %s: changing Job %s in place: %s",
+                name,
+                name,
+                ", ".join(f"{key} {job['spec'].get(key)} -> {value}" for key, value in changes.items()),
+            )
             from kubernetes.client.exceptions import ApiException
+
             try:
                 self._lead()
-                job = _raw(self.api.batch.patch_namespaced_job, name, self.namespace, {"spec": changes},
-                           _content_type="application/merge-patch+json")
+                job = _raw(
+                    self.api.batch.patch_namespaced_job,
+                    name,
+                    self.namespace,
+                    {"spec": changes},
+                    _content_type="application/merge-patch+json",
+                )
             except ApiException as error:  # reported, and the pass goes on to the status (review ctrl-1 item 7)
                 if error.status not in REFUSED:
                     raise
-                resize_refused = f"the API server refused to change Job {name} in place ({changes}): {api_message(error)}"
+                resize_refused = (
+                    f"the API server refused to change Job {name} in place ({changes}): {api_message(error)}"
+                )
                 log.warning("elasticjob %s: %s", name, resize_refused)
         if job is None:
             created = self._create(elasticjob, desired)
@@ -313,8 +381,10 @@ class Reconciler:
             transient = any(part.lower() in message.lower() for part in TRANSIENT_POD_REFUSALS)
             if count >= POD_REFUSALS_TO_FAIL and not transient:
                 log.warning("elasticjob %s: %s (%d times): failing it", name, message, count)
-                self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,
-                                                             reason=WORKER_PODS_REFUSED))
+                self._patch_status(
+                    elasticjob,
+                    status.derive(elasticjob, None, [], now_text(), invalid=message, reason=WORKER_PODS_REFUSED),
+                )
                 return RECHECK_DELETING_SECONDS  # _finished stops the Job
             self._patch_status(elasticjob, status.refused(elasticjob, WORKER_PODS_REFUSED, message, now_text()))
             return Backoff(message)
@@ -323,23 +393,35 @@ class Reconciler:
         if resize_refused:
             status.report(new["conditions"], status.RESIZED, False, RESIZE_REFUSED, resize_refused, now_text())
         elif any(c["type"] == status.RESIZED for c in new["conditions"]):
-            status.report(new["conditions"], status.RESIZED, True, "ResizedInPlace",
-                          f"Job {name} has the ElasticJob's replicas", now_text())
+            status.report(
+                new["conditions"],
+                status.RESIZED,
+                True,
+                "ResizedInPlace",
+                f"Job {name} has the ElasticJob's replicas",
+                now_text(),
+            )
         old = elasticjob.get("status") or {}
         total = old.get("orphansRemoved", 0) + removed
         if total:
             new["orphansRemoved"] = total
         if old.get("jobReplacements"):
             new["jobReplacements"] = old["jobReplacements"]
-        stalled = (None if status.finished(new) or status.job_finished(job)
-                   else self._stalled(job, pods, run, old.get("jobReplacements", 0)))
+        stalled = (
+            None
+            if status.finished(new) or status.job_finished(job)
+            else self._stalled(job, pods, run, old.get("jobReplacements", 0))
+        )
         if stalled:
             new["jobReplacements"] = old.get("jobReplacements", 0) + 1
             self._patch_status(elasticjob, new)
-            log.warning("elasticjob %s: %s: replacing Job %s (a new Job starts every index at once)", name, stalled, name)
+            log.warning(
+                "elasticjob %s: %s: replacing Job %s (a new Job starts every index at once)", name, stalled, name
+            )
             self._lead()
-            self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground", body=_only(job),
-                                                _request_timeout=REQUEST_SECONDS)
+            self.api.batch.delete_namespaced_job(
+                name, self.namespace, propagation_policy="Foreground", body=_only(job), _request_timeout=REQUEST_SECONDS
+            )
             return RECHECK_DELETING_SECONDS
         self._patch_status(elasticjob, new)
         if status.job_finished(job) and not status.finished(new):
@@ -347,8 +429,13 @@ class Reconciler:
         waiting = job_indexes.waiting_indexes(job, pods, time.time())
         return min((w["left"] + 1 for w in waiting.values() if w["delay"] > self.max_replacement_wait), default=None)
 
-    def _stalled(self, job: dict[str, Any], pods: list[dict[str, Any]], run: progress.History | None = None,
-                 replacements: int = 0) -> str | None:
+    def _stalled(
+        self,
+        job: dict[str, Any],
+        pods: list[dict[str, Any]],
+        run: progress.History | None = None,
+        replacements: int = 0,
+    ) -> str | None:
         """Why the run cannot train until the Job controller's per-index backoff has passed, or None.
         The bound (issue 36 item 4): fewer than minReplicas workers alive, and an index the Job
         controller will re-create only after more than `max_replacement_wait` seconds, all of whose
@@ -357,15 +444,27 @@ class Reconciler:
         or failed indexes: never replace one that has any, nor a run whose history records its end,
         nor more than MAX_JOB_REPLACEMENTS times (review ctrl-1 item 6)."""
         job_status = job.get("status") or {}
-        if (job_status.get("completedIndexes") or job_status.get("failedIndexes") or job_indexes.counted_failures(pods)
-                or (run is not None and run.finished)):
+        if (
+            job_status.get("completedIndexes")
+            or job_status.get("failedIndexes")
+            or job_indexes.counted_failures(pods)
+            or (run is not None and run.finished)
+        ):
             return None
         if replacements >= MAX_JOB_REPLACEMENTS:
-            log.warning("elasticjob %s: stalled below minReplicas, but replaced %d times already: waiting for the Job "
-                        "controller", job["metadata"]["name"], replacements)
+            log.warning(
+                "elasticjob %s: stalled below minReplicas, but replaced %d times already: waiting for the Job "
+                "controller",
+                job["metadata"]["name"],
+                replacements,
+            )
             return None
-        alive = sum(1 for p in job_indexes.within(job, pods) if (p.get("status") or {}).get("phase") in ("Pending", "Running")
-                    and not p["metadata"].get("deletionTimestamp"))
+        alive = sum(
+            1
+            for p in job_indexes.within(job, pods)
+            if (p.get("status") or {}).get("phase") in ("Pending", "Running")
+            and not p["metadata"].get("deletionTimestamp")
+        )
         needed = status.min_replicas(job)
         if alive >= needed:
             return None
@@ -373,9 +472,11 @@ class Reconciler:
         late = {i: w for i, w in waiting.items() if w["delay"] > self.max_replacement_wait and w["counted"] == 0}
         if not late:
             return None
-        return (f"{alive} of the {needed} workers it needs alive, and the Job controller re-creates index "
-                + ", ".join(f"{i} only after {w['delay']} s (its failure {w['failures']})" for i, w in sorted(late.items()))
-                + f", more than the {self.max_replacement_wait:g} s bound")
+        return (
+            f"{alive} of the {needed} workers it needs alive, and the Job controller re-creates index "
+            + ", ".join(f"{i} only after {w['delay']} s (its failure {w['failures']})" for i, w in sorted(late.items()))
+            + f", more than the {self.max_replacement_wait:g} s bound"
+        )
 
     def _pods_refused(self, job: dict[str, Any]) -> tuple[str, int] | None:
         """(the API's message, how many times) when the Job controller's pod creates are refused (its
@@ -397,9 +498,11 @@ class Reconciler:
         name = elasticjob["metadata"]["name"]
         owner = _controller_ref(job)
         if owner is None:
-            why = (f"Job {name} has no owner (orphaned by a delete with --cascade=orphan, or made by hand): the "
-                   f"controller neither adopts nor deletes it; delete it (kubectl delete job {name} -n "
-                   f"{self.namespace}) for this ElasticJob to run")
+            why = (
+                f"Job {name} has no owner (orphaned by a delete with --cascade=orphan, or made by hand): the "
+                f"controller neither adopts nor deletes it; delete it (kubectl delete job {name} -n "
+                f"{self.namespace}) for this ElasticJob to run"
+            )
         elif job["metadata"].get("deletionTimestamp"):
             why = f"Job {name} of {owner.get('kind')} uid {owner.get('uid')} (a deleted ElasticJob's) is being deleted"
         else:
@@ -410,6 +513,7 @@ class Reconciler:
     def _create(self, elasticjob: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any] | float | Backoff | None:
         """The created Job; else what the pass returns (the API refused it: reported, retried a bounded number of times)."""
         from kubernetes.client.exceptions import ApiException
+
         name, uid = elasticjob["metadata"]["name"], elasticjob["metadata"]["uid"]
         log.info("elasticjob %s: creating Job %s", name, name)
         try:
@@ -424,17 +528,24 @@ class Reconciler:
             if error.status == 403 and "exceeded quota" in message:
                 # a ResourceQuota on count/jobs.batch (403 "exceeded quota") frees when another Job
                 # ends: reported and waited on, never counted toward JobRejected (review ctrl-1 item 12)
-                self._patch_status(elasticjob, status.refused(elasticjob, JOB_REJECTED, f"{message} (waiting)", now_text()))
+                self._patch_status(
+                    elasticjob, status.refused(elasticjob, JOB_REJECTED, f"{message} (waiting)", now_text())
+                )
                 return Backoff(message)
             attempts = self._rejected[uid] = self._rejected.get(uid, 0) + 1
             if attempts >= MAX_CREATE_ATTEMPTS:
                 log.warning("elasticjob %s: %s; refused %d times: failing it", name, message, attempts)
-                self._patch_status(elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message,
-                                                             reason=JOB_REJECTED))
+                self._patch_status(
+                    elasticjob, status.derive(elasticjob, None, [], now_text(), invalid=message, reason=JOB_REJECTED)
+                )
                 self._rejected.pop(uid, None)
                 return None
-            self._patch_status(elasticjob, status.refused(
-                elasticjob, JOB_REJECTED, f"{message} (attempt {attempts} of {MAX_CREATE_ATTEMPTS})", now_text()))
+            self._patch_status(
+                elasticjob,
+                status.refused(
+                    elasticjob, JOB_REJECTED, f"{message} (attempt {attempts} of {MAX_CREATE_ATTEMPTS})", now_text()
+                ),
+            )
             return Backoff(message)
         self._rejected.pop(uid, None)
         return created
@@ -442,17 +553,22 @@ class Reconciler:
     def _remove_orphans(self, name: str, pods: list[dict[str, Any]]) -> int:
         """Deletes this ElasticJob's worker pods that no controller owns; how many it deleted."""
         from kubernetes.client.exceptions import ApiException
+
         removed = 0
         for pod in pods:
             if _controller_ref(pod) is not None or pod["metadata"].get("deletionTimestamp"):
                 continue
-            log.warning("elasticjob %s: pod %s is one of its workers but no Job owns it (its Job was deleted with "
-                        "--cascade=orphan?): deleting it, it would train beside the Job's own workers", name,
-                        pod["metadata"]["name"])
+            log.warning(
+                "elasticjob %s: pod %s is one of its workers but no Job owns it (its Job was deleted with "
+                "--cascade=orphan?): deleting it, it would train beside the Job's own workers",
+                name,
+                pod["metadata"]["name"],
+            )
             try:
                 self._lead()
-                self.api.core.delete_namespaced_pod(pod["metadata"]["name"], self.namespace, body=_only(pod),
-                                                   _request_timeout=REQUEST_SECONDS)
+                self.api.core.delete_namespaced_pod(
+                    pod["metadata"]["name"], self.namespace, body=_only(pod), _request_timeout=REQUEST_SECONDS
+                )
                 removed += 1
             except ApiException as error:
                 if error.status != GONE:
@@ -468,15 +584,28 @@ class Reconciler:
             if not job["metadata"].get("deletionTimestamp"):
                 log.warning("elasticjob %s has finished but Job %s still runs: deleting the Job", name, name)
                 self._lead()
-                self.api.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Foreground", body=_only(job),
-                                                    _request_timeout=REQUEST_SECONDS)
+                self.api.batch.delete_namespaced_job(
+                    name,
+                    self.namespace,
+                    propagation_policy="Foreground",
+                    body=_only(job),
+                    _request_timeout=REQUEST_SECONDS,
+                )
             job = None
         if job is not None:
             if spec.get("cleanPodPolicy") == "All":
                 self._delete_pods(name, job)
             pods = self._pods(name, job)
-            self._patch_status(elasticjob, status.derive(elasticjob, job, pods, now_text(),
-                                                         run=progress.history(elasticjob, self.shared_root, claim=self.shared_claim)))
+            self._patch_status(
+                elasticjob,
+                status.derive(
+                    elasticjob,
+                    job,
+                    pods,
+                    now_text(),
+                    run=progress.history(elasticjob, self.shared_root, claim=self.shared_claim),
+                ),
+            )
         ttl = spec.get("ttlSecondsAfterFinished")
         completed = (elasticjob.get("status") or {}).get("completionTime")
         if ttl is None or not completed:
@@ -486,11 +615,18 @@ class Reconciler:
             return left
         log.info("elasticjob %s: finished %s, ttlSecondsAfterFinished %s passed: deleting it", name, completed, ttl)
         from kubernetes.client.exceptions import ApiException
+
         try:
             self._lead()
-            self.api.custom.delete_namespaced_custom_object(render.GROUP, render.VERSION, self.namespace, render.PLURAL,
-                                                            name, propagation_policy="Background",
-                                                            _request_timeout=REQUEST_SECONDS)
+            self.api.custom.delete_namespaced_custom_object(
+                render.GROUP,
+                render.VERSION,
+                self.namespace,
+                render.PLURAL,
+                name,
+                propagation_policy="Background",
+                _request_timeout=REQUEST_SECONDS,
+            )
         except ApiException as error:
             if error.status != GONE:
                 raise

@@ -36,8 +36,15 @@ from controller import exit_codes
 
 # The ElasticJob's names, the container the exit codes are read from, the label on the Job and every
 # pod (the watches select by it): the platform's contract (elastic_training.elasticjob).
-from elastic_training.elasticjob import (ELASTICJOB_LABEL, GROUP, KIND, SPEC_HASH_ANNOTATION, VERSION, WORKER,
-                                         WORKER_CONTAINER)
+from elastic_training.elasticjob import (
+    ELASTICJOB_LABEL,
+    GROUP,
+    KIND,
+    SPEC_HASH_ANNOTATION,
+    VERSION,
+    WORKER,
+    WORKER_CONTAINER,
+)
 from elastic_training.elasticjob import PLURAL  # noqa: F401 (the other modules' render.PLURAL)
 
 # The archived controller's labels that still mean something (kubeflow/common job_controller.go
@@ -65,8 +72,10 @@ def replica_bounds(elasticjob: dict[str, Any]) -> tuple[int, int, int]:
         raise InvalidSpec(f"spec.replicaSpecs.Worker.replicas is {replicas!r}: a whole number of at least 1 is needed")
     low, high = spec.get("minReplicas", replicas), spec.get("maxReplicas", replicas)
     if not low <= replicas <= high:
-        raise InvalidSpec(f"minReplicas {low}, replicas {replicas}, maxReplicas {high}: "
-                          "minReplicas <= replicas <= maxReplicas is needed")
+        raise InvalidSpec(
+            f"minReplicas {low}, replicas {replicas}, maxReplicas {high}: "
+            "minReplicas <= replicas <= maxReplicas is needed"
+        )
     return low, replicas, high
 
 
@@ -75,25 +84,35 @@ def rendezvous_args(elasticjob: dict[str, Any]) -> list[str]:
     prefix minus `--rdzv_backend` (pytorch/elastic controllers/pod.go SetClusterSpecForPod); the
     template's own args name the backend, and a later flag wins in torchrun's argparse."""
     low, _, high = replica_bounds(elasticjob)
-    return [f"--rdzv_endpoint={elasticjob['spec']['rdzvEndpoint']}", f"--rdzv_id={elasticjob['metadata']['name']}",
-            f"--nnodes={low}:{high}"]
+    return [
+        f"--rdzv_endpoint={elasticjob['spec']['rdzvEndpoint']}",
+        f"--rdzv_id={elasticjob['metadata']['name']}",
+        f"--nnodes={low}:{high}",
+    ]
 
 
 def pod_failure_policy() -> dict[str, Any]:
     def on_exit(action: str, codes: tuple[int, ...]) -> dict[str, Any]:
-        return {"action": action, "onExitCodes": {"containerName": WORKER_CONTAINER, "operator": "In",
-                                                   "values": sorted(codes)}}
-    return {"rules": [
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-        on_exit("Ignore", exit_codes.RETRYABLE),
-        on_exit("FailIndex", exit_codes.PERMANENT),
-    ]}
+        return {
+            "action": action,
+            "onExitCodes": {"containerName": WORKER_CONTAINER, "operator": "In", "values": sorted(codes)},
+        }
+
+    return {
+        "rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            on_exit("Ignore", exit_codes.RETRYABLE),
+            on_exit("FailIndex", exit_codes.PERMANENT),
+        ]
+    }
 
 
 def _expect(value: Any, kind: type, where: str, allowed: str, of_strings: bool = False) -> None:
     """The CRD's schema refuses these at create time; an ElasticJob stored before that schema (or
     under an older CRD) is refused here with the same line instead of crashing the renderer."""
-    items: Any = (value.values() if isinstance(value, dict) else value) if of_strings and isinstance(value, kind) else ()
+    items: Any = (
+        (value.values() if isinstance(value, dict) else value) if of_strings and isinstance(value, kind) else ()
+    )
     if not isinstance(value, kind) or not all(isinstance(item, str) for item in items):
         raise InvalidSpec(f"{where} is {value!r}: {allowed} is needed")
 
@@ -115,14 +134,17 @@ def _template(elasticjob: dict[str, Any]) -> dict[str, Any]:
     for position, container in enumerate(containers):
         _expect(container, Mapping, f"{where}.spec.containers[{position}]", "a container (an object)")
         for key in ("command", "args"):
-            _expect(container.get(key) or [], list, f"{where}.spec.containers[{position}].{key}", "a list of strings",
-                    True)
+            _expect(
+                container.get(key) or [], list, f"{where}.spec.containers[{position}].{key}", "a list of strings", True
+            )
     # podFailurePolicy needs Never; the archived controller turned ExitCode into Never too.
     pod["restartPolicy"] = "Never"
     workers = [c for c in containers if c.get("name") == WORKER_CONTAINER]
     if not workers:
-        raise InvalidSpec(f"the Worker template has no container named {WORKER_CONTAINER}: the controller reads "
-                          "exit codes from that container and gives it the rendezvous arguments")
+        raise InvalidSpec(
+            f"the Worker template has no container named {WORKER_CONTAINER}: the controller reads "
+            "exit codes from that container and gives it the rendezvous arguments"
+        )
     workers[0]["args"] = [*rendezvous_args(elasticjob), *(workers[0].get("args") or [])]
     return template
 
@@ -167,8 +189,10 @@ def job(elasticjob: dict[str, Any]) -> dict[str, Any]:
     # the CRD refuses such names at create time, this covers objects stored before it did.
     longest = f"{meta['name']}-{high - 1}"
     if len(longest) > HOSTNAME_LIMIT or not DNS_LABEL.fullmatch(meta["name"]):
-        raise InvalidSpec(f"the name {meta['name']!r} cannot name the workers: {longest!r} must be a DNS label of at "
-                          f"most {HOSTNAME_LIMIT} characters (lowercase letters, digits, '-')")
+        raise InvalidSpec(
+            f"the name {meta['name']!r} cannot name the workers: {longest!r} must be a DNS label of at "
+            f"most {HOSTNAME_LIMIT} characters (lowercase letters, digits, '-')"
+        )
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": replicas,
@@ -190,8 +214,16 @@ def job(elasticjob: dict[str, Any]) -> dict[str, Any]:
             "namespace": meta["namespace"],
             "labels": {**(meta.get("labels") or {}), ELASTICJOB_LABEL: meta["name"]},
             "annotations": {SPEC_HASH_ANNOTATION: spec_hash(job_spec)},
-            "ownerReferences": [{"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "name": meta["name"],
-                                 "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": KIND,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": job_spec,
     }

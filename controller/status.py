@@ -61,15 +61,31 @@ def _set(conditions: list[dict[str, Any]], kind: str, status: bool, reason: str,
             condition.update(status=value, reason=reason, message=message)
             return
     if status:  # a condition appears once it is true
-        conditions.append({"type": kind, "status": value, "reason": reason, "message": message,
-                           "lastUpdateTime": now, "lastTransitionTime": now})
+        conditions.append(
+            {
+                "type": kind,
+                "status": value,
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": now,
+                "lastTransitionTime": now,
+            }
+        )
 
 
 def report(conditions: list[dict[str, Any]], kind: str, status: bool, reason: str, message: str, now: str) -> None:
     """_set, but a False condition appears too (it says why something is not done)."""
     if not any(c["type"] == kind for c in conditions):
-        conditions.append({"type": kind, "status": "True" if status else "False", "reason": reason, "message": message,
-                           "lastUpdateTime": now, "lastTransitionTime": now})
+        conditions.append(
+            {
+                "type": kind,
+                "status": "True" if status else "False",
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": now,
+                "lastTransitionTime": now,
+            }
+        )
     _set(conditions, kind, status, reason, message, now)
 
 
@@ -89,12 +105,16 @@ def verifying(job: dict[str, Any], run: History | None, now: str) -> str | None:
     ended less than VERIFY_SECONDS ago), else None."""
     if run is None or not run.error:
         return None
-    ended = job_indexes.epoch((job.get("status") or {}).get("completionTime") or (job_finished(job) or {}).get("lastTransitionTime"))
+    ended = job_indexes.epoch(
+        (job.get("status") or {}).get("completionTime") or (job_finished(job) or {}).get("lastTransitionTime")
+    )
     left = VERIFY_SECONDS - ((job_indexes.epoch(now) or 0.0) - ended) if ended is not None else 0
     if left <= 0:
         return None
-    return (f"the Job ended; the run's history cannot be read yet ({run.error}): reading it again every "
-            f"{VERIFY_RETRY_SECONDS} s for {round(left)} s more, then the Job's verdict stands")
+    return (
+        f"the Job ended; the run's history cannot be read yet ({run.error}): reading it again every "
+        f"{VERIFY_RETRY_SECONDS} s for {round(left)} s more, then the Job's verdict stands"
+    )
 
 
 def min_replicas(job: dict[str, Any]) -> int:
@@ -114,23 +134,37 @@ def verdict(name: str, job: dict[str, Any], run: History | None) -> tuple[str, s
     succeeded = len(job_indexes.index_set(job_status.get("completedIndexes") or ""))
     needed = min_replicas(job)
     completions = (job.get("spec") or {}).get("completions") or succeeded
-    ended = (f"the Job ended Complete ({complete.get('message') or complete.get('reason') or 'success policy met'})"
-             if complete else f"the Job ended Failed/{failed.get('reason') or 'Failed'}: {failed.get('message') or ''}")
+    ended = (
+        f"the Job ended Complete ({complete.get('message') or complete.get('reason') or 'success policy met'})"
+        if complete
+        else f"the Job ended Failed/{failed.get('reason') or 'Failed'}: {failed.get('message') or ''}"
+    )
     finished = run.finished if run is not None else None
     why = f" ({run.error})" if run is not None and run.error else ""
     if finished and succeeded >= needed:
-        return (SUCCEEDED, RUN_FINISHED, f"ElasticJob {name} succeeded: {succeeded} of {completions} workers finished "
-                f"(at least {needed} needed) and the run's history records its end; {ended}")
+        return (
+            SUCCEEDED,
+            RUN_FINISHED,
+            f"ElasticJob {name} succeeded: {succeeded} of {completions} workers finished "
+            f"(at least {needed} needed) and the run's history records its end; {ended}",
+        )
     if finished is None:  # nothing to ask but the Job
         if complete:
-            return (SUCCEEDED, JOB_COMPLETE_UNCONFIRMED, f"ElasticJob {name} succeeded: {ended}; no run history "
-                    f"the controller can read confirms it{why}")
+            return (
+                SUCCEEDED,
+                JOB_COMPLETE_UNCONFIRMED,
+                f"ElasticJob {name} succeeded: {ended}; no run history the controller can read confirms it{why}",
+            )
         return FAILED, failed.get("reason") or "Failed", (failed.get("message") or "") + why
     last = (run.progress or {}) if run is not None else {}
     where = f", epoch {last.get('epoch')}/{last.get('epochs')}" if last else ""
     if complete:
-        return (FAILED, RUN_NOT_FINISHED, f"ElasticJob {name} failed: {ended}, but the run's history does not record "
-                f"its end{where}{why}: workers that exit 0 without finishing the training are not a finished run")
+        return (
+            FAILED,
+            RUN_NOT_FINISHED,
+            f"ElasticJob {name} failed: {ended}, but the run's history does not record "
+            f"its end{where}{why}: workers that exit 0 without finishing the training are not a finished run",
+        )
     detail = f"; {succeeded} of {completions} workers finished (at least {needed} needed)"
     if finished:
         detail += " and the history records the end"
@@ -139,9 +173,16 @@ def verdict(name: str, job: dict[str, Any], run: History | None) -> tuple[str, s
     return FAILED, failed.get("reason") or "Failed", (failed.get("message") or "") + detail
 
 
-def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[dict[str, Any]], now: str,
-           progress: dict[str, Any] | None = None, invalid: str | None = None, run: History | None = None,
-           reason: str = INVALID_SPEC) -> dict[str, Any]:
+def derive(
+    elasticjob: dict[str, Any],
+    job: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    now: str,
+    progress: dict[str, Any] | None = None,
+    invalid: str | None = None,
+    run: History | None = None,
+    reason: str = INVALID_SPEC,
+) -> dict[str, Any]:
     """The new status of `elasticjob` (its current one is read for conditions, startTime and
     lastFailure, which outlive a replaced Job and deleted pods). `pods` are the Job's own pods;
     `run` what the run's history says (its progress is status.progress when `progress` is not given)."""
@@ -176,13 +217,25 @@ def derive(elasticjob: dict[str, Any], job: dict[str, Any] | None, pods: list[di
         running = any((p.get("status") or {}).get("phase") == "Running" and not job_indexes.is_failed(p) for p in pods)
         if restarting:
             latest = _latest_failure(pods)
-            detail = (f": {latest['pod']} ended with exit code {latest['exitCode']} ({latest['reason']}), {latest['action']}"
-                      if latest else "")
+            detail = (
+                f": {latest['pod']} ended with exit code {latest['exitCode']} ({latest['reason']}), {latest['action']}"
+                if latest
+                else ""
+            )
             delayed = job_indexes.waiting_indexes(job, pods, job_indexes.epoch(now) or 0.0)
-            detail += "".join(f"; index {i} is re-created in {w['left']} s (its failure {w['failures']}: the Job "
-                              f"controller waits {w['delay']} s)" for i, w in sorted(delayed.items()))
-            _set(conditions, RESTARTING, True, "ElasticJobRestarting",
-                 f"replacing worker index {', '.join(map(str, restarting))}{detail}", now)
+            detail += "".join(
+                f"; index {i} is re-created in {w['left']} s (its failure {w['failures']}: the Job "
+                f"controller waits {w['delay']} s)"
+                for i, w in sorted(delayed.items())
+            )
+            _set(
+                conditions,
+                RESTARTING,
+                True,
+                "ElasticJobRestarting",
+                f"replacing worker index {', '.join(map(str, restarting))}{detail}",
+                now,
+            )
             _clear(conditions, RUNNING, "ElasticJobRestarting", "a worker is being replaced", now)
         elif running:
             _set(conditions, RUNNING, True, "ElasticJobRunning", f"ElasticJob {name} is running", now)
@@ -219,8 +272,16 @@ def refused(elasticjob: dict[str, Any], reason: str, message: str, now: str) -> 
     conditions = copy.deepcopy(old.get("conditions") or [])
     mine = next((c for c in conditions if c["type"] == CREATED), None)
     if mine is None:
-        conditions.append({"type": CREATED, "status": "False", "reason": reason, "message": message,
-                           "lastUpdateTime": now, "lastTransitionTime": now})
+        conditions.append(
+            {
+                "type": CREATED,
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": now,
+                "lastTransitionTime": now,
+            }
+        )
     else:
         _set(conditions, CREATED, False, reason, message, now)
     return {"observedGeneration": elasticjob["metadata"].get("generation"), "conditions": conditions}

@@ -22,20 +22,32 @@ MAX_BACKOFF_SECONDS = 30.0
 WATCH_READ_SECONDS = WATCH_SECONDS + 30
 
 
-def watch_objects(list_call: Callable[..., Any], key: Callable[[Any], str | None], queue: WorkQueue, **selector: Any) -> None:
+def watch_objects(
+    list_call: Callable[..., Any], key: Callable[[Any], str | None], queue: WorkQueue, **selector: Any
+) -> None:
     """List, queue every object's ElasticJob, then follow the watch; start over when it ends or breaks."""
     from kubernetes import watch
+
     backoff = 1.0
     while True:
         try:
             listed = list_call(**selector, _request_timeout=reconcile.REQUEST_SECONDS)
             items = listed["items"] if isinstance(listed, dict) else listed.items
-            for item in items:  # a relist (every WATCH_SECONDS) must not cut a backoff or a TTL short (review ctrl-1 item 13)
+            for (
+                item
+            ) in items:  # a relist (every WATCH_SECONDS) must not cut a backoff or a TTL short (review ctrl-1 item 13)
                 if (name := key(item)) is not None:
                     queue.add_unless_waiting(name)
-            version = listed["metadata"]["resourceVersion"] if isinstance(listed, dict) else listed.metadata.resource_version
-            for event in watch.Watch().stream(list_call, resource_version=version, timeout_seconds=WATCH_SECONDS,
-                                              _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS), **selector):
+            version = (
+                listed["metadata"]["resourceVersion"] if isinstance(listed, dict) else listed.metadata.resource_version
+            )
+            for event in watch.Watch().stream(
+                list_call,
+                resource_version=version,
+                timeout_seconds=WATCH_SECONDS,
+                _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS),
+                **selector,
+            ):
                 if (name := key(event["object"])) is not None:
                     queue.add(name)
             backoff = 1.0
@@ -72,14 +84,18 @@ class PodCache:
 
     def of(self, elasticjob: str) -> list[dict[str, Any]]:
         with self._lock:
-            return [p for p in self._pods.values()
-                    if (p["metadata"].get("labels") or {}).get(render.ELASTICJOB_LABEL) == elasticjob]
+            return [
+                p
+                for p in self._pods.values()
+                if (p["metadata"].get("labels") or {}).get(render.ELASTICJOB_LABEL) == elasticjob
+            ]
 
 
 def watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> None:
     """The pod informer: list into the cache, then apply the watch's events; start over when it ends."""
     from kubernetes import watch
     from controller.reconcile import _raw
+
     selector = render.ELASTICJOB_LABEL
     backoff = 1.0
     while True:
@@ -89,9 +105,14 @@ def watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> N
             for pod in listed["items"]:  # as in watch_objects: a relist keeps a waiting name's time
                 queue.add_unless_waiting(pod["metadata"]["labels"][render.ELASTICJOB_LABEL])
             version = listed["metadata"]["resourceVersion"]
-            for event in watch.Watch().stream(api.core.list_namespaced_pod, namespace, label_selector=selector,
-                                              resource_version=version, timeout_seconds=WATCH_SECONDS,
-                                              _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS)):
+            for event in watch.Watch().stream(
+                api.core.list_namespaced_pod,
+                namespace,
+                label_selector=selector,
+                resource_version=version,
+                timeout_seconds=WATCH_SECONDS,
+                _request_timeout=(reconcile.REQUEST_SECONDS, WATCH_READ_SECONDS),
+            ):
                 if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
                     continue
                 pod = event["raw_object"]
@@ -131,5 +152,7 @@ class SpecChanges:
 
 
 def labelled_name(obj: Any) -> str | None:
-    labels = (obj.metadata.labels or {}) if not isinstance(obj, dict) else (obj.get("metadata") or {}).get("labels") or {}
+    labels = (
+        (obj.metadata.labels or {}) if not isinstance(obj, dict) else (obj.get("metadata") or {}).get("labels") or {}
+    )
     return labels.get(render.ELASTICJOB_LABEL)

@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 START, EPOCH, CHECKPOINT, STOP, PROGRESS, FINISHED, FAILED, RUN_COST, EVALUATED = (
-    "start", "epoch", "checkpoint", "stop", "progress", "finished", "failed", "run-cost", "evaluated")
+    "start",
+    "epoch",
+    "checkpoint",
+    "stop",
+    "progress",
+    "finished",
+    "failed",
+    "run-cost",
+    "evaluated",
+)
 # A history is a few hundred bytes per epoch; a bigger file is read from its last MAX_BYTES.
 MAX_BYTES = 4 * 1024 * 1024
 

@@ -41,8 +41,7 @@ from elastic_training.step_boundary import StepBoundary
 from elastic_training.stopping import StopSignal
 from jobs import cli, termination
 from jobs.training import checkpoint
-from jobs.training.distributed import (WorkerPlace, join_process_group, maxima_over_workers,
-                                       wait_for_all_workers_on_cpu)
+from jobs.training.distributed import WorkerPlace, join_process_group, maxima_over_workers, wait_for_all_workers_on_cpu
 from jobs.training.loop import NonFiniteLoss, check_finite_loss
 from jobs.training.progress import CheckpointClock, Progress
 from jobs.training.runtime import choose_device
@@ -65,9 +64,15 @@ class Run:
     pg_timeout_seconds: how long a collective waits for a peer that is gone (torch's default is 30 min).
     """
 
-    def __init__(self, run_dir: str | os.PathLike | None = None, *, checkpoint_every_seconds: float = 30.0,
-                 save_on_sigterm: bool = True, progress_every_seconds: float = 10.0,
-                 pg_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        run_dir: str | os.PathLike | None = None,
+        *,
+        checkpoint_every_seconds: float = 30.0,
+        save_on_sigterm: bool = True,
+        progress_every_seconds: float = 10.0,
+        pg_timeout_seconds: float = 30.0,
+    ) -> None:
         self.place = WorkerPlace.from_environment()
         self.rank, self.world_size, self.local_rank = self.place.rank, self.place.world_size, self.place.local_rank
         self.is_leader = self.place.is_leader

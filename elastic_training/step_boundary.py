@@ -111,4 +111,3 @@ class StepBoundary:
             "event": event, "epochs_done": progress.epochs_done, "position": progress.position,
             "world_size": self.place.world_size, **extra,
         })  # fmt: skip
-

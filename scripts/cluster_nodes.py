@@ -63,8 +63,9 @@ def _shape(instance_type: str) -> tuple[int, int, int]:
     return vcpus, memory, nvidia.gpus if nvidia else 0
 
 
-def node(name: str, instance_type: str, labels: dict[str, str], taints: list[dict[str, str]], zone: str,
-         kubelet_version: str) -> dict[str, Any]:
+def node(
+    name: str, instance_type: str, labels: dict[str, str], taints: list[dict[str, str]], zone: str, kubelet_version: str
+) -> dict[str, Any]:
     vcpus, memory, gpus = _shape(instance_type)
     limits = eni_limits.eni_limits(instance_type)
     if limits is None:
@@ -75,23 +76,49 @@ def node(name: str, instance_type: str, labels: dict[str, str], taints: list[dic
     for_pods = {"cpu": f"{allocatable.cpu_millicores}m", "memory": f"{allocatable.memory_mib}Mi", "pods": str(max_pods)}
     if gpus:
         capacity_[gpu.GPU_RESOURCE] = for_pods[gpu.GPU_RESOURCE] = str(gpus)
-    labels = {**labels, capacity.INSTANCE_TYPE_LABEL: instance_type, capacity.ZONE_LABEL: zone,
-              "topology.kubernetes.io/region": zone[:-1], "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-              "kubernetes.io/hostname": name}
+    labels = {
+        **labels,
+        capacity.INSTANCE_TYPE_LABEL: instance_type,
+        capacity.ZONE_LABEL: zone,
+        "topology.kubernetes.io/region": zone[:-1],
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/hostname": name,
+    }
     return _node_object(name, labels, taints, capacity_, for_pods, kubelet_version)
 
 
-def _node_object(name: str, labels: dict[str, str], taints: list[dict[str, str]], capacity_: dict[str, str],
-                 allocatable: dict[str, str], kubelet_version: str) -> dict[str, Any]:
+def _node_object(
+    name: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    capacity_: dict[str, str],
+    allocatable: dict[str, str],
+    kubelet_version: str,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"taints": taints} if taints else {}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": dict(KWOK_ANNOTATION)},
-            "spec": spec,
-            "status": {"capacity": capacity_, "allocatable": allocatable,
-                       "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                                    "kubeletVersion": kubelet_version, "kubeProxyVersion": kubelet_version,
-                                    "containerRuntimeVersion": "kwok", "kernelVersion": "kwok", "osImage": "kwok",
-                                    "bootID": "", "machineID": "", "systemUUID": ""}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": dict(KWOK_ANNOTATION)},
+        "spec": spec,
+        "status": {
+            "capacity": capacity_,
+            "allocatable": allocatable,
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": kubelet_version,
+                "kubeProxyVersion": kubelet_version,
+                "containerRuntimeVersion": "kwok",
+                "kernelVersion": "kwok",
+                "osImage": "kwok",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+            },
+        },
+    }
 
 
 def _manifests(synth_dir: Path) -> list[dict[str, Any]]:
@@ -100,44 +127,76 @@ def _manifests(synth_dir: Path) -> list[dict[str, Any]]:
 
 def eks_nodes(synth_dir: Path, kubelet_version: str) -> list[dict[str, Any]]:
     resources = json.loads((synth_dir / "resources.json").read_text())
-    private_zones = [r["inputs"]["availabilityZone"] for r in resources
-                     if r["type"] == SUBNET and "private" in r["name"]]
+    private_zones = [
+        r["inputs"]["availabilityZone"] for r in resources if r["type"] == SUBNET and "private" in r["name"]
+    ]
     nodes = []
     for group in (r for r in resources if r["type"] == MANAGED_NODE_GROUP):
         inputs = group["inputs"]
         instance_type = inputs["instanceTypes"][0]
-        taints = [{"key": t["key"], "value": t.get("value", ""), "effect": _effect(t["effect"])}
-                  for t in inputs.get("taints") or []]
+        taints = [
+            {"key": t["key"], "value": t.get("value", ""), "effect": _effect(t["effect"])}
+            for t in inputs.get("taints") or []
+        ]
         labels = {**(inputs.get("labels") or {}), EKS_CAPACITY_TYPE_LABEL: "ON_DEMAND"}
         for i in range(int(inputs["scalingConfig"]["desiredSize"])):
-            nodes.append(node(f"{group['name']}-{i}", instance_type, labels, taints,
-                              private_zones[i % len(private_zones)], kubelet_version))
+            nodes.append(
+                node(
+                    f"{group['name']}-{i}",
+                    instance_type,
+                    labels,
+                    taints,
+                    private_zones[i % len(private_zones)],
+                    kubelet_version,
+                )
+            )
     pool = next(m for m in _manifests(synth_dir) if m["kind"] == "NodePool")
     template = pool["spec"]["template"]
     requirements = {r["key"]: r["values"] for r in template["spec"]["requirements"]}
     instance_type = requirements[capacity.INSTANCE_TYPE_LABEL][0]
     vcpus, _, _ = _shape(instance_type)
     count = int(pool["spec"]["limits"]["cpu"]) // vcpus
-    labels = {**template["metadata"]["labels"], KARPENTER_NODEPOOL_LABEL: pool["metadata"]["name"],
-              capacity.CAPACITY_TYPE_LABEL: requirements[capacity.CAPACITY_TYPE_LABEL][0]}
+    labels = {
+        **template["metadata"]["labels"],
+        KARPENTER_NODEPOOL_LABEL: pool["metadata"]["name"],
+        capacity.CAPACITY_TYPE_LABEL: requirements[capacity.CAPACITY_TYPE_LABEL][0],
+    }
     zones = requirements[capacity.ZONE_LABEL]
     for i in range(count):
-        nodes.append(node(f"{pool['metadata']['name']}-{i}", instance_type, labels, template["spec"].get("taints", []),
-                          zones[i % len(zones)], kubelet_version))
+        nodes.append(
+            node(
+                f"{pool['metadata']['name']}-{i}",
+                instance_type,
+                labels,
+                template["spec"].get("taints", []),
+                zones[i % len(zones)],
+                kubelet_version,
+            )
+        )
     return nodes
 
 
 def _effect(eks_effect: str) -> str:
     """EKS's NO_SCHEDULE spelling to Kubernetes' NoSchedule."""
     return {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}.get(
-        eks_effect, eks_effect)
+        eks_effect, eks_effect
+    )
 
 
 def kind_node(kubelet_version: str) -> dict[str, Any]:
     name = KIND_NODE["name"]
-    labels = {"kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-              "node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-load-balancers": ""}
-    quantities = {"cpu": str(KIND_NODE["cpu"]), "memory": f"{KIND_NODE['memory_mib']}Mi", "pods": str(KIND_NODE["pods"])}
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "node-role.kubernetes.io/control-plane": "",
+        "node.kubernetes.io/exclude-from-external-load-balancers": "",
+    }
+    quantities = {
+        "cpu": str(KIND_NODE["cpu"]),
+        "memory": f"{KIND_NODE['memory_mib']}Mi",
+        "pods": str(KIND_NODE["pods"]),
+    }
     return _node_object(name, labels, [], quantities, dict(quantities), kubelet_version)
 
 
@@ -161,11 +220,22 @@ def main() -> int:
     parser.add_argument("synth_dir", type=Path)
     args = parser.parse_args()
     if not (args.synth_dir / "resources.json").is_file():
-        print(f"cluster_nodes: {args.synth_dir} holds no resources.json: run `elastic-training synth STACK --out DIR` "
-              f"first", file=sys.stderr)
+        print(
+            f"cluster_nodes: {args.synth_dir} holds no resources.json: run `elastic-training synth STACK --out DIR` "
+            f"first",
+            file=sys.stderr,
+        )
         return 2
-    print(json.dumps({"apiVersion": "v1", "kind": "List", "items": stack_nodes(args.synth_dir, tools_version("KUBERNETES_VERSION"))},
-                     indent=2))
+    print(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": stack_nodes(args.synth_dir, tools_version("KUBERNETES_VERSION")),
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -57,11 +57,27 @@ SERVICE_CIDR = "10.96.0.0/16"
 # 1.31 platform versions", the newest list that snapshot has). kube-apiserver keeps its own default-on
 # plugins (ValidatingAdmissionPolicy, ClusterTrustBundleAttest, ...) besides these.
 EKS_ADMISSION_PLUGINS = (
-    "NodeRestriction", "ExtendedResourceToleration", "NamespaceLifecycle", "LimitRanger", "ServiceAccount",
-    "TaintNodesByCondition", "PodSecurity", "Priority", "DefaultTolerationSeconds", "DefaultStorageClass",
-    "StorageObjectInUseProtection", "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval",
-    "CertificateSigning", "CertificateSubjectRestriction", "DefaultIngressClass", "MutatingAdmissionWebhook",
-    "ValidatingAdmissionWebhook", "ResourceQuota")
+    "NodeRestriction",
+    "ExtendedResourceToleration",
+    "NamespaceLifecycle",
+    "LimitRanger",
+    "ServiceAccount",
+    "TaintNodesByCondition",
+    "PodSecurity",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+)
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 # Client identities, one certificate each. The controller-manager and scheduler use the users RBAC's
 # bootstrap policy binds (system:kube-controller-manager, system:kube-scheduler). kwok plays every
@@ -185,101 +201,208 @@ class ControlPlane:
         self.certs.mkdir(parents=True, exist_ok=True)
         key = ("ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out")
         self._openssl(*key, "ca.key")
-        self._openssl("req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=elastic-training-test-ca",
-                      "-days", "3650", "-out", "ca.crt")
+        self._openssl(
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            "ca.key",
+            "-subj",
+            "/CN=elastic-training-test-ca",
+            "-days",
+            "3650",
+            "-out",
+            "ca.crt",
+        )
         (self.certs / "server.ext").write_text(
             "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
             "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n"
-            "extendedKeyUsage=serverAuth\n")
+            "extendedKeyUsage=serverAuth\n"
+        )
         (self.certs / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
         signed = [("apiserver", "/CN=kube-apiserver", "server.ext")]
-        signed += [(name, f"/CN={cn}" + (f"/O={group}" if group else ""), "client.ext")
-                   for name, (cn, group) in IDENTITIES.items()]
+        signed += [
+            (name, f"/CN={cn}" + (f"/O={group}" if group else ""), "client.ext")
+            for name, (cn, group) in IDENTITIES.items()
+        ]
         for name, subject, extensions in signed:
             self._openssl(*key, f"{name}.key")
             self._openssl("req", "-new", "-key", f"{name}.key", "-subj", subject, "-out", f"{name}.csr")
-            self._openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                          "-CAcreateserial", "-days", "3650", "-extfile", extensions, "-out", f"{name}.crt")
+            self._openssl(
+                "x509",
+                "-req",
+                "-in",
+                f"{name}.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "3650",
+                "-extfile",
+                extensions,
+                "-out",
+                f"{name}.crt",
+            )
         self._openssl(*key, "service-account.key")
         self._openssl("ec", "-in", "service-account.key", "-pubout", "-out", "service-account.pub")
         (self.certs / "done").write_text("")
 
     def _write_kubeconfig(self, path: Path, identity: str) -> None:
         c = self.certs
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "elastic-training-test",
-            "clusters": [{"name": "elastic-training-test",
-                          "cluster": {"server": self.state.server, "certificate-authority": str(c / "ca.crt")}}],
-            "users": [{"name": identity, "user": {"client-certificate": str(c / f"{identity}.crt"),
-                                                  "client-key": str(c / f"{identity}.key")}}],
-            "contexts": [{"name": "elastic-training-test",
-                          "context": {"cluster": "elastic-training-test", "user": identity}}],
-        }, indent=2) + "\n")
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "elastic-training-test",
+                    "clusters": [
+                        {
+                            "name": "elastic-training-test",
+                            "cluster": {"server": self.state.server, "certificate-authority": str(c / "ca.crt")},
+                        }
+                    ],
+                    "users": [
+                        {
+                            "name": identity,
+                            "user": {
+                                "client-certificate": str(c / f"{identity}.crt"),
+                                "client-key": str(c / f"{identity}.key"),
+                            },
+                        }
+                    ],
+                    "contexts": [
+                        {
+                            "name": "elastic-training-test",
+                            "context": {"cluster": "elastic-training-test", "user": identity},
+                        }
+                    ],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
     # -- processes -------------------------------------------------------------------------------
     def _command(self, name: str) -> list[str]:
         p, c, d = self.state.ports, self.certs, self.dir
         if name == "etcd":
             peer = f"http://{LOOPBACK}:{p['etcd-peer']}"
-            return [self.binary("etcd"), "--name=default", f"--data-dir={d / 'etcd'}",
-                    f"--listen-client-urls=http://{LOOPBACK}:{p['etcd']}",
-                    f"--advertise-client-urls=http://{LOOPBACK}:{p['etcd']}",
-                    f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-                    f"--initial-cluster=default={peer}", "--log-level=warn",
-                    # Test data only: a lost write on a host crash costs nothing.
-                    "--unsafe-no-fsync=true"]
+            return [
+                self.binary("etcd"),
+                "--name=default",
+                f"--data-dir={d / 'etcd'}",
+                f"--listen-client-urls=http://{LOOPBACK}:{p['etcd']}",
+                f"--advertise-client-urls=http://{LOOPBACK}:{p['etcd']}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--log-level=warn",
+                # Test data only: a lost write on a host crash costs nothing.
+                "--unsafe-no-fsync=true",
+            ]
         if name == "kube-apiserver":
-            return [self.binary("kube-apiserver"), f"--etcd-servers=http://{LOOPBACK}:{p['etcd']}",
-                    f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}",
-                    f"--secure-port={p['kube-apiserver']}",
-                    f"--tls-cert-file={c / 'apiserver.crt'}", f"--tls-private-key-file={c / 'apiserver.key'}",
-                    f"--client-ca-file={c / 'ca.crt'}",
-                    f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-                    f"--service-account-key-file={c / 'service-account.pub'}",
-                    f"--service-account-signing-key-file={c / 'service-account.key'}",
-                    f"--service-cluster-ip-range={SERVICE_CIDR}",
-                    "--authorization-mode=Node,RBAC",
-                    f"--enable-admission-plugins={','.join(EKS_ADMISSION_PLUGINS)}",
-                    "--allow-privileged=true", "--profiling=false", f"--cert-dir={d / 'apiserver-certs'}"]
+            return [
+                self.binary("kube-apiserver"),
+                f"--etcd-servers=http://{LOOPBACK}:{p['etcd']}",
+                f"--bind-address={LOOPBACK}",
+                f"--advertise-address={LOOPBACK}",
+                f"--secure-port={p['kube-apiserver']}",
+                f"--tls-cert-file={c / 'apiserver.crt'}",
+                f"--tls-private-key-file={c / 'apiserver.key'}",
+                f"--client-ca-file={c / 'ca.crt'}",
+                f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+                f"--service-account-key-file={c / 'service-account.pub'}",
+                f"--service-account-signing-key-file={c / 'service-account.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=Node,RBAC",
+                f"--enable-admission-plugins={','.join(EKS_ADMISSION_PLUGINS)}",
+                "--allow-privileged=true",
+                "--profiling=false",
+                f"--cert-dir={d / 'apiserver-certs'}",
+            ]
         if name == "kube-controller-manager":
             # With --run-pods: the endpoints are the pod runner's (scripts/service_proxy.py): the API server
             # refuses a pod's loopback address in an EndpointSlice, so the controllers that write them are off.
-            grace = [f"--node-monitor-grace-period={RUN_PODS_GRACE}",
-                     "--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller"
-                     ] if self.state.run_pods else []
-            return [self.binary("kube-controller-manager"), f"--kubeconfig={d / 'controller-manager.kubeconfig'}", *grace,
-                    "--use-service-account-credentials=true",
-                    f"--service-account-private-key-file={c / 'service-account.key'}",
-                    f"--root-ca-file={c / 'ca.crt'}",
-                    f"--cluster-signing-cert-file={c / 'ca.crt'}", f"--cluster-signing-key-file={c / 'ca.key'}",
-                    "--leader-elect=false", f"--bind-address={LOOPBACK}", "--secure-port=0", "--profiling=false"]
+            grace = (
+                [
+                    f"--node-monitor-grace-period={RUN_PODS_GRACE}",
+                    "--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller",
+                ]
+                if self.state.run_pods
+                else []
+            )
+            return [
+                self.binary("kube-controller-manager"),
+                f"--kubeconfig={d / 'controller-manager.kubeconfig'}",
+                *grace,
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={c / 'service-account.key'}",
+                f"--root-ca-file={c / 'ca.crt'}",
+                f"--cluster-signing-cert-file={c / 'ca.crt'}",
+                f"--cluster-signing-key-file={c / 'ca.key'}",
+                "--leader-elect=false",
+                f"--bind-address={LOOPBACK}",
+                "--secure-port=0",
+                "--profiling=false",
+            ]
         if name == "kube-scheduler":
-            return [self.binary("kube-scheduler"), f"--kubeconfig={d / 'scheduler.kubeconfig'}",
-                    "--leader-elect=false", f"--bind-address={LOOPBACK}", "--secure-port=0", "--profiling=false"]
+            return [
+                self.binary("kube-scheduler"),
+                f"--kubeconfig={d / 'scheduler.kubeconfig'}",
+                "--leader-elect=false",
+                f"--bind-address={LOOPBACK}",
+                "--secure-port=0",
+                "--profiling=false",
+            ]
         if name == "kwok":
             stages = [f"--config={path}" for path in sorted(STAGES_DIR.glob("*.yaml"))]
-            return [self.binary("kwok"), f"--kubeconfig={d / 'kwok.kubeconfig'}", *stages,
-                    "--manage-all-nodes=false",
-                    f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
-                    f"--cidr={POD_CIDR}", f"--node-ip={LOOPBACK}",
-                    f"--server-address={LOOPBACK}:{p['kwok']}", "--node-lease-duration-seconds=40"]
+            return [
+                self.binary("kwok"),
+                f"--kubeconfig={d / 'kwok.kubeconfig'}",
+                *stages,
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
+                f"--cidr={POD_CIDR}",
+                f"--node-ip={LOOPBACK}",
+                f"--server-address={LOOPBACK}:{p['kwok']}",
+                "--node-lease-duration-seconds=40",
+            ]
         if name.startswith(NODE_KWOK):
             stages = [f"--config={STAGES_DIR / stage}" for stage in NODE_STAGES]
-            return [self.binary("kwok"), f"--kubeconfig={d / 'kwok.kubeconfig'}", *stages,
-                    "--manage-all-nodes=false", f"--manage-single-node={name.removeprefix(NODE_KWOK)}",
-                    f"--cidr={POD_CIDR}", f"--node-ip={LOOPBACK}", f"--server-address={LOOPBACK}:{p[name]}",
-                    f"--node-lease-duration-seconds={RUN_PODS_LEASE_SECONDS}"]
+            return [
+                self.binary("kwok"),
+                f"--kubeconfig={d / 'kwok.kubeconfig'}",
+                *stages,
+                "--manage-all-nodes=false",
+                f"--manage-single-node={name.removeprefix(NODE_KWOK)}",
+                f"--cidr={POD_CIDR}",
+                f"--node-ip={LOOPBACK}",
+                f"--server-address={LOOPBACK}:{p[name]}",
+                f"--node-lease-duration-seconds={RUN_PODS_LEASE_SECONDS}",
+            ]
         if name == POD_RUNNER:
             python = REPO / ".venv" / "bin" / "python"
-            return [str(python if python.exists() else sys.executable), str(REPO / "scripts" / "pod_runner.py"),
-                    f"--dir={d}", f"--shared-volumes={self.shared_volumes}"]
+            return [
+                str(python if python.exists() else sys.executable),
+                str(REPO / "scripts" / "pod_runner.py"),
+                f"--dir={d}",
+                f"--shared-volumes={self.shared_volumes}",
+            ]
         raise ValueError(name)
 
     def _start(self, name: str) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         with open(self.logs / f"{name}.log", "ab") as log:
-            process = subprocess.Popen(self._command(name), stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir)
+            process = subprocess.Popen(
+                self._command(name),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.dir,
+            )
         self.state.pids[name] = process.pid
         self._save()
 
@@ -302,8 +425,9 @@ class ControlPlane:
         while time.monotonic() < deadline:
             pid = self.state.pids.get(component)
             if pid is not None and not alive(pid):
-                raise ControlPlaneError(f"{component} exited while waiting for {what}; its log: "
-                                        f"{self.logs / (component + '.log')}")
+                raise ControlPlaneError(
+                    f"{component} exited while waiting for {what}; its log: {self.logs / (component + '.log')}"
+                )
             try:
                 if check():
                     return
@@ -322,10 +446,17 @@ class ControlPlane:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{self.state.ports['etcd']}/health", timeout=5) as r:
             return json.loads(r.read()).get("health") == "true"
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
-                timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([self.binary("kubectl"), f"--kubeconfig={self.kubeconfig}", *args], input=input,
-                              capture_output=True, text=True, check=check, timeout=timeout)
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [self.binary("kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
 
     def wait_apiserver(self, timeout: float = 180) -> None:
         self._wait("kube-apiserver /readyz", lambda: self._https_ok("/readyz"), timeout, "kube-apiserver")
@@ -357,9 +488,12 @@ class ControlPlane:
                 self._start(name)
             # The service-account controller (controller-manager) creates every namespace's `default`
             # ServiceAccount; pods cannot be created before it exists.
-            self._wait("the controller-manager (the default ServiceAccount)",
-                       lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default",
-                                            check=False).returncode == 0, 120, "kube-controller-manager")
+            self._wait(
+                "the controller-manager (the default ServiceAccount)",
+                lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
+                120,
+                "kube-controller-manager",
+            )
             if nodes:
                 self.apply_nodes(nodes)
         except BaseException:
@@ -380,11 +514,17 @@ class ControlPlane:
 
         def ready() -> bool:
             out = self.kubectl("get", "nodes", "-o", "json").stdout
-            states = {n["metadata"]["name"]: any(c["type"] == "Ready" and c["status"] == "True"
-                                                 for c in n["status"].get("conditions", []))
-                      for n in json.loads(out)["items"]}
+            states = {
+                n["metadata"]["name"]: any(
+                    c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])
+                )
+                for n in json.loads(out)["items"]
+            }
             return all(states.get(name) for name in names)
-        self._wait(f"{len(names)} kwok nodes Ready", ready, timeout, NODE_KWOK + names[0] if self.state.run_pods else "kwok")
+
+        self._wait(
+            f"{len(names)} kwok nodes Ready", ready, timeout, NODE_KWOK + names[0] if self.state.run_pods else "kwok"
+        )
 
     def restart_apiserver(self, down_seconds: float = 0, how: signal.Signals = signal.SIGTERM) -> None:
         """Stops the API server (SIGTERM: a graceful stop; SIGKILL: a crash), waits, starts it again and
@@ -406,8 +546,12 @@ class ControlPlane:
         lost = set(json.loads(path.read_text())) if path.exists() else set()
         path.write_text(json.dumps(sorted(lost | {node})))
         done = self.dir / f"{LOST_NODES}.done"
-        self._wait(f"the pod runner to stop node {node}",
-                   lambda: done.exists() and node in json.loads(done.read_text() or "[]"), timeout, POD_RUNNER)
+        self._wait(
+            f"the pod runner to stop node {node}",
+            lambda: done.exists() and node in json.loads(done.read_text() or "[]"),
+            timeout,
+            POD_RUNNER,
+        )
         self._stop(NODE_KWOK + node, how=signal.SIGKILL)
 
     def down(self) -> None:
@@ -431,8 +575,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=str(CACHE / "default"), help="the instance's state directory")
     parser.add_argument("--bin", help="where the binaries are (scripts/build-tools.sh prints it); up only")
     parser.add_argument("--nodes", help="a JSON v1 List of Node objects to create; up only")
-    parser.add_argument("--run-pods", action="store_true",
-                        help="run every pod for real (scripts/pod_runner.py); kwok plays the nodes only; up only")
+    parser.add_argument(
+        "--run-pods",
+        action="store_true",
+        help="run every pod for real (scripts/pod_runner.py); kwok plays the nodes only; up only",
+    )
     args = parser.parse_args(argv)
     plane = ControlPlane(args.dir, args.bin)
     try:
@@ -457,8 +604,10 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"dir": str(plane.dir), "running": plane.running(), "ports": plane.state.ports}))
     except (ControlPlaneError, subprocess.CalledProcessError) as error:
         detail = getattr(error, "stderr", None) or ""
-        print(f"control-plane: {error}{(': ' + detail.strip().splitlines()[-1]) if detail.strip() else ''}",
-              file=sys.stderr)
+        print(
+            f"control-plane: {error}{(': ' + detail.strip().splitlines()[-1]) if detail.strip() else ''}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -37,6 +37,7 @@ class Block:
 
 # --- what the blocks hold ------------------------------------------------------------------------
 
+
 def config_table() -> str:
     from infra.cli.config_docs import config_table as table
 
@@ -46,8 +47,10 @@ def config_table() -> str:
 def kubernetes_versions() -> str:
     from infra import versions
 
-    rows = ["| version | extended support (control plane $0.60/hour instead of $0.10/hour) from | refused from |",
-            "|---|---|---|"]
+    rows = [
+        "| version | extended support (control plane $0.60/hour instead of $0.10/hour) from | refused from |",
+        "|---|---|---|",
+    ]
     for version in versions.SUPPORTED_KUBERNETES_VERSIONS:
         support = versions.EKS_SUPPORT[version]
         label = f"{version} (default)" if version == versions.DEFAULT_KUBERNETES_VERSION else version
@@ -97,7 +100,9 @@ def workflows() -> str:
     for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
         workflow = yaml.safe_load(path.read_text())
         on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on:` key as True
-        rows.append(f"| [`{path.name}`](#{anchor(path.name)}) | {workflow['name']} | {_triggers(on)} | {_permissions(workflow)} |")
+        rows.append(
+            f"| [`{path.name}`](#{anchor(path.name)}) | {workflow['name']} | {_triggers(on)} | {_permissions(workflow)} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -122,7 +127,11 @@ def parser_reference(parser: argparse.ArgumentParser) -> str:
         if isinstance(action, argparse._HelpAction):
             continue
         if action.option_strings:
-            metavar = "" if action.nargs == 0 else " " + formatter._format_args(action, formatter._get_default_metavar_for_optional(action))
+            metavar = (
+                ""
+                if action.nargs == 0
+                else " " + formatter._format_args(action, formatter._get_default_metavar_for_optional(action))
+            )
             label = ", ".join(f"`{option}{metavar}`" for option in action.option_strings)
         else:
             label = f"`{formatter._format_args(action, formatter._get_default_metavar_for_positional(action))}`"
@@ -144,13 +153,21 @@ def command_reference(name: str) -> str:
 
     _, summary, codes = COMMANDS[name]
     statuses = "\n".join(f"- {status.strip()}" for status in re.split(r",\s*(?=\d|a failing)", codes))
-    return (f"{summary[0].upper()}{summary[1:]}.\n\n{parser_reference(command_parser(name))}\n"
-            f"**Exit status**\n\n{statuses}\n")
+    return (
+        f"{summary[0].upper()}{summary[1:]}.\n\n{parser_reference(command_parser(name))}\n"
+        f"**Exit status**\n\n{statuses}\n"
+    )
 
 
 # The jobs' reference blocks in docs/commands/jobs.md, by block name: the module under jobs/.
-JOBS = {"prepare": "data.prepare", "train": "training.train", "evaluate": "results.evaluate", "export": "results.export",
-        "store_server": "elastic.store_server", "gate": "results.gate"}
+JOBS = {
+    "prepare": "data.prepare",
+    "train": "training.train",
+    "evaluate": "results.evaluate",
+    "export": "results.export",
+    "store_server": "elastic.store_server",
+    "gate": "results.gate",
+}
 
 
 def job_reference(name: str) -> str:
@@ -169,8 +186,10 @@ def blocks() -> list[Block]:
         Block("mutation-equivalents", "docs/development.md", mutation_equivalents),
         Block("workflows", "docs/ci.md", workflows),
     ]
-    found += [Block(f"command-{name}", f"docs/commands/{name}.md", lambda name=name: command_reference(name))
-              for name in COMMANDS]
+    found += [
+        Block(f"command-{name}", f"docs/commands/{name}.md", lambda name=name: command_reference(name))
+        for name in COMMANDS
+    ]
     found += [Block(f"job-{name}", "docs/commands/jobs.md", lambda name=name: job_reference(name)) for name in JOBS]
     return found
 
@@ -181,7 +200,7 @@ STACK_TABLES = ("README.md", "docs/costs.md")  # each has a `## Stacks` section 
 
 
 def stack_names() -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
 
 def cost_cells(stack: str) -> tuple[str, ...]:
@@ -226,6 +245,7 @@ def rewrite_stack_table(text: str, cells: dict[str, tuple[str, ...]]) -> tuple[s
 
 # --- reading and writing blocks ------------------------------------------------------------------
 
+
 def markers(name: str) -> tuple[str, str]:
     return f"<!-- generated: {name} -->\n", f"<!-- end: {name} -->"
 
@@ -235,12 +255,12 @@ def current(text: str, name: str) -> str | None:
     begin, end = markers(name)
     if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
         return None
-    return text[text.index(begin) + len(begin):text.index(end)]
+    return text[text.index(begin) + len(begin) : text.index(end)]
 
 
 def replaced(text: str, name: str, body: str) -> str:
     begin, end = markers(name)
-    return text[:text.index(begin) + len(begin)] + body + text[text.index(end):]
+    return text[: text.index(begin) + len(begin)] + body + text[text.index(end) :]
 
 
 def stale(root: Path = ROOT) -> list[str]:
@@ -251,8 +271,10 @@ def stale(root: Path = ROOT) -> list[str]:
         text = path.read_text() if path.exists() else ""
         found = current(text, block.name)
         if found is None:
-            problems.append(f"{block.file}: no block `{block.name}` (add the two marker lines {markers(block.name)[0].strip()} "
-                            f"and {markers(block.name)[1]}, then run scripts/docs.py)")
+            problems.append(
+                f"{block.file}: no block `{block.name}` (add the two marker lines {markers(block.name)[0].strip()} "
+                f"and {markers(block.name)[1]}, then run scripts/docs.py)"
+            )
         elif found != block.render():
             problems.append(f"{block.file}: block `{block.name}` is stale (run scripts/docs.py)")
     cells = {stack: cost_cells(stack) for stack in stack_names()}
@@ -287,7 +309,9 @@ def write(root: Path = ROOT) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/docs.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block differs (default: off)")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 when a block differs (default: off)"
+    )
     args = parser.parse_args(argv)
     problems = stale() if args.check else write()
     for problem in problems:

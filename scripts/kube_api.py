@@ -29,12 +29,20 @@ class KubeApi:
         self.context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         self.context.load_cert_chain(pki / f"{identity}.crt", pki / f"{identity}.key")
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                query: dict[str, str] | None = None, timeout: float = 15) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+        timeout: float = 15,
+    ) -> Any:
         url = self.server + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, method=method,
-                                         headers={"Content-Type": content_type, "Accept": "application/json"})
+        request = urllib.request.Request(
+            url, data=data, method=method, headers={"Content-Type": content_type, "Accept": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, context=self.context, timeout=timeout) as response:
                 return json.loads(response.read() or b"null")
@@ -58,8 +66,9 @@ class KubeApi:
     def patch_status(self, path: str, status: dict[str, Any]) -> Any:
         # A strategic merge patch, as the kubelet sends: conditions and containerStatuses merge by their
         # keys (type, name), so what others wrote (PodScheduled, DisruptionTarget) stays.
-        return self.request("PATCH", path + "/status", {"status": status},
-                            content_type="application/strategic-merge-patch+json")
+        return self.request(
+            "PATCH", path + "/status", {"status": status}, content_type="application/strategic-merge-patch+json"
+        )
 
     def patch(self, path: str, body: Any) -> Any:
         return self.request("PATCH", path, body, content_type="application/merge-patch+json")

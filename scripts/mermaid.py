@@ -48,8 +48,13 @@ def download() -> bytes:
     """The tarball: by npm where it is installed (the registry's own client), else over HTTPS."""
     if shutil.which("npm"):
         with tempfile.TemporaryDirectory() as folder:
-            packed = subprocess.run(["npm", "pack", f"mermaid@{MERMAID_VERSION}", "--pack-destination", folder, "--silent"],
-                                    capture_output=True, text=True, timeout=300, check=False)
+            packed = subprocess.run(
+                ["npm", "pack", f"mermaid@{MERMAID_VERSION}", "--pack-destination", folder, "--silent"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
             if packed.returncode == 0:
                 return (Path(folder) / f"mermaid-{MERMAID_VERSION}.tgz").read_bytes()
     try:
@@ -84,7 +89,9 @@ def on_post_build(config, **_) -> None:
     try:
         folder = vendor()
     except VendorError as error:
-        raise PluginError(f"mermaid: {error} (run `python scripts/mermaid.py` where the npm registry is reachable)") from None
+        raise PluginError(
+            f"mermaid: {error} (run `python scripts/mermaid.py` where the npm registry is reachable)"
+        ) from None
     target = Path(config["site_dir"]) / SITE_PATH
     target.parent.mkdir(parents=True, exist_ok=True)
     for name in FILES.values():

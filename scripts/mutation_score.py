@@ -53,16 +53,19 @@ def score(names: list[str], minimum: float) -> int:
         untested = sorted(k for k, v in counted.items() if v not in CAUGHT and v not in SURVIVED)
         percent = 100.0 * caught / len(counted) if counted else 0.0
         worst = min(worst, percent)
-        print(f"{name:15} {percent:5.1f} %  {caught}/{len(counted)} caught, {len(survived)} survived, "
-              f"{len(untested)} not reached by the selected tests, {len(mine) - len(counted)} equivalent")
+        print(
+            f"{name:15} {percent:5.1f} %  {caught}/{len(counted)} caught, {len(survived)} survived, "
+            f"{len(untested)} not reached by the selected tests, {len(mine) - len(counted)} equivalent"
+        )
         for k in survived:
             print(f"    survived {k}   (mutmut show {k})")
     return 0 if worst >= minimum else 1
 
 
 def changed(base: str) -> None:
-    files = subprocess.run(["git", "diff", "--name-only", base, "--"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split()
+    files = subprocess.run(
+        ["git", "diff", "--name-only", base, "--"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split()
     print(" ".join(n for n, t in targets([]).items() if any(f.startswith(t["file"]) for f in files)))
 
 

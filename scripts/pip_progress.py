@@ -29,16 +29,23 @@ from typing import Callable, Iterable, TextIO
 BIG_MB = 10
 # "Downloading NAME (SIZE)", or "Resuming download NAME (DONE/SIZE)" after a cut (pip's format_size: bytes,
 # kB or MB, decimal).
-DOWNLOADING = re.compile(r"^\s*(?:Downloading|Resuming download) (?P<name>\S+) \((?:[^/)]+/)?(?P<size>[0-9.]+) (?P<unit>bytes|kB|MB)\)")
+DOWNLOADING = re.compile(
+    r"^\s*(?:Downloading|Resuming download) (?P<name>\S+) \((?:[^/)]+/)?(?P<size>[0-9.]+) (?P<unit>bytes|kB|MB)\)"
+)
 PROGRESS = re.compile(r"^Progress (?P<current>[0-9]+) of (?P<total>[0-9]+)$")
 UNIT_MB = {"bytes": 1e-6, "kB": 1e-3, "MB": 1.0}
 
 
-def report(lines: Iterable[str], out: TextIO, quiet: bool = False, every_s: float = 30.0,
-           clock: Callable[[], float] = time.monotonic) -> None:
+def report(
+    lines: Iterable[str],
+    out: TextIO,
+    quiet: bool = False,
+    every_s: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
     started = last = clock()
     finished_bytes = 0  # fetched by downloads already done
-    current = 0         # fetched by the download under way
+    current = 0  # fetched by the download under way
     resumed_from: int | None = 0  # bytes a resumed download had before (None: its first Progress says)
     for raw in lines:
         line = raw.rstrip("\n")
@@ -53,8 +60,12 @@ def report(lines: Iterable[str], out: TextIO, quiet: bool = False, every_s: floa
             now = clock()
             if now - last >= every_s:
                 last = now
-                print(f"setup:   still downloading: {(finished_bytes + current) / 1e6:.0f} MB so far "
-                      f"({now - started:.0f} s)", file=out, flush=True)
+                print(
+                    f"setup:   still downloading: {(finished_bytes + current) / 1e6:.0f} MB so far "
+                    f"({now - started:.0f} s)",
+                    file=out,
+                    flush=True,
+                )
             continue
         downloading = DOWNLOADING.match(line)
         if downloading:
@@ -62,8 +73,11 @@ def report(lines: Iterable[str], out: TextIO, quiet: bool = False, every_s: floa
             current = 0
             resumed_from = None if line.lstrip().startswith("Resuming") else 0
             if not quiet and float(downloading["size"]) * UNIT_MB[downloading["unit"]] >= BIG_MB:
-                print(f"setup:   downloading {downloading['name']} ({downloading['size']} {downloading['unit']})",
-                      file=out, flush=True)
+                print(
+                    f"setup:   downloading {downloading['name']} ({downloading['size']} {downloading['unit']})",
+                    file=out,
+                    flush=True,
+                )
             continue
         if line.startswith("install-torch:"):
             print(line, file=out, flush=True)

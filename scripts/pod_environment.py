@@ -37,22 +37,30 @@ _BEFORE = r"(?:(?<=^)|(?<=[\s=,@])|(?<=//))"
 def expand(text: str, env: dict[str, str]) -> str:
     """Kubernetes' $(VAR) expansion: a defined name is replaced, an undefined one is left as written,
     `$$` is a literal `$`."""
+
     def one(match: re.Match) -> str:
         if match.group(0) == "$$":
             return "$"
         name = match.group(1)
         return env[name] if name in env else match.group(0)
+
     return _REFERENCE.sub(one, text)
 
 
 def field_value(pod: dict[str, Any], path: str) -> str:
     """A downward-API fieldRef (Kubernetes docs, "Information available via fieldRef")."""
     meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
-    simple = {"metadata.name": meta["name"], "metadata.namespace": meta["namespace"], "metadata.uid": meta.get("uid", ""),
-              "spec.nodeName": spec.get("nodeName", ""), "spec.serviceAccountName": spec.get("serviceAccountName", ""),
-              "status.podIP": status.get("podIP", ""), "status.hostIP": status.get("hostIP", ""),
-              "status.podIPs": ",".join(ip["ip"] for ip in status.get("podIPs") or []),
-              "status.hostIPs": ",".join(ip["ip"] for ip in status.get("hostIPs") or [])}
+    simple = {
+        "metadata.name": meta["name"],
+        "metadata.namespace": meta["namespace"],
+        "metadata.uid": meta.get("uid", ""),
+        "spec.nodeName": spec.get("nodeName", ""),
+        "spec.serviceAccountName": spec.get("serviceAccountName", ""),
+        "status.podIP": status.get("podIP", ""),
+        "status.hostIP": status.get("hostIP", ""),
+        "status.podIPs": ",".join(ip["ip"] for ip in status.get("podIPs") or []),
+        "status.hostIPs": ",".join(ip["ip"] for ip in status.get("hostIPs") or []),
+    }
     if path in simple:
         return simple[path]
     keyed = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
@@ -78,12 +86,15 @@ HOST_PATH_VARIABLES = ("PATH", "PYTHONPATH")
 def rewritten_env(env: dict[str, str], base: dict[str, str], rewrite: Callable[[str], str]) -> dict[str, str]:
     """`env` with its values rewritten (Rewriter), but for the runtime's own host paths left as `base` set them:
     a checkout under /tmp must not become `<pod root>/tmp/...` in PATH because the pod mounts /tmp."""
-    return {key: value if key in HOST_PATH_VARIABLES and base.get(key) == value else rewrite(value)
-            for key, value in env.items()}
+    return {
+        key: value if key in HOST_PATH_VARIABLES and base.get(key) == value else rewrite(value)
+        for key, value in env.items()
+    }
 
 
-def container_env(pod: dict[str, Any], container: dict[str, Any], reader: Reader,
-                  base: dict[str, str] | None = None) -> dict[str, str]:
+def container_env(
+    pod: dict[str, Any], container: dict[str, Any], reader: Reader, base: dict[str, str] | None = None
+) -> dict[str, str]:
     """The container's environment: `base` (what the runtime sets), then envFrom, then env in order."""
     namespace = pod["metadata"]["namespace"]
     env = dict(base or {})
@@ -126,7 +137,12 @@ class Rewriter:
         # One pattern, one pass: what a rule puts in (the pod's root, an address) is never matched again.
         self.hosts = {"0.0.0.0": pod_ip}
         for name, address in services.items():
-            for alias in (f"{name}.{namespace}.svc.cluster.local", f"{name}.{namespace}.svc", f"{name}.{namespace}", name):
+            for alias in (
+                f"{name}.{namespace}.svc.cluster.local",
+                f"{name}.{namespace}.svc",
+                f"{name}.{namespace}",
+                name,
+            ):
                 self.hosts[alias] = address
         self.root = root
         mounts = sorted({m.rstrip("/") for m in mount_paths if m.rstrip("/")}, key=len, reverse=True)
@@ -140,4 +156,5 @@ class Rewriter:
             if match.group("host") is not None:
                 return self.hosts[match.group("host")]
             return self.root + match.group("path")
+
         return self.pattern.sub(one, text)

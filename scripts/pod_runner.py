@@ -78,10 +78,12 @@ def claim_networks() -> tuple[str, str, socket.socket]:
             continue
         return f"127.{second}", f"127.{second + 1}", claim
     raise SystemExit("pod runner: every /16 of the loopback range is held by another pod runner")
+
+
 LOOP_SECONDS = 0.5
 BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 10, 300
-MESSAGE_LIMIT = 4096          # the kubelet reads at most 4096 bytes of the termination message file
-FALLBACK_LOG_LINES = 80       # FallbackToLogsOnError: the last 80 lines, at most 2048 bytes (Kubernetes API)
+MESSAGE_LIMIT = 4096  # the kubelet reads at most 4096 bytes of the termination message file
+FALLBACK_LOG_LINES = 80  # FallbackToLogsOnError: the last 80 lines, at most 2048 bytes (Kubernetes API)
 FALLBACK_LOG_BYTES = 2048
 LOST_NODES = "lost-nodes"
 
@@ -136,7 +138,7 @@ class PodRunner:
         self.pod_network, service_network, self._claim = claim_networks()
         self.proxy = ServiceProxy(service_network)
         self.pods: dict[str, RunningPod] = {}
-        self.addresses: dict[str, str] = {}   # pod uid -> its address, kept while the pod object exists
+        self.addresses: dict[str, str] = {}  # pod uid -> its address, kept while the pod object exists
         self.next_address = 0
         self.lost: set[str] = set()
         self.stopping = False
@@ -224,9 +226,16 @@ class PodRunner:
         meta = pod["metadata"]
         directory = self.dir / "pods" / f"{meta['namespace']}_{meta['name']}_{meta['uid'][:8]}"
         (directory / "root").mkdir(parents=True, exist_ok=True)
-        running = RunningPod(meta["uid"], pod_path(pod), pod["spec"]["nodeName"], self.address(meta["uid"]), directory,
-                             [Container(c, directory / f"{c['name']}.log") for c in pod["spec"]["containers"]],
-                             pod["spec"].get("restartPolicy", "Always"), now())
+        running = RunningPod(
+            meta["uid"],
+            pod_path(pod),
+            pod["spec"]["nodeName"],
+            self.address(meta["uid"]),
+            directory,
+            [Container(c, directory / f"{c['name']}.log") for c in pod["spec"]["containers"]],
+            pod["spec"].get("restartPolicy", "Always"),
+            now(),
+        )
         # The podIP is in the status before the processes start: the downward API reads it.
         pod.setdefault("status", {})["podIP"] = running.ip
         pod["status"]["hostIP"] = "127.0.0.1"
@@ -247,13 +256,21 @@ class PodRunner:
             raise
 
     def token(self, namespace: str, account: str, pod: dict[str, Any], seconds: int, audience: str | None) -> str:
-        spec: dict[str, Any] = {"expirationSeconds": seconds,
-                                "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": pod["metadata"]["name"],
-                                                   "uid": pod["metadata"]["uid"]}}
+        spec: dict[str, Any] = {
+            "expirationSeconds": seconds,
+            "boundObjectRef": {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "name": pod["metadata"]["name"],
+                "uid": pod["metadata"]["uid"],
+            },
+        }
         if audience:
             spec["audiences"] = [audience]
-        answer = self.api.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
-                                 {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+        answer = self.api.create(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+        )
         return answer["status"]["token"]
 
     def launch(self, running: RunningPod, container: Container, pod: dict[str, Any], folders: dict[str, Path]) -> None:
@@ -262,15 +279,22 @@ class PodRunner:
         container.message_file = pod_volumes.termination_log(root, spec)
         # The termination message file is the container's too: its path is rewritten like a mount's.
         mounts.append(spec.get("terminationMessagePath", "/dev/termination-log"))
-        rewrite = Rewriter(str(root), mounts, pod["metadata"]["namespace"],
-                           self.proxy.names(pod["metadata"]["namespace"]), running.ip)
-        base = {"PATH": f"{REPO / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-                "HOSTNAME": pod["spec"].get("hostname") or pod["metadata"]["name"],
-                "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(self.api_port),
-                "KUBERNETES_SERVICE_PORT_HTTPS": str(self.api_port), "LANG": "C.UTF-8",
-                # The image's ENV (images/Dockerfile), with the checkout in /app's place.
-                "PYTHONPATH": f"{SITE}:{REPO}", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-                "HOME": "/tmp"}
+        rewrite = Rewriter(
+            str(root), mounts, pod["metadata"]["namespace"], self.proxy.names(pod["metadata"]["namespace"]), running.ip
+        )
+        base = {
+            "PATH": f"{REPO / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "HOSTNAME": pod["spec"].get("hostname") or pod["metadata"]["name"],
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(self.api_port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.api_port),
+            "LANG": "C.UTF-8",
+            # The image's ENV (images/Dockerfile), with the checkout in /app's place.
+            "PYTHONPATH": f"{SITE}:{REPO}",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "HOME": "/tmp",
+        }
         env = rewritten_env(container_env(pod, spec, self.read, base), base, rewrite)
         env["POD_RUNNER_ROOT"] = str(root)
         env["POD_RUNNER_CONTAINER"] = _tag(running, container)
@@ -282,8 +306,15 @@ class PodRunner:
         if not command:
             raise ValueError(f"container {spec['name']} has no command: the image's default is not known here")
         with open(container.log_path, "ab") as output:
-            container.process = subprocess.Popen(command, env=env, cwd=REPO, stdout=output, stderr=subprocess.STDOUT,
-                                                 stdin=subprocess.DEVNULL, start_new_session=True)
+            container.process = subprocess.Popen(
+                command,
+                env=env,
+                cwd=REPO,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         # The main process's id, for tests that crash a container from outside (as an OOM kill would).
         (running.directory / f"{spec['name']}.pid").write_text(str(container.process.pid))
         container.started_at, container.terminated = now(), None
@@ -308,19 +339,30 @@ class PodRunner:
             process = container.process
             if process is not None and process.poll() is not None:
                 self.exited(running, container, process.returncode)
-            elif process is None and not deleting and container.terminated is not None and time.monotonic() >= container.restart_at > 0:
+            elif (
+                process is None
+                and not deleting
+                and container.terminated is not None
+                and time.monotonic() >= container.restart_at > 0
+            ):
                 self.restart(running, container, pod)
             elif process is not None and not deleting:
                 self.probe(running, container, pod)
-        running.done = all(c.process is None and (deleting or not self.will_restart(running, c)) for c in running.containers)
+        running.done = all(
+            c.process is None and (deleting or not self.will_restart(running, c)) for c in running.containers
+        )
 
     def exited(self, running: RunningPod, container: Container, code: int) -> None:
         _kill_all(_tag(running, container))  # the container's other processes end with its main one
         container.process = None
         container.ready = False
-        container.terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                "startedAt": container.started_at, "finishedAt": now(),
-                                **({"signal": -code} if code < 0 else {})}
+        container.terminated = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": container.started_at,
+            "finishedAt": now(),
+            **({"signal": -code} if code < 0 else {}),
+        }
         if code < 0:  # killed by a signal: a container runtime reports 128 + the signal
             container.terminated["exitCode"] = 128 - code
             container.terminated.pop("signal")
@@ -329,7 +371,7 @@ class PodRunner:
             container.terminated["message"] = message
         log.info("%s: container %s exited %d", running.key, container.spec["name"], container.terminated["exitCode"])
         if running.terminating_since is None and self.will_restart(running, container):
-            delay = min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2 ** container.restarts)
+            delay = min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2**container.restarts)
             container.restart_at = time.monotonic() + delay
 
     def message(self, container: Container, code: int) -> str:
@@ -388,44 +430,73 @@ class PodRunner:
         for container in running.containers:
             if container.process is not None:
                 state = {"running": {"startedAt": container.started_at}, "terminated": None, "waiting": None}
-            elif container.terminated is not None and self.will_restart(running, container) and running.terminating_since is None:
+            elif (
+                container.terminated is not None
+                and self.will_restart(running, container)
+                and running.terminating_since is None
+            ):
                 state = {"waiting": {"reason": "CrashLoopBackOff"}, "running": None, "terminated": None}
             else:
                 state = {"terminated": container.terminated, "running": None, "waiting": None}
-            entry = {"name": container.spec["name"], "image": container.spec.get("image", ""), "imageID": "",
-                     "containerID": f"pod-runner://{running.uid[:8]}-{container.spec['name']}-{container.restarts}",
-                     "ready": container.ready, "started": container.process is not None, "restartCount": container.restarts,
-                     "state": state}
+            entry = {
+                "name": container.spec["name"],
+                "image": container.spec.get("image", ""),
+                "imageID": "",
+                "containerID": f"pod-runner://{running.uid[:8]}-{container.spec['name']}-{container.restarts}",
+                "ready": container.ready,
+                "started": container.process is not None,
+                "restartCount": container.restarts,
+                "state": state,
+            }
             if container.last_terminated:
                 entry["lastState"] = {"terminated": container.last_terminated}
             states.append(entry)
         terminal = all(c.process is None and c.terminated is not None for c in running.containers) and (
-            running.terminating_since is not None or not any(self.will_restart(running, c) for c in running.containers))
+            running.terminating_since is not None or not any(self.will_restart(running, c) for c in running.containers)
+        )
         if terminal:
             phase = "Succeeded" if all(c.terminated["exitCode"] == 0 for c in running.containers) else "Failed"
         else:
             phase = "Running"
         ready = not terminal and all(c.ready for c in running.containers) and running.terminating_since is None
         reason = {"reason": "PodCompleted"} if terminal else {}
-        conditions = [{"type": "PodReadyToStartContainers", "status": "True"},
-                      {"type": "Initialized", "status": "True"},
-                      {"type": "ContainersReady", "status": "True" if ready else "False", **reason},
-                      {"type": "Ready", "status": "True" if ready else "False", **reason}]
+        conditions = [
+            {"type": "PodReadyToStartContainers", "status": "True"},
+            {"type": "Initialized", "status": "True"},
+            {"type": "ContainersReady", "status": "True" if ready else "False", **reason},
+            {"type": "Ready", "status": "True" if ready else "False", **reason},
+        ]
         written = {c["type"]: c for c in (pod.get("status") or {}).get("conditions") or []}
         for condition in conditions:
             old = written.get(condition["type"])
             same = old and old.get("status") == condition["status"]
-            condition["lastTransitionTime"] = old["lastTransitionTime"] if same and old.get("lastTransitionTime") else now()
+            condition["lastTransitionTime"] = (
+                old["lastTransitionTime"] if same and old.get("lastTransitionTime") else now()
+            )
             condition["lastProbeTime"] = None
-        return {"phase": phase, "conditions": conditions, "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
-                "podIP": running.ip, "podIPs": [{"ip": running.ip}], "startTime": running.started_at,
-                "containerStatuses": states}
+        return {
+            "phase": phase,
+            "conditions": conditions,
+            "hostIP": "127.0.0.1",
+            "hostIPs": [{"ip": "127.0.0.1"}],
+            "podIP": running.ip,
+            "podIPs": [{"ip": running.ip}],
+            "startTime": running.started_at,
+            "containerStatuses": states,
+        }
 
     # -- ending --------------------------------------------------------------------------------------
     def final_delete(self, pod: dict[str, Any]) -> None:
         try:
-            self.api.delete(pod_path(pod), {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
-                                             "preconditions": {"uid": pod["metadata"]["uid"]}})
+            self.api.delete(
+                pod_path(pod),
+                {
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "gracePeriodSeconds": 0,
+                    "preconditions": {"uid": pod["metadata"]["uid"]},
+                },
+            )
         except ApiError as error:
             if error.status not in (404, 409):
                 raise
@@ -483,7 +554,9 @@ def _probe(spec: dict[str, Any], ip: str) -> bool:
             with urllib.request.urlopen(url, timeout=timeout) as response:
                 return 200 <= response.status < 400
         if "exec" in spec:
-            return subprocess.run(spec["exec"]["command"], cwd=REPO, capture_output=True, timeout=timeout).returncode == 0
+            return (
+                subprocess.run(spec["exec"]["command"], cwd=REPO, capture_output=True, timeout=timeout).returncode == 0
+            )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return False
@@ -501,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def stop(*_: Any) -> None:
         runner.stopping = True
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     runner.run()

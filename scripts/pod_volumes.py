@@ -42,7 +42,9 @@ def _keyed(data: dict[str, str | bytes], items: list[dict[str, Any]] | None) -> 
     return {item["path"]: data[item["key"]] for item in items if item["key"] in data}
 
 
-def _source_files(pod: dict[str, Any], source: dict[str, Any], reader: Reader, token: TokenMaker) -> dict[str, str | bytes]:
+def _source_files(
+    pod: dict[str, Any], source: dict[str, Any], reader: Reader, token: TokenMaker
+) -> dict[str, str | bytes]:
     """The files of one volume source (also one source of a projected volume)."""
     namespace = pod["metadata"]["namespace"]
     if "configMap" in source:
@@ -63,12 +65,17 @@ def _source_files(pod: dict[str, Any], source: dict[str, Any], reader: Reader, t
             raise LookupError(f"Secret {namespace}/{name} not found")
         return _keyed({k: base64.b64decode(v) for k, v in data.items()}, ref.get("items"))
     if "downwardAPI" in source:
-        return {item["path"]: field_value(pod, item["fieldRef"]["fieldPath"])
-                for item in source["downwardAPI"].get("items") or [] if "fieldRef" in item}
+        return {
+            item["path"]: field_value(pod, item["fieldRef"]["fieldPath"])
+            for item in source["downwardAPI"].get("items") or []
+            if "fieldRef" in item
+        }
     if "serviceAccountToken" in source:
         ref = source["serviceAccountToken"]
         account = pod["spec"].get("serviceAccountName") or "default"
-        return {ref["path"]: token(namespace, account, pod, int(ref.get("expirationSeconds", 3600)), ref.get("audience"))}
+        return {
+            ref["path"]: token(namespace, account, pod, int(ref.get("expirationSeconds", 3600)), ref.get("audience"))
+        }
     if "projected" in source:
         files: dict[str, str | bytes] = {}
         for part in source["projected"].get("sources") or []:
@@ -77,7 +84,9 @@ def _source_files(pod: dict[str, Any], source: dict[str, Any], reader: Reader, t
     raise ValueError(f"volume source {sorted(source)} is not one the pod runner makes")
 
 
-def materialize(pod: dict[str, Any], pod_dir: Path, shared_root: Path, reader: Reader, token: TokenMaker) -> dict[str, Path]:
+def materialize(
+    pod: dict[str, Any], pod_dir: Path, shared_root: Path, reader: Reader, token: TokenMaker
+) -> dict[str, Path]:
     """Every volume of `pod` made on this machine: its name -> its folder."""
     namespace = pod["metadata"]["namespace"]
     folders: dict[str, Path] = {}
@@ -137,14 +146,22 @@ def bind_claims(api, shared_root: Path) -> None:
             continue
         folder = shared_root / meta["namespace"] / meta["name"]
         folder.mkdir(parents=True, exist_ok=True)
-        volume = {"apiVersion": "v1", "kind": "PersistentVolume",
-                  "metadata": {"name": f"pvc-{meta['uid']}",
-                               "annotations": {"pv.kubernetes.io/provisioned-by": "elastic-training.test/pod-runner"}},
-                  "spec": {"capacity": {"storage": spec["resources"]["requests"]["storage"]},
-                           "accessModes": spec["accessModes"], "storageClassName": spec.get("storageClassName") or "",
-                           "persistentVolumeReclaimPolicy": "Retain",
-                           "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
-                           "hostPath": {"path": str(folder), "type": "Directory"}}}
+        volume = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": f"pvc-{meta['uid']}",
+                "annotations": {"pv.kubernetes.io/provisioned-by": "elastic-training.test/pod-runner"},
+            },
+            "spec": {
+                "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                "accessModes": spec["accessModes"],
+                "storageClassName": spec.get("storageClassName") or "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+                "hostPath": {"path": str(folder), "type": "Directory"},
+            },
+        }
         try:
             api.create("/api/v1/persistentvolumes", volume)
         except Exception as error:  # noqa: BLE001 - already there (409) is the common case; the next loop retries others
@@ -156,4 +173,3 @@ def remove(pod_dir: Path) -> None:
     """A gone pod's volumes and root (not the shared folders they link to); its logs stay."""
     for part in ("volumes", "root"):
         shutil.rmtree(pod_dir / part, ignore_errors=True)
-

@@ -46,11 +46,17 @@ def main(argv: list[str] | None = None) -> int:
         with target.open(newline="", encoding="utf-8") as handle:
             before = {r["InstanceType"] for r in csv.DictReader(handle)}
     target.write_text(shapes_build.csv_text(rows), encoding="utf-8")
-    source = {"motoVersion": version, "path": shapes_build.MOTO_DATA,
-              "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-              "readOn": datetime.now(timezone.utc).date().isoformat(), "types": len(rows),
-              "note": "EC2 DescribeInstanceTypes answers as moto ships them, less the Mac (macOS-only) types"}
-    (shapes_build.DATA_DIR / shapes_build.SOURCE_FILE).write_text(json.dumps(source, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    source = {
+        "motoVersion": version,
+        "path": shapes_build.MOTO_DATA,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "readOn": datetime.now(timezone.utc).date().isoformat(),
+        "types": len(rows),
+        "note": "EC2 DescribeInstanceTypes answers as moto ships them, less the Mac (macOS-only) types",
+    }
+    (shapes_build.DATA_DIR / shapes_build.SOURCE_FILE).write_text(
+        json.dumps(source, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     after = {r["InstanceType"] for r in rows}
     for name in sorted(after - before):
         print(f"added {name}")

@@ -62,8 +62,9 @@ def stack_types(stacks_dir: Path) -> set[str]:
 
 
 def _get(url: str) -> bytes:
-    request = urllib.request.Request(url, headers={"Accept": "application/vnd.github+json",
-                                                   "User-Agent": "elastic-training-refresh-prices"})
+    request = urllib.request.Request(
+        url, headers={"Accept": "application/vnd.github+json", "User-Agent": "elastic-training-refresh-prices"}
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.read()
 
@@ -91,9 +92,11 @@ def changes(before_types: set[str], before: dict[tuple[str, str], str], tables: 
     after = {(row["InstanceType"], row["Region"]): row["OnDemandUsd"] for row in tables.prices}
     lines = [f"added {name}" for name in sorted(after_types - before_types)]
     lines += [f"dropped {name} (not in this copy of the catalog)" for name in sorted(before_types - after_types)]
-    lines += [f"{name} in {region}: On-Demand ${before[(name, region)]} -> ${price}"
-              for (name, region), price in sorted(after.items())
-              if (name, region) in before and before[(name, region)] != price]
+    lines += [
+        f"{name} in {region}: On-Demand ${before[(name, region)]} -> ${price}"
+        for (name, region), price in sorted(after.items())
+        if (name, region) in before and before[(name, region)] != price
+    ]
     return lines
 
 
@@ -103,15 +106,23 @@ def go_module_file(module: str, version: str, path: str) -> tuple[bytes, str, st
     extract a module whose go.mod needs a newer Go, but it has fetched the zip by then."""
     env = dict(os.environ, GOFLAGS="-mod=mod")
     with tempfile.TemporaryDirectory() as empty:
-        done = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], cwd=empty, env=env,
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@{version}"],
+            cwd=empty,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     try:
         answer = json.loads(done.stdout)
     except ValueError:
         raise SystemExit(f"refresh_prices: go mod download {module}@{version} failed: {done.stderr.strip()}") from None
     zip_path = Path(answer.get("Zip") or "")
     if not zip_path.is_file():
-        raise SystemExit(f"refresh_prices: go mod download {module}@{version}: {answer.get('Error') or done.stderr.strip()}")
+        raise SystemExit(
+            f"refresh_prices: go mod download {module}@{version}: {answer.get('Error') or done.stderr.strip()}"
+        )
     resolved = answer["Version"]
     info = json.loads(Path(answer["Info"]).read_text(encoding="utf-8")) if answer.get("Info") else {}
     with zipfile.ZipFile(zip_path) as archive:
@@ -121,24 +132,40 @@ def go_module_file(module: str, version: str, path: str) -> tuple[bytes, str, st
 
 def refresh_region_table(version: str, data_dir: Path, today: str, fetch=go_module_file) -> str:
     data, resolved, when = fetch(region_prices_build.EC2II_MODULE, version, region_prices_build.EC2II_PATH)
-    source = region_prices_build.module_source(region_prices_build.EC2II_MODULE, resolved, when,
-                                               region_prices_build.EC2II_PATH, data, today)
+    source = region_prices_build.module_source(
+        region_prices_build.EC2II_MODULE, resolved, when, region_prices_build.EC2II_PATH, data, today
+    )
     table = region_prices_build.build_region_table(data, set(commercial_regions()), source)
-    region_prices_build.write(table, region_prices_build.REGION_FILE, region_prices_build.REGION_SOURCE_FILE,
-                              region_prices_build.REGION_COLUMNS, data_dir)
-    return (f"{table.source['types']} types in {table.source['regions']} regions, {len(table.rows)} rows "
-            f"({table.source['withSpot']} with Spot) from {region_prices_build.EC2II_MODULE}@{resolved}")
+    region_prices_build.write(
+        table,
+        region_prices_build.REGION_FILE,
+        region_prices_build.REGION_SOURCE_FILE,
+        region_prices_build.REGION_COLUMNS,
+        data_dir,
+    )
+    return (
+        f"{table.source['types']} types in {table.source['regions']} regions, {len(table.rows)} rows "
+        f"({table.source['withSpot']} with Spot) from {region_prices_build.EC2II_MODULE}@{resolved}"
+    )
 
 
 def refresh_karpenter_table(version: str, data_dir: Path, today: str, fetch=go_module_file) -> str:
     data, resolved, when = fetch(region_prices_build.KARPENTER_MODULE, version, region_prices_build.KARPENTER_PATH)
-    source = region_prices_build.module_source(region_prices_build.KARPENTER_MODULE, resolved, when,
-                                               region_prices_build.KARPENTER_PATH, data, today)
+    source = region_prices_build.module_source(
+        region_prices_build.KARPENTER_MODULE, resolved, when, region_prices_build.KARPENTER_PATH, data, today
+    )
     table = region_prices_build.build_karpenter_table(data.decode("utf-8"), source)
-    region_prices_build.write(table, region_prices_build.KARPENTER_FILE, region_prices_build.KARPENTER_SOURCE_FILE,
-                              region_prices_build.KARPENTER_COLUMNS, data_dir)
-    return (f"{len(table.rows)} On-Demand rows (generated {table.source['generatedAt']} for "
-            f"{table.source['generatedFor']}) from {region_prices_build.KARPENTER_MODULE}@{resolved}")
+    region_prices_build.write(
+        table,
+        region_prices_build.KARPENTER_FILE,
+        region_prices_build.KARPENTER_SOURCE_FILE,
+        region_prices_build.KARPENTER_COLUMNS,
+        data_dir,
+    )
+    return (
+        f"{len(table.rows)} On-Demand rows (generated {table.source['generatedAt']} for "
+        f"{table.source['generatedFor']}) from {region_prices_build.KARPENTER_MODULE}@{resolved}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,14 +176,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", help="the catalog commit the --csv copy was taken at (required with --csv)")
     parser.add_argument("--commit-date", help="that commit's date, YYYY-MM-DD")
     parser.add_argument("--add", action="append", default=[], metavar="TYPE", help="carry this instance type too")
-    parser.add_argument("--all", action="store_true", default=False,
-                        help="carry every instance type of the catalog (issue 39: about 1,400 types in every region "
-                             "it lists; the tables then take a few MB)")
-    parser.add_argument("--ec2-instances-info", metavar="VERSION",
-                        help=f"rebuild the region-wide table from the Go module {region_prices_build.EC2II_MODULE} "
-                             "at VERSION ('latest' or a version)")
-    parser.add_argument("--karpenter", metavar="VERSION",
-                        help=f"rebuild the Karpenter On-Demand table from the Go module {region_prices_build.KARPENTER_MODULE}")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        default=False,
+        help="carry every instance type of the catalog (issue 39: about 1,400 types in every region "
+        "it lists; the tables then take a few MB)",
+    )
+    parser.add_argument(
+        "--ec2-instances-info",
+        metavar="VERSION",
+        help=f"rebuild the region-wide table from the Go module {region_prices_build.EC2II_MODULE} "
+        "at VERSION ('latest' or a version)",
+    )
+    parser.add_argument(
+        "--karpenter",
+        metavar="VERSION",
+        help=f"rebuild the Karpenter On-Demand table from the Go module {region_prices_build.KARPENTER_MODULE}",
+    )
     parser.add_argument("--data-dir", type=Path, default=catalog_build.DATA_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--stacks-dir", type=Path, default=ROOT / "stacks", help=argparse.SUPPRESS)
     parser.add_argument("--github-api", default=GITHUB_API, help=argparse.SUPPRESS)
@@ -195,8 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     except catalog_build.CatalogError as error:
         print(f"refresh_prices: {error}", file=sys.stderr)
         return 2
-    source = {"repository": catalog_build.REPOSITORY, "path": catalog_build.CATALOG_PATH, "commit": commit,
-              "commitDate": commit_date, "readOn": today, "rows": len(tables.prices)}
+    source = {
+        "repository": catalog_build.REPOSITORY,
+        "path": catalog_build.CATALOG_PATH,
+        "commit": commit,
+        "commitDate": commit_date,
+        "readOn": today,
+        "rows": len(tables.prices),
+    }
     if not commit_date:
         source["commitDateNote"] = "not given (--commit-date)"
     catalog_build.write(tables, source, args.data_dir)

@@ -34,8 +34,12 @@ CONNECT_SECONDS = 2.0
 
 def ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
-    return (status.get("phase") == "Running" and bool(status.get("podIP")) and not pod["metadata"].get("deletionTimestamp")
-            and any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []))
+    return (
+        status.get("phase") == "Running"
+        and bool(status.get("podIP"))
+        and not pod["metadata"].get("deletionTimestamp")
+        and any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+    )
 
 
 def selects(selector: dict[str, str], pod: dict[str, Any]) -> bool:
@@ -59,8 +63,8 @@ class ServiceProxy:
         self.network = network
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True, name="service-proxy").start()
-        self.addresses: dict[tuple[str, str], str] = {}      # (namespace, service) -> its address
-        self.listeners: dict[tuple[str, int], Any] = {}       # (address, port) -> asyncio server
+        self.addresses: dict[tuple[str, str], str] = {}  # (namespace, service) -> its address
+        self.listeners: dict[tuple[str, int], Any] = {}  # (address, port) -> asyncio server
         self.endpoints: dict[tuple[str, int], list[tuple[str, int]]] = {}
         self.turn = itertools.count()
         self.refused: set[tuple[str, int]] = set()
@@ -85,20 +89,29 @@ class ServiceProxy:
             if not selector or spec.get("type", "ClusterIP") not in ("ClusterIP", "NodePort", "LoadBalancer"):
                 continue
             address = self.address_of(meta["namespace"], meta["name"])
-            members = [p for p in pods if p["metadata"]["namespace"] == meta["namespace"] and selects(selector, p) and ready(p)]
+            members = [
+                p for p in pods if p["metadata"]["namespace"] == meta["namespace"] and selects(selector, p) and ready(p)
+            ]
             for port in spec.get("ports") or []:
                 if port.get("protocol", "TCP") != "TCP":
                     continue
-                wanted[(address, port["port"])] = [(p["status"]["podIP"], t) for p in members
-                                                   if (t := target_port(port, p)) is not None]
-        running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running" and (p.get("status") or {}).get("podIP")
-                   and not p["metadata"].get("deletionTimestamp")]
+                wanted[(address, port["port"])] = [
+                    (p["status"]["podIP"], t) for p in members if (t := target_port(port, p)) is not None
+                ]
+        running = [
+            p
+            for p in pods
+            if (p.get("status") or {}).get("phase") == "Running"
+            and (p.get("status") or {}).get("podIP")
+            and not p["metadata"].get("deletionTimestamp")
+        ]
         for pod in running:
             for container in pod["spec"].get("containers") or []:
                 for declared in container.get("ports") or []:
                     if declared.get("protocol", "TCP") == "TCP":
                         wanted.setdefault((LOCALHOST, declared["containerPort"]), []).append(
-                            (pod["status"]["podIP"], declared["containerPort"]))
+                            (pod["status"]["podIP"], declared["containerPort"])
+                        )
         self.endpoints = wanted
         for key in wanted:
             if key not in self.listeners and key not in self.refused:
@@ -110,8 +123,10 @@ class ServiceProxy:
 
     def _listen(self, address: str, port: int) -> None:
         async def start():
-            return await asyncio.start_server(lambda r, w: self._forward((address, port), r, w), address, port,
-                                              reuse_address=True)
+            return await asyncio.start_server(
+                lambda r, w: self._forward((address, port), r, w), address, port, reuse_address=True
+            )
+
         try:
             self.listeners[(address, port)] = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
         except OSError as error:

@@ -21,6 +21,7 @@ def synth_stack(tmp_path_factory):
             assert result.returncode == 0, result.stderr
             cache[key] = load_synth(out)
         return cache[key]
+
     return render
 
 
@@ -32,9 +33,16 @@ def dev(synth_stack) -> Synth:
 # Non-default values for many keys at once: one render serves every "config reaches the
 # resources" test (each render costs seconds).
 VARIANT = (
-    "aws:region=eu-west-1", "availabilityZoneCount=3", "nodeMaxCount=3", "workers=3", "maxWorkers=3",
+    "aws:region=eu-west-1",
+    "availabilityZoneCount=3",
+    "nodeMaxCount=3",
+    "workers=3",
+    "maxWorkers=3",
     'clusterAdminArns=["arn:aws:iam::123456789012:role/platform-admins"]',
-    "storageClassName=shared", "persistentVolumeName=shared-pv", "pvcName=shared-claim", "namespace=ml",
+    "storageClassName=shared",
+    "persistentVolumeName=shared-pv",
+    "pvcName=shared-claim",
+    "namespace=ml",
     "imageUri=public.ecr.aws/example/trainer@sha256:" + "a" * 64,
 )
 

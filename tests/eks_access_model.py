@@ -49,9 +49,17 @@ def _in_use(cluster: str) -> ClientError:
     """The error the EKS client raises, shaped by botocore's own model of it."""
     shape = botocore.session.get_session().get_service_model("eks").shape_for("ResourceInUseException")
     status = shape.metadata["error"]["httpStatusCode"]
-    return ClientError({"Error": {"Code": "ResourceInUseException",
-                                  "Message": "The specified access entry resource is already in use on this cluster."},
-                        "ResponseMetadata": {"HTTPStatusCode": status}, "clusterName": cluster}, "CreateAccessEntry")
+    return ClientError(
+        {
+            "Error": {
+                "Code": "ResourceInUseException",
+                "Message": "The specified access entry resource is already in use on this cluster.",
+            },
+            "ResponseMetadata": {"HTTPStatusCode": status},
+            "clusterName": cluster,
+        },
+        "CreateAccessEntry",
+    )
 
 
 @dataclass

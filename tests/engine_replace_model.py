@@ -23,8 +23,11 @@ FORCE_NEW_ALWAYS = (("metadata", "name"), ("metadata", "namespace"))
 def changed_paths(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """The property paths where `old` and `new` differ (leaves, list indexes as ints)."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [p for key in sorted(set(old) | set(new), key=str)
-                for p in changed_paths(old.get(key), new.get(key), (*path, key))]
+        return [
+            p
+            for key in sorted(set(old) | set(new), key=str)
+            for p in changed_paths(old.get(key), new.get(key), (*path, key))
+        ]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [p for index, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, (*path, index))]
     return [] if old == new else [path]
@@ -49,7 +52,7 @@ def contains(prefix: tuple[Any, ...], path: tuple[Any, ...]) -> bool:
 
 
 def step(old: dict[str, Any], new: dict[str, Any], replace_on_changes: list[str]) -> str:
-    """"same", "update" or "replace" for a custom resource going from `old` to `new` inputs."""
+    """ "same", "update" or "replace" for a custom resource going from `old` to `new` inputs."""
     paths = changed_paths(old, new)
     if not paths:
         return "same"

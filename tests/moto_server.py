@@ -27,8 +27,9 @@ def running_moto_server(start_timeout: float = 30) -> Iterator[str]:
     The port is the one this process bound, never a port probed free and bound later: between the
     two, the pytest process beside this one could start its own server there, and both tests would
     share one server's state (a flaky failure seen once in the whole suite)."""
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", "0"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     ports: queue.Queue[int] = queue.Queue()
 
     def read_stderr() -> None:
@@ -42,8 +43,9 @@ def running_moto_server(start_timeout: float = 30) -> Iterator[str]:
         try:
             port = ports.get(timeout=start_timeout)
         except queue.Empty:
-            raise AssertionError(f"moto_server did not say where it listens within {start_timeout:.0f} s "
-                                 f"(exit code {server.poll()})") from None
+            raise AssertionError(
+                f"moto_server did not say where it listens within {start_timeout:.0f} s (exit code {server.poll()})"
+            ) from None
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()

@@ -52,12 +52,16 @@ def _user_namespace(pod: Pod) -> bool:
 
 # --- Baseline ----------------------------------------------------------------------------------
 
+
 def host_process(pod: Pod) -> list[str]:
     """HostProcess: securityContext.windowsOptions.hostProcess of the pod and every container:
     undefined/nil or false (check_windowsHostProcess.go)."""
     holders = [("pod", _pod_context(pod))] + [(c["name"], _context(c)) for c in _containers(pod)]
-    return [f"{who} sets windowsOptions.hostProcess=true" for who, ctx in holders
-            if (ctx.get("windowsOptions") or {}).get("hostProcess") is True]
+    return [
+        f"{who} sets windowsOptions.hostProcess=true"
+        for who, ctx in holders
+        if (ctx.get("windowsOptions") or {}).get("hostProcess") is True
+    ]
 
 
 def host_namespaces(pod: Pod) -> list[str]:
@@ -70,25 +74,48 @@ def privileged_containers(pod: Pod) -> list[str]:
     return [f"container {c['name']} is privileged" for c in _containers(pod) if _context(c).get("privileged") is True]
 
 
-BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
-                         "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+BASELINE_CAPABILITIES = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
 
 
 def capabilities_baseline(pod: Pod) -> list[str]:
     """Capabilities: securityContext.capabilities.add: undefined/nil or from the page's list."""
-    return [f"container {c['name']} adds {cap}" for c in _containers(pod)
-            for cap in (_context(c).get("capabilities") or {}).get("add") or [] if cap not in BASELINE_CAPABILITIES]
+    return [
+        f"container {c['name']} adds {cap}"
+        for c in _containers(pod)
+        for cap in (_context(c).get("capabilities") or {}).get("add") or []
+        if cap not in BASELINE_CAPABILITIES
+    ]
 
 
 def hostpath_volumes(pod: Pod) -> list[str]:
     """HostPath Volumes: spec.volumes[*].hostPath: undefined/nil."""
-    return [f"volume {v['name']} is a hostPath" for v in _spec(pod).get("volumes") or [] if v.get("hostPath") is not None]
+    return [
+        f"volume {v['name']} is a hostPath" for v in _spec(pod).get("volumes") or [] if v.get("hostPath") is not None
+    ]
 
 
 def host_ports(pod: Pod) -> list[str]:
     """Host Ports: ports[*].hostPort: undefined/nil or 0 (a known list is not supported by PodSecurity)."""
-    return [f"container {c['name']} uses hostPort {p['hostPort']}" for c in _containers(pod)
-            for p in c.get("ports") or [] if p.get("hostPort", 0) != 0]
+    return [
+        f"container {c['name']} uses hostPort {p['hostPort']}"
+        for c in _containers(pod)
+        for p in c.get("ports") or []
+        if p.get("hostPort", 0) != 0
+    ]
 
 
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
@@ -122,7 +149,11 @@ def apparmor(pod: Pod) -> list[str]:
         if kind is not None and kind not in ("RuntimeDefault", "Localhost"):
             found.append(f"{who} sets appArmorProfile.type={kind}")
     for key, value in (pod.get("metadata", {}).get("annotations") or {}).items():
-        if key.startswith(APPARMOR_ANNOTATION) and value not in ("", "runtime/default") and not value.startswith("localhost/"):
+        if (
+            key.startswith(APPARMOR_ANNOTATION)
+            and value not in ("", "runtime/default")
+            and not value.startswith("localhost/")
+        ):
             found.append(f"annotation {key}={value}")
     return found
 
@@ -148,8 +179,11 @@ def proc_mount_type(pod: Pod) -> list[str]:
     namespace, check_procMount_baseline.go)."""
     if _user_namespace(pod):
         return []
-    return [f"container {c['name']} sets procMount={_context(c)['procMount']}" for c in _containers(pod)
-            if _context(c).get("procMount", "Default") != "Default"]
+    return [
+        f"container {c['name']} sets procMount={_context(c)['procMount']}"
+        for c in _containers(pod)
+        if _context(c).get("procMount", "Default") != "Default"
+    ]
 
 
 SECCOMP_ALLOWED = ("RuntimeDefault", "Localhost")
@@ -159,14 +193,25 @@ def seccomp_baseline(pod: Pod) -> list[str]:
     """Seccomp: seccompProfile.type of the pod and every container: undefined/nil, RuntimeDefault or
     Localhost, i.e. never explicitly Unconfined."""
     holders = [("pod", _pod_context(pod))] + [(c["name"], _context(c)) for c in _containers(pod)]
-    return [f"{who} sets seccompProfile.type={(ctx.get('seccompProfile') or {}).get('type')}" for who, ctx in holders
-            if ctx.get("seccompProfile") is not None and ctx["seccompProfile"].get("type") not in SECCOMP_ALLOWED]
+    return [
+        f"{who} sets seccompProfile.type={(ctx.get('seccompProfile') or {}).get('type')}"
+        for who, ctx in holders
+        if ctx.get("seccompProfile") is not None and ctx["seccompProfile"].get("type") not in SECCOMP_ALLOWED
+    ]
 
 
-SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-                "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-                "net.ipv4.tcp_keepalive_probes"}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+}
 
 
 def sysctls(pod: Pod) -> list[str]:
@@ -176,23 +221,37 @@ def sysctls(pod: Pod) -> list[str]:
 
 # --- Restricted (everything from baseline, plus) -------------------------------------------------
 
-RESTRICTED_VOLUME_SOURCES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
-                             "projected", "secret"}
+RESTRICTED_VOLUME_SOURCES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 
 
 def volume_types(pod: Pod) -> list[str]:
     """Volume Types: every spec.volumes[*] must set one of configMap, csi, downwardAPI, emptyDir,
     ephemeral, persistentVolumeClaim, projected, secret."""
-    return [f"volume {v['name']} is not one of the allowed types" for v in _spec(pod).get("volumes") or []
-            if not RESTRICTED_VOLUME_SOURCES & {key for key, value in v.items() if value is not None}]
+    return [
+        f"volume {v['name']} is not one of the allowed types"
+        for v in _spec(pod).get("volumes") or []
+        if not RESTRICTED_VOLUME_SOURCES & {key for key, value in v.items() if value is not None}
+    ]
 
 
 def privilege_escalation(pod: Pod) -> list[str]:
     """Privilege Escalation (v1.8+): securityContext.allowPrivilegeEscalation must be false (Linux only)."""
     if _is_windows(pod):
         return []
-    return [f"container {c['name']} does not set allowPrivilegeEscalation=false" for c in _containers(pod)
-            if _context(c).get("allowPrivilegeEscalation") is not False]
+    return [
+        f"container {c['name']} does not set allowPrivilegeEscalation=false"
+        for c in _containers(pod)
+        if _context(c).get("allowPrivilegeEscalation") is not False
+    ]
 
 
 def running_as_non_root(pod: Pod) -> list[str]:
@@ -244,7 +303,9 @@ def capabilities_restricted(pod: Pod) -> list[str]:
         capabilities = _context(c).get("capabilities") or {}
         if "ALL" not in (capabilities.get("drop") or []):
             found.append(f"container {c['name']} does not drop ALL capabilities")
-        found += [f"container {c['name']} adds {cap}" for cap in capabilities.get("add") or [] if cap != "NET_BIND_SERVICE"]
+        found += [
+            f"container {c['name']} adds {cap}" for cap in capabilities.get("add") or [] if cap != "NET_BIND_SERVICE"
+        ]
     return found
 
 

@@ -67,8 +67,10 @@ def language_host_virtualenv(root: Path, project: dict[str, Any]) -> Path:
 def plugin_environment(project: dict[str, Any], base: dict[str, str], config: dict[str, str]) -> dict[str, str]:
     """provider_plugin.go NewProvider: options as PULUMI_RUNTIME_*, unresolved, over the engine's
     environment (JoinStore(optionsStore, baseStore): the options win)."""
-    options = {f"PULUMI_RUNTIME_{key.upper()}": _go_format(value)
-               for key, value in project["runtime"].get("options", {}).items()}
+    options = {
+        f"PULUMI_RUNTIME_{key.upper()}": _go_format(value)
+        for key, value in project["runtime"].get("options", {}).items()
+    }
     return {**base, **options, "PULUMI_PROJECT": project["name"], "PULUMI_CONFIG": json.dumps(config)}
 
 
@@ -101,10 +103,13 @@ def launcher_command(pwd: Path, env: dict[str, str], args: list[str]) -> tuple[l
             env.pop("PYTHONHOME", None)
             return [f"{virtualenv}/bin/python", "-u", "-m", "pulumi.dynamic", *args], env
         if os.path.isdir(virtualenv):
-            raise LauncherExit(f"The 'virtualenv' option in Pulumi.yaml is set to \"{virtualenv}\", but "
-                               f"\"{virtualenv}\" doesn't appear to be a virtual environment.")
-        raise LauncherExit(f"The 'virtualenv' option in Pulumi.yaml is set to \"{virtualenv}\", but "
-                           f"\"{virtualenv}\" doesn't exist.")
+            raise LauncherExit(
+                f"The 'virtualenv' option in Pulumi.yaml is set to \"{virtualenv}\", but "
+                f"\"{virtualenv}\" doesn't appear to be a virtual environment."
+            )
+        raise LauncherExit(
+            f"The 'virtualenv' option in Pulumi.yaml is set to \"{virtualenv}\", but \"{virtualenv}\" doesn't exist."
+        )
     return [env.get("PULUMI_PYTHON_CMD", "python3"), "-u", "-m", "pulumi.dynamic", *args], env
 
 
@@ -123,8 +128,9 @@ class ProviderHost:
         self.process.wait(timeout=30)
 
 
-def start_provider_host(root: Path, project: dict[str, Any], base_env: dict[str, str], stderr: Path,
-                        config: dict[str, str] | None = None) -> ProviderHost:
+def start_provider_host(
+    root: Path, project: dict[str, Any], base_env: dict[str, str], stderr: Path, config: dict[str, str] | None = None
+) -> ProviderHost:
     """Start the host where and as the engine would, and connect to the port it prints."""
     pwd = engine_pwd(root, project)
     env = plugin_environment(project, base_env, config or {})
@@ -151,8 +157,9 @@ def from_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
 
 
 def configure(host: ProviderHost) -> provider_pb2.ConfigureResponse:
-    return host.stub.Configure(provider_pb2.ConfigureRequest(args=to_struct({}), acceptSecrets=True,
-                                                             acceptResources=True))
+    return host.stub.Configure(
+        provider_pb2.ConfigureRequest(args=to_struct({}), acceptSecrets=True, acceptResources=True)
+    )
 
 
 def plugin_version(host: ProviderHost) -> str:

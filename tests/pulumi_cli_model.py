@@ -58,16 +58,19 @@ class GoUint64(int):
     """A YAML integer above int64: yaml.v3 gives a uint64, which is not Go's `int`."""
 
 
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
 # resolve.go: yamlStyleFloat
 _YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 # resolve.go: only strings starting with a digit or a sign are tried as numbers and timestamps,
 # strings starting with '.' as floats, and these exact words as bool/null/special floats.
-_WORDS = {**{w: True for w in ("true", "True", "TRUE")}, **{w: False for w in ("false", "False", "FALSE")},
-          **{w: None for w in ("", "~", "null", "Null", "NULL")},
-          **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
-          **{w: math.inf for w in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-          **{w: -math.inf for w in ("-.inf", "-.Inf", "-.INF")}}
+_WORDS = {
+    **{w: True for w in ("true", "True", "TRUE")},
+    **{w: False for w in ("false", "False", "FALSE")},
+    **{w: None for w in ("", "~", "null", "Null", "NULL")},
+    **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
+    **{w: math.inf for w in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
+    **{w: -math.inf for w in ("-.inf", "-.Inf", "-.INF")},
+}
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?")
 
 
@@ -84,7 +87,7 @@ def _go_parse_int(text: str) -> int | None:
     value = -value if sign == "-" else value
     if _INT64[0] <= value <= _INT64[1]:
         return value
-    if not sign and value < 2 ** 64:
+    if not sign and value < 2**64:
         return GoUint64(value)
     return None
 
@@ -133,6 +136,7 @@ def load_yaml(text: str) -> Any:
 
 
 # --- the project schema (project.json) and ValidateProject (project.go) ----------------------
+
 
 def _json_type(value: Any) -> str:
     """santhosh-tekuri/jsonschema v5.0.0 schema.go jsonType."""
@@ -200,9 +204,23 @@ CONFIG_TYPES = ("string", "integer", "boolean", "array", "object")
 DECLARATION_KEYS = ("type", "items", "description", "secret", "default", "value")
 # project.json properties + project.go Project struct: every top-level key the CLI reads. The schema
 # allows other keys (additionalProperties: true) and the CLI ignores them, so a misspelt key is silent.
-PROJECT_KEYS = ("name", "description", "author", "website", "license", "runtime", "main", "config",
-                "stackConfigDir", "backend", "options", "template", "packages", "plugins",
-                "requiredPulumiVersion")
+PROJECT_KEYS = (
+    "name",
+    "description",
+    "author",
+    "website",
+    "license",
+    "runtime",
+    "main",
+    "config",
+    "stackConfigDir",
+    "backend",
+    "options",
+    "template",
+    "packages",
+    "plugins",
+    "requiredPulumiVersion",
+)
 _NULLABLE_STRINGS = ("description", "author", "website", "license", "main", "stackConfigDir")
 
 
@@ -271,8 +289,11 @@ def _runtime_errors(runtime: Any) -> list[str]:
         if not causes:
             return []
         return ["#/runtime: oneOf failed", "#/runtime: expected string, but got object", *causes]
-    causes = (["#/runtime: length must be >= 1, but got 0"] if runtime == ""
-              else [f"#/runtime: expected string, but got {_json_type(runtime)}"])
+    causes = (
+        ["#/runtime: length must be >= 1, but got 0"]
+        if runtime == ""
+        else [f"#/runtime: expected string, but got {_json_type(runtime)}"]
+    )
     return ["#/runtime: oneOf failed", *causes, f"#/runtime: expected object, but got {_json_type(runtime)}"]
 
 
@@ -306,12 +327,17 @@ def schema_errors(project: dict) -> list[str]:
     if isinstance(options, dict):
         errors += _not_allowed("/options", options, ("refresh",))
         if "refresh" in options and options["refresh"] != "always":
-            errors += _type_error("/options/refresh", options["refresh"], "string") or ['#/options/refresh: value must be "always"']
+            errors += _type_error("/options/refresh", options["refresh"], "string") or [
+                '#/options/refresh: value must be "always"'
+            ]
     if "template" in project:
         errors += _type_error("/template", project["template"], "object", "null")
         if isinstance(project["template"], dict):
-            errors += _not_allowed("/template", project["template"],
-                                   ("displayName", "description", "quickstart", "important", "metadata", "config"))
+            errors += _not_allowed(
+                "/template",
+                project["template"],
+                ("displayName", "description", "quickstart", "important", "metadata", "config"),
+            )
     for key in ("packages", "plugins"):
         if key in project:
             errors += _type_error(f"/{key}", project[key], "object")
@@ -370,17 +396,27 @@ def _project_validate(project: dict) -> list[str]:
             return [f"project config '{key}' cannot have both a 'default' and 'value' attribute"]
         if _namespaced_by_project(name, key):
             if typed and declaration["type"] == "array" and declaration.get("items") is None:
-                return [f"The configuration key '{key}' declares an array but does not specify the underlying "
-                        "type via the 'items' attribute"]
-            if typed and default is not None and not validate_config_value(declaration["type"], declaration.get("items"), default):
-                return [f"The default value specified for configuration key '{key}' is not of the expected type "
-                        f"'{full_type_name(declaration['type'], declaration.get('items'))}'"]
+                return [
+                    f"The configuration key '{key}' declares an array but does not specify the underlying "
+                    "type via the 'items' attribute"
+                ]
+            if (
+                typed
+                and default is not None
+                and not validate_config_value(declaration["type"], declaration.get("items"), default)
+            ):
+                return [
+                    f"The default value specified for configuration key '{key}' is not of the expected type "
+                    f"'{full_type_name(declaration['type'], declaration.get('items'))}'"
+                ]
         else:
             if typed:
                 return [f"Configuration key '{key}' is not namespaced by the project and should not define a type"]
             if default is not None:
-                return [f"Configuration key '{key}' is not namespaced by the project and should not define a default "
-                        "value. Did you mean to use the 'value' attribute instead of 'default'?"]
+                return [
+                    f"Configuration key '{key}' is not namespaced by the project and should not define a default "
+                    "value. Did you mean to use the 'value' attribute instead of 'default'?"
+                ]
             if value is None:
                 return [f"Configuration key '{key}' is namespaced and must provide an attribute 'value'"]
     return []
@@ -414,6 +450,7 @@ def validate_config_value(type_name: str, items: dict | None, value: Any) -> boo
 
 
 # --- stack values: config.Value (sdk/go/common/resource/config) --------------------------------
+
 
 @dataclass(frozen=True)
 class StackValue:
@@ -475,12 +512,14 @@ def value_from_command_line(text: str) -> StackValue:
 def value_from_config_set_path(index_values: list[str]) -> StackValue:
     """`pulumi config set --path 'KEY[0]' A`, `'KEY[1]' B`, ...: map.go Map.Set with a path builds a
     list; each element is coerced (object.go coerce): true/false, integers without a leading 0, else strings."""
+
     def coerce(text: str) -> Any:
         if text in ("true", "false"):
             return text == "true"
         if len(text) > 1 and text[0] == "0":
             return text
         return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else text
+
     return StackValue(_go_json([coerce(v) for v in index_values]), object=True)
 
 
@@ -517,9 +556,14 @@ def validate_stack(project: dict, stack: str, values: dict[str, StackValue]) -> 
     stopping at the first (validateStackConfigValues / validateStackConfigValue)."""
     name = project["name"]
     declared = declarations(project)
-    missing = [key for key, decl in sorted(declared.items())
-               if namespaced(name, key) not in values and decl.get("default") is None and decl.get("value") is None
-               and namespaced(name, key).split(":", 1)[0] == name]
+    missing = [
+        key
+        for key, decl in sorted(declared.items())
+        if namespaced(name, key) not in values
+        and decl.get("default") is None
+        and decl.get("value") is None
+        and namespaced(name, key).split(":", 1)[0] == name
+    ]
     if missing:
         return [f"Stack '{stack}' is missing configuration value{'s' if len(missing) > 1 else ''} {_listed(missing)}"]
     for key, decl in sorted(declared.items()):
@@ -531,6 +575,8 @@ def validate_stack(project: dict, stack: str, values: dict[str, StackValue]) -> 
         if decl.get("type") is None or value.secure:
             continue  # untyped; a secret's plaintext cannot be read offline
         if not validate_config_value(decl["type"], decl.get("items"), value.content()):
-            return [f"Stack '{stack}' with configuration key '{key}' must be of type "
-                    f"'{full_type_name(decl['type'], decl.get('items'))}'"]
+            return [
+                f"Stack '{stack}' with configuration key '{key}' must be of type "
+                f"'{full_type_name(decl['type'], decl.get('items'))}'"
+            ]
     return []

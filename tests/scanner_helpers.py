@@ -25,19 +25,21 @@ NOT_OURS = {".git", ".venv", ".venv-checkov", "node_modules", "__pycache__", ".p
 
 
 def stack_names() -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
 def require_tool(path: Path) -> None:
     """A missing scanner fails the test (a skipped scan would read as a clean one)."""
     assert path.is_file() and os.access(path, os.X_OK), (
-        f"{path.relative_to(REPO)} is missing: run `bash scripts/setup.sh && bash scripts/setup-scanners.sh`")
+        f"{path.relative_to(REPO)} is missing: run `bash scripts/setup.sh && bash scripts/setup-scanners.sh`"
+    )
 
 
 def start(command: list[Any], cwd: Path) -> subprocess.Popen:
     """Start a command without waiting, so independent scans and synths run side by side."""
-    return subprocess.Popen([str(c) for c in command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [str(c) for c in command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -50,12 +52,16 @@ def dockerfiles() -> list[Path]:
     found = []
     for folder, subfolders, files in os.walk(REPO):
         subfolders[:] = [d for d in subfolders if d not in NOT_OURS]  # do not descend into virtualenvs
-        found += [Path(folder) / name for name in files
-                  if name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")]
+        found += [
+            Path(folder) / name
+            for name in files
+            if name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
+        ]
     return sorted(found)
 
 
 # --- checkov --------------------------------------------------------------------------------
+
 
 def checkov_reports(result: subprocess.CompletedProcess) -> list[dict[str, Any]]:
     """checkov -o json prints one report (a dict) or, for several frameworks, a list of them.
@@ -79,6 +85,7 @@ def describe_checks(checks: list[dict[str, Any]]) -> str:
 
 # --- hadolint -------------------------------------------------------------------------------
 
+
 def hadolint_findings(result: subprocess.CompletedProcess) -> list[dict[str, Any]]:
     """hadolint -f json: a JSON list of findings; exit 1 means there are findings."""
     assert result.returncode in (0, 1), f"hadolint crashed (exit {result.returncode}):\n{result.stderr}"
@@ -86,6 +93,7 @@ def hadolint_findings(result: subprocess.CompletedProcess) -> list[dict[str, Any
 
 
 # --- rendered Kubernetes objects ------------------------------------------------------------
+
 
 def load_manifests(directory: Path) -> dict[Path, dict[str, Any]]:
     return {path: yaml.safe_load(path.read_text()) for path in sorted(directory.glob("*.yaml"))}
@@ -127,6 +135,7 @@ def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 
 
 # --- IAM policy documents -------------------------------------------------------------------
+
 
 def policy_documents(value: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """Every IAM-style policy document anywhere in a resource's inputs: a JSON string or a dict
@@ -170,18 +179,23 @@ def star_on_star_statements(document: dict[str, Any]) -> list[dict[str, Any]]:
 STATIC_CREDENTIAL_PATTERNS = {
     "AWS access key id": re.compile(r"\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
     "aws_secret_access_key with a value": re.compile(
-        r"aws_?secret_?access_?key\s*[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}", re.IGNORECASE),
+        r"aws_?secret_?access_?key\s*[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}", re.IGNORECASE
+    ),
     "Pulumi aws:secretKey/accessKey/token config": re.compile(r"^\s*aws:(secretKey|accessKey|token)\s*:", re.MULTILINE),
 }
 
 
 def credential_findings(text: str) -> list[str]:
-    return [f"{name}: {match.group(0)[:24]}..." for name, pattern in STATIC_CREDENTIAL_PATTERNS.items()
-            for match in pattern.finditer(text)]
+    return [
+        f"{name}: {match.group(0)[:24]}..."
+        for name, pattern in STATIC_CREDENTIAL_PATTERNS.items()
+        for match in pattern.finditer(text)
+    ]
 
 
 def repository_files() -> list[Path]:
     """Tracked and untracked-but-not-ignored files: what a commit could carry."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                            text=True, check=True).stdout.split("\0")
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
     return [REPO / name for name in listed if name and (REPO / name).is_file()]

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
+STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
 
 
 @dataclass
@@ -52,5 +52,8 @@ def run_synth(out: Path, stack: str, *overrides: str) -> subprocess.CompletedPro
 
 
 def load_synth(directory: Path) -> Synth:
-    return Synth(directory, json.loads((directory / "resources.json").read_text()),
-                 json.loads((directory / "outputs.json").read_text()))
+    return Synth(
+        directory,
+        json.loads((directory / "resources.json").read_text()),
+        json.loads((directory / "outputs.json").read_text()),
+    )

@@ -15,7 +15,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # Lowest first. program.py and the Pulumi entry point compose; versions.py is the pin file all layers read.
-LAYERS = ["infra.versions", "infra.aws", "infra.config", "infra.specs", "infra.components", "infra.program", "infra.cli"]
+LAYERS = [
+    "infra.versions",
+    "infra.aws",
+    "infra.config",
+    "infra.specs",
+    "infra.components",
+    "infra.program",
+    "infra.cli",
+]
 TOP_LEVEL = {"infra.__main__": "infra.program", "infra": "infra.versions"}
 MAX_LINES = 400
 # A module may pass the limit only with a reason, stated in its docstring with this phrase.
@@ -45,8 +53,10 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # `from infra import versions` imports the module infra.versions
-            found += [(node.lineno, f"{node.module}.{alias.name}" if node.module == "infra" else node.module)
-                      for alias in node.names]
+            found += [
+                (node.lineno, f"{node.module}.{alias.name}" if node.module == "infra" else node.module)
+                for alias in node.names
+            ]
     return found
 
 
@@ -61,14 +71,16 @@ def test_imports_point_down_only(path):
             continue
         assert layer_of(module) <= own, (
             f"{path.relative_to(ROOT)}:{line} imports {module} ({LAYERS[layer_of(module)]}), a layer above "
-            f"{LAYERS[own]}: arrows run cli -> program -> components -> specs -> config -> aws -> versions")
+            f"{LAYERS[own]}: arrows run cli -> program -> components -> specs -> config -> aws -> versions"
+        )
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "jobs").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
 def test_jobs_never_import_infra_or_pulumi(path):
     for line, module in imported_modules(path):
         assert module.split(".")[0] not in ("infra", "pulumi", "pulumi_aws", "pulumi_kubernetes"), (
-            f"{path.relative_to(ROOT)}:{line} imports {module}: the training image carries jobs/ only")
+            f"{path.relative_to(ROOT)}:{line} imports {module}: the training image carries jobs/ only"
+        )
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "controller").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
@@ -76,27 +88,35 @@ def test_the_controller_never_imports_infra_jobs_or_pulumi(path):
     """controller/ runs in the training image beside jobs/, with the kubernetes client only."""
     for line, module in imported_modules(path):
         assert module.split(".")[0] not in ("infra", "jobs", "pulumi", "pulumi_aws", "pulumi_kubernetes", "torch"), (
-            f"{path.relative_to(ROOT)}:{line} imports {module}: the controller needs only the kubernetes client")
+            f"{path.relative_to(ROOT)}:{line} imports {module}: the controller needs only the kubernetes client"
+        )
 
 
-@pytest.mark.parametrize("path", PRODUCT + sorted((ROOT / "jobs").rglob("*.py")) + sorted((ROOT / "controller").rglob("*.py")),
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    PRODUCT + sorted((ROOT / "jobs").rglob("*.py")) + sorted((ROOT / "controller").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_no_module_over_the_size_limit_without_a_reason(path):
     lines = len(path.read_text().splitlines())
     if lines > MAX_LINES:
         docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
         assert OVER_THE_LIMIT in docstring, (
             f"{path.relative_to(ROOT)} has {lines} lines (limit {MAX_LINES}): split it along its seams, or say in its "
-            f"docstring why not ('{OVER_THE_LIMIT} ...')")
+            f"docstring why not ('{OVER_THE_LIMIT} ...')"
+        )
 
 
 def test_every_folder_is_in_the_layout_and_says_what_it_holds():
     text = (ROOT / "docs" / "development.md").read_text()
-    layout = text[text.index("## Layout"):]
+    layout = text[text.index("## Layout") :]
     for package in sorted(p for p in (ROOT / "infra").iterdir() if p.is_dir() and (p / "__init__.py").exists()):
-        assert f"  {package.name}/ " in layout, f"infra/{package.name}/ is missing from the Layout of docs/development.md"
+        assert f"  {package.name}/ " in layout, (
+            f"infra/{package.name}/ is missing from the Layout of docs/development.md"
+        )
         assert ast.get_docstring(ast.parse((package / "__init__.py").read_text())), (
-            f"infra/{package.name}/__init__.py must say in a docstring what every file in the folder is")
+            f"infra/{package.name}/__init__.py must say in a docstring what every file in the folder is"
+        )
 
 
 def test_the_layer_rule_catches_an_upward_import(tmp_path):
@@ -113,7 +133,11 @@ def test_the_layer_rule_catches_an_upward_import(tmp_path):
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
     """Every module of the two packages, by its dotted name."""
-    return {module_name(path, root): path for package in ("infra", "jobs") for path in sorted((root / package).rglob("*.py"))}
+    return {
+        module_name(path, root): path
+        for package in ("infra", "jobs")
+        for path in sorted((root / package).rglob("*.py"))
+    }
 
 
 def import_edges(path: Path, name: str, known: set[str]) -> set[str]:

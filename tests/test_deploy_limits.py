@@ -67,8 +67,12 @@ def test_the_bound_adds_the_cluster_and_every_workload_deadline():
     assert limits.up_minutes_bound(local) == 3 * (local.job_timeout_minutes + AWAIT_MARGIN_MINUTES)
 
 
-@pytest.mark.parametrize("stack", yaml.safe_load((REPO / ".github" / "workflows" / "deploy.yml").read_text())
-                         [True]["workflow_dispatch"]["inputs"]["stack"]["options"])
+@pytest.mark.parametrize(
+    "stack",
+    yaml.safe_load((REPO / ".github" / "workflows" / "deploy.yml").read_text())[True]["workflow_dispatch"]["inputs"][
+        "stack"
+    ]["options"],
+)
 def test_each_deployable_stack_is_refused_exactly_when_it_could_outlast_the_job(stack):
     job_minutes = deploy_job()["timeout-minutes"]
     settings = settings_of(stack)
@@ -80,11 +84,18 @@ def test_each_deployable_stack_is_refused_exactly_when_it_could_outlast_the_job(
 
 
 def test_the_check_is_one_line_through_the_command():
-    result = subprocess.run([sys.executable, "-m", "infra.cli.limits", "dev", "--job-minutes", "360"], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.cli.limits", "dev", "--job-minutes", "360"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     settings = settings_of("dev")
     if limits.up_minutes_bound(settings) <= 360:
         assert result.returncode == 0, result.stderr
     else:
         assert result.returncode == 1 and result.stderr.count("\n") == 1
-        assert result.stderr.startswith(f"stack dev: `pulumi up` may take up to {limits.up_minutes_bound(settings)} minutes")
+        assert result.stderr.startswith(
+            f"stack dev: `pulumi up` may take up to {limits.up_minutes_bound(settings)} minutes"
+        )

@@ -29,8 +29,9 @@ from infra.config import load_settings
 from infra.config.errors import ConfigError
 from infra.config.stack_file import read_stack_file
 
-MOTO_INSTANCE_TYPES = json.loads(gzip.decompress(
-    (Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read_bytes()))
+MOTO_INSTANCE_TYPES = json.loads(
+    gzip.decompress((Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read_bytes())
+)
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -58,7 +59,9 @@ def worker_resources(synth) -> dict:
 
 
 def efa_plugins(synth) -> list[dict]:
-    return [m for m in synth.manifests if m["kind"] == "DaemonSet" and m["metadata"]["name"] == "aws-efa-k8s-device-plugin"]
+    return [
+        m for m in synth.manifests if m["kind"] == "DaemonSet" and m["metadata"]["name"] == "aws-efa-k8s-device-plugin"
+    ]
 
 
 def node_security_group(synth) -> str:
@@ -72,7 +75,11 @@ def test_moto_says_which_types_have_efa():
 
 def test_p5_workers_request_every_efa_interface_of_their_node(p5):
     resources = worker_resources(p5)
-    assert resources["requests"][EFA_RESOURCE] == resources["limits"][EFA_RESOURCE] == str(moto_efa_interfaces("p5.48xlarge"))
+    assert (
+        resources["requests"][EFA_RESOURCE]
+        == resources["limits"][EFA_RESOURCE]
+        == str(moto_efa_interfaces("p5.48xlarge"))
+    )
 
 
 def test_p5_runs_the_efa_device_plugin_as_upstreams_chart_does(p5):
@@ -101,7 +108,9 @@ def test_p5_plugin_lands_where_the_workers_do(p5):
     labels = pool["metadata"]["labels"]
     assert all(labels.get(key) == value for key, value in pod["nodeSelector"].items())
     for taint in pool["spec"]["taints"]:
-        assert any(t.get("key") == taint["key"] and t.get("effect") in (None, taint["effect"]) for t in pod["tolerations"])
+        assert any(
+            t.get("key") == taint["key"] and t.get("effect") in (None, taint["effect"]) for t in pod["tolerations"]
+        )
 
 
 def test_p5_node_security_group_admits_all_traffic_from_itself_both_ways(p5):
@@ -118,8 +127,12 @@ def test_g5_keeps_the_tcp_path_and_renders_no_efa_part(g5):
     assert EFA_RESOURCE not in resources["requests"] and EFA_RESOURCE not in resources["limits"]
     assert efa_plugins(g5) == []
     group = node_security_group(g5)
-    assert not [r for t in (INGRESS, EGRESS) for r in g5.of_type(t)
-                if r["inputs"].get("referencedSecurityGroupId") == group and r["inputs"]["securityGroupId"] == group]
+    assert not [
+        r
+        for t in (INGRESS, EGRESS)
+        for r in g5.of_type(t)
+        if r["inputs"].get("referencedSecurityGroupId") == group and r["inputs"]["securityGroupId"] == group
+    ]
     assert not [r for r in g5.resources if r["type"] == "elastic-training:infra:Efa"]
 
 
@@ -147,6 +160,7 @@ def test_the_stack_passes_a_precision_other_than_auto_and_refuses_gpu_arithmetic
 
 def test_p5_workers_launch_in_one_zone_and_g5_workers_in_every_zone(p5, g5):
     """EFA traffic can't cross Availability Zones (EC2 User Guide, EFA limitations)."""
+
     def zones(synth):
         requirements = synth.manifest("NodePool")["spec"]["template"]["spec"]["requirements"]
         (zone,) = [r["values"] for r in requirements if r["key"] == "topology.kubernetes.io/zone"]

@@ -16,8 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import (EKS, EXISTING, PROJECT, READ_WRITE_ONCE, ConfigError, image_pull_policy, load_settings,
-                          pins_the_image)
+from infra.config import (
+    EKS,
+    EXISTING,
+    PROJECT,
+    READ_WRITE_ONCE,
+    ConfigError,
+    image_pull_policy,
+    load_settings,
+    pins_the_image,
+)
 from infra.specs import workloads as specs
 from infra.config.stack_file import read_stack_file
 from synth_support import REPO
@@ -90,20 +98,50 @@ def test_synth_local_counts(synth_stack):
     assert not [t for t in types if t.startswith(("aws:", "eks:"))]
     kinds = sorted(m["kind"] for m in synth.manifests)
     # One namespace: the controller runs in the workload namespace with a namespaced Role (issue 33).
-    assert kinds == sorted(["CustomResourceDefinition", "Namespace", "Role", "RoleBinding", "ServiceAccount",
-                            "Deployment", "StatefulSet", "Service",
-                            "NetworkPolicy", "NetworkPolicy", "NetworkPolicy",
-                            "PersistentVolumeClaim", "PodDisruptionBudget", "Job", "Job", "ElasticJob",
-                            # the rendezvous store's disruption budget and priority (issue 22); no volume (issue 31)
-                            "PodDisruptionBudget", "PriorityClass",
-                            # what the controller's account may create, narrowed (issue 36 item 14)
-                            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"])
+    assert kinds == sorted(
+        [
+            "CustomResourceDefinition",
+            "Namespace",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount",
+            "Deployment",
+            "StatefulSet",
+            "Service",
+            "NetworkPolicy",
+            "NetworkPolicy",
+            "NetworkPolicy",
+            "PersistentVolumeClaim",
+            "PodDisruptionBudget",
+            "Job",
+            "Job",
+            "ElasticJob",
+            # the rendezvous store's disruption budget and priority (issue 22); no volume (issue 31)
+            "PodDisruptionBudget",
+            "PriorityClass",
+            # what the controller's account may create, narrowed (issue 36 item 14)
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        ]
+    )
     assert len(synth.resources) == 29  # 20 objects, the provider, the wait, 2 Jobs' guards, 5 components
     assert {t.removeprefix("elastic-training:infra:") for t in types if t.startswith("elastic-training:infra:")} == {
-        "ExistingCluster", "Elastic", "ElasticController", "SharedVolume", "Workloads"}
-    pvc = next(m for m in synth.manifests if m["kind"] == "PersistentVolumeClaim" and m["spec"]["resources"]["requests"]["storage"] == "5Gi")
-    assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
-                           "resources": {"requests": {"storage": "5Gi"}}}
+        "ExistingCluster",
+        "Elastic",
+        "ElasticController",
+        "SharedVolume",
+        "Workloads",
+    }
+    pvc = next(
+        m
+        for m in synth.manifests
+        if m["kind"] == "PersistentVolumeClaim" and m["spec"]["resources"]["requests"]["storage"] == "5Gi"
+    )
+    assert pvc["spec"] == {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "standard",
+        "resources": {"requests": {"storage": "5Gi"}},
+    }
     assert synth.outputs["imageRef"] == IMAGE and "topNodes" not in synth.outputs["commands"]
 
 
@@ -127,22 +165,29 @@ def test_placement_follows_workers_per_node_and_target():
     dev = load_settings(read_stack_file("dev"), "dev")
     one = specs.worker_placement(dev, "train-x")
     (term,) = one["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert term["topologyKey"] == "kubernetes.io/hostname" and term["labelSelector"] == {"matchLabels": {specs.JOB_LABEL: "train-x"}}
+    assert term["topologyKey"] == "kubernetes.io/hostname" and term["labelSelector"] == {
+        "matchLabels": {specs.JOB_LABEL: "train-x"}
+    }
     assert one["nodeSelector"] == {"elastic-training/role": "worker"}  # the worker pool's nodes (Karpenter)
     assert specs.worker_placement(replace(dev, workers_per_node=2), "train-x") == {
-        "nodeSelector": one["nodeSelector"], "tolerations": one["tolerations"]}
+        "nodeSelector": one["nodeSelector"],
+        "tolerations": one["tolerations"],
+    }
     existing = replace(dev, target=EXISTING)
     assert specs.worker_placement(existing, "train-x") == {"affinity": one["affinity"]}
 
 
-@pytest.mark.parametrize("image, policy", [
-    ("123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64, "IfNotPresent"),
-    ("docker.io/library/trainer:1.2", "IfNotPresent"),
-    ("localhost:5000/trainer:dev", "IfNotPresent"),
-    ("docker.io/library/trainer:latest", "Always"),
-    ("docker.io/library/trainer", "Always"),
-    ("localhost:5000/trainer", "Always"),  # the :5000 is the registry's port, not a tag
-])
+@pytest.mark.parametrize(
+    "image, policy",
+    [
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64, "IfNotPresent"),
+        ("docker.io/library/trainer:1.2", "IfNotPresent"),
+        ("localhost:5000/trainer:dev", "IfNotPresent"),
+        ("docker.io/library/trainer:latest", "Always"),
+        ("docker.io/library/trainer", "Always"),
+        ("localhost:5000/trainer", "Always"),  # the :5000 is the registry's port, not a tag
+    ],
+)
 def test_pull_policy_is_what_kubernetes_defaults_to_for_the_reference(image, policy):
     # kubernetes/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Container: Always for :latest or
     # no tag, else IfNotPresent (docs: concepts/containers/images, "Image pull policy").

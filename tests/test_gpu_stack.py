@@ -34,10 +34,15 @@ from infra.config.stack_file import read_stack_file
 from pod_security import BASELINE, violations
 
 EKS_MODEL = botocore.session.get_session().get_service_model("eks")
-MOTO_INSTANCE_TYPES = json.loads(gzip.decompress(
-    (Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read_bytes()))
+MOTO_INSTANCE_TYPES = json.loads(
+    gzip.decompress((Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read_bytes())
+)
 # EKS API taint effect -> the Kubernetes effect it puts on the node.
-EKS_TO_KUBERNETES_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+EKS_TO_KUBERNETES_EFFECT = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
 
 
 def tolerates(toleration: dict, taint: dict) -> bool:
@@ -71,10 +76,14 @@ def node_groups(synth) -> dict[str, dict]:
     groups = {r["name"]: r["inputs"] for r in synth.of_type("eks:index:ManagedNodeGroup")}
     for pool in (m for m in synth.manifests if m["kind"] == "NodePool"):
         template = pool["spec"]["template"]
-        (types,) = [r["values"] for r in template["spec"]["requirements"] if r["key"] == "node.kubernetes.io/instance-type"]
+        (types,) = [
+            r["values"] for r in template["spec"]["requirements"] if r["key"] == "node.kubernetes.io/instance-type"
+        ]
         groups[f"nodepool/{pool['metadata']['name']}"] = {
-            "labels": template["metadata"]["labels"], "instanceTypes": types,
-            "kubernetesTaints": template["spec"].get("taints", [])}
+            "labels": template["metadata"]["labels"],
+            "instanceTypes": types,
+            "kubernetesTaints": template["spec"].get("taints", []),
+        }
     return groups
 
 
@@ -82,8 +91,10 @@ def node_taints(group: dict) -> list[dict]:
     """The taints on the group's nodes, in Kubernetes' terms (EKS API effects translated)."""
     if "kubernetesTaints" in group:
         return group["kubernetesTaints"]
-    return [{"key": t["key"], "value": t.get("value", ""), "effect": EKS_TO_KUBERNETES_EFFECT[t["effect"]]}
-            for t in group.get("taints", [])]
+    return [
+        {"key": t["key"], "value": t.get("value", ""), "effect": EKS_TO_KUBERNETES_EFFECT[t["effect"]]}
+        for t in group.get("taints", [])
+    ]
 
 
 def pod_templates(synth) -> dict[str, dict]:
@@ -134,8 +145,9 @@ def test_device_plugin_runs_only_on_gpu_nodes(gpu_stack):
     assert not can_land_on(pod, groups["cluster-system-nodes"])
     (container,) = pod["containers"]
     assert container["image"] == versions.NVIDIA_DEVICE_PLUGIN_IMAGE == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
-    assert pod["volumes"] == [{"name": "device-plugins",
-                               "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}}]
+    assert pod["volumes"] == [
+        {"name": "device-plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}}
+    ]
     assert container["volumeMounts"][0]["mountPath"] == "/var/lib/kubelet/device-plugins"
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
@@ -148,7 +160,9 @@ def test_device_plugin_is_outside_every_namespace_we_label(gpu_stack):
     in kube-system, which the stack neither creates nor labels."""
     plugin = gpu_stack.manifest("DaemonSet", "nvidia-device-plugin")
     template = plugin["spec"]["template"]
-    assert "HostPath Volumes" in violations({"metadata": template.get("metadata", {}), "spec": template["spec"]}, BASELINE)
+    assert "HostPath Volumes" in violations(
+        {"metadata": template.get("metadata", {}), "spec": template["spec"]}, BASELINE
+    )
     assert plugin["metadata"]["namespace"] == gpu.DEVICE_PLUGIN_NAMESPACE == "kube-system"
     ours = {m["metadata"]["name"] for m in gpu_stack.manifests if m["kind"] == "Namespace"}
     assert "kube-system" not in ours
@@ -188,8 +202,10 @@ def test_nothing_of_the_system_side_lands_on_gpu_nodes(gpu_stack):
 # The EFS CSI driver's pods as its chart sets their tolerations (kubernetes-sigs/aws-efs-csi-driver
 # charts/aws-efs-csi-driver/values.yaml @ 00a24b481f2104d06205431b24a2305d6fd8a446): the controller
 # tolerates CriticalAddonsOnly and efs.csi.aws.com/agent-not-ready only, the node DaemonSet every taint.
-EFS_CSI_CONTROLLER_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
-                                  {"key": "efs.csi.aws.com/agent-not-ready", "operator": "Exists"}]
+EFS_CSI_CONTROLLER_TOLERATIONS = [
+    {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    {"key": "efs.csi.aws.com/agent-not-ready", "operator": "Exists"},
+]
 EFS_CSI_NODE_TOLERATIONS = [{"operator": "Exists"}]
 
 
@@ -202,7 +218,9 @@ def test_efs_csi_controller_stays_off_gpu_nodes_and_its_node_plugin_reaches_them
 
 def test_the_toleration_model_follows_kubernetes():
     taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
-    assert tolerates({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, taint)  # upstream plugin's
+    assert tolerates(
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, taint
+    )  # upstream plugin's
     assert tolerates({"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}, taint)
     assert tolerates({"operator": "Exists"}, taint)
     assert not tolerates({"key": "nvidia.com/gpu", "operator": "Equal", "value": "yes"}, taint)
@@ -215,7 +233,8 @@ def test_gpu_stack_builds_the_cuda_image(gpu_stack, dev):
     assert image["buildArgs"] == {"TORCH_INDEX_URL": "https://pypi.org/simple"}
     assert image["tags"][0].endswith("-cuda")
     assert dev.one("docker-build:index:Image")["inputs"]["buildArgs"] == {
-        "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cpu"}
+        "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cpu"
+    }
 
 
 def test_dockerfile_takes_the_torch_index_as_a_build_argument():

@@ -44,11 +44,16 @@ def torch_pin() -> str:
 def _wheel(directory: Path, version: str) -> str:
     """A minimal torch wheel (PEP 427): a package and its dist-info, recorded with hashes."""
     name = f"torch-{version}-py3-none-any.whl"
-    files = {"torch/__init__.py": f"__version__ = {version!r}\n",
-             f"torch-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
-             f"torch-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
-              f"{len(text.encode())}" for path, text in files.items()]
+    files = {
+        "torch/__init__.py": f"__version__ = {version!r}\n",
+        f"torch-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        f"torch-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
+        f"{len(text.encode())}"
+        for path, text in files.items()
+    ]
     files[f"torch-{version}.dist-info/RECORD"] = "\n".join(record + [f"torch-{version}.dist-info/RECORD,,"]) + "\n"
     with zipfile.ZipFile(directory / name, "w") as archive:
         for path, text in files.items():
@@ -75,13 +80,28 @@ def world(tmp_path):
         bin_dir = tmp_path / f"uname-{'-'.join(system)}"
         if not bin_dir.exists():
             bin_dir.mkdir()
-            (bin_dir / "uname").write_text(f'#!/bin/sh\ncase "$1" in -s) echo {system[0]};; -m) echo {system[1]};; esac\n')
+            (bin_dir / "uname").write_text(
+                f'#!/bin/sh\ncase "$1" in -s) echo {system[0]};; -m) echo {system[1]};; esac\n'
+            )
             (bin_dir / "uname").chmod(0o755)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-        clean.update({"PATH": f"{bin_dir}:{os.environ['PATH']}", "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": pypi,
-                      "PIP_DISABLE_PIP_VERSION_CHECK": "1", "TORCH_CPU_INDEX": cpu, **env})
-        return subprocess.run(["bash", str(SCRIPT), str(venv / "bin" / "python"), *args, "--", "--quiet"],
-                              capture_output=True, text=True, env=clean, timeout=300)
+        clean.update(
+            {
+                "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                "PIP_CONFIG_FILE": os.devnull,
+                "PIP_INDEX_URL": pypi,
+                "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "TORCH_CPU_INDEX": cpu,
+                **env,
+            }
+        )
+        return subprocess.run(
+            ["bash", str(SCRIPT), str(venv / "bin" / "python"), *args, "--", "--quiet"],
+            capture_output=True,
+            text=True,
+            env=clean,
+            timeout=300,
+        )
 
     def venv(name: str) -> Path:
         """A bare venv with this venv's pip linked in (ensurepip takes seconds; pip is self-contained)."""
@@ -97,8 +117,12 @@ def world(tmp_path):
 
 
 def installed_torch(venv: Path) -> str:
-    return subprocess.run([str(venv / "bin" / "python"), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 LINUX_X86_64, MACOS_ARM64 = ("Linux", "x86_64"), ("Darwin", "arm64")
@@ -145,21 +169,27 @@ def test_an_unknown_option_is_refused_with_one_line(script, tmp_path):
     for name in ("setup.sh", "install-torch.sh"):
         (tmp_path / "scripts" / name).write_text((REPO / "scripts" / name).read_text())
     args = ["--cuda"] if script == "setup.sh" else [sys.executable, "--cuda"]
-    result = subprocess.run(["bash", str(tmp_path / "scripts" / script), *args], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=60)
+    result = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / script), *args], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
     assert not (tmp_path / ".venv").exists()
     assert result.returncode == 2
     name = script.removesuffix(".sh")
-    expected = (f"{name}: unknown option --cuda; the options are --gpu (PyPI's CUDA build of torch on Linux x86-64) and "
-                "--quiet (step lines and a line every 30 s only)" if script == "setup.sh" else
-                f"{name}: unknown option --cuda; the only option is --gpu (PyPI's CUDA build of torch)")
+    expected = (
+        f"{name}: unknown option --cuda; the options are --gpu (PyPI's CUDA build of torch on Linux x86-64) and "
+        "--quiet (step lines and a line every 30 s only)"
+        if script == "setup.sh"
+        else f"{name}: unknown option --cuda; the only option is --gpu (PyPI's CUDA build of torch)"
+    )
     assert result.stderr.splitlines() == [expected]
 
 
 def test_setup_passes_gpu_to_the_torch_step_and_test_paths_take_the_default():
     setup = (REPO / "scripts" / "setup.sh").read_text()
     assert re.search(r"--gpu\) torch_flags=\(--gpu\)", setup)
-    assert re.search(r'bash scripts/install-torch\.sh \.venv/bin/python \$\{torch_flags\[@\]\+"\$\{torch_flags\[@\]\}"\}', setup)
+    assert re.search(
+        r'bash scripts/install-torch\.sh \.venv/bin/python \$\{torch_flags\[@\]\+"\$\{torch_flags\[@\]\}"\}', setup
+    )
     # The README's and CI's paths (.ci/run -> test.sh, the README's blocks) run setup.sh without --gpu.
     assert re.findall(r"bash scripts/setup\.sh(.*)", (REPO / "scripts" / "test.sh").read_text()) == [""]
     assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec bash scripts/test.sh")
@@ -218,8 +248,13 @@ def test_a_download_cut_mid_wheel_is_retried_by_a_new_pip(world, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         venv = make_venv("venv-flaky")
-        result = run(venv, MACOS_ARM64, PIP_INDEX_URL=f"http://127.0.0.1:{server.server_port}/simple",
-                     PIP_NO_CACHE_DIR="1", INSTALL_TORCH_RETRY_PAUSE_S="0")
+        result = run(
+            venv,
+            MACOS_ARM64,
+            PIP_INDEX_URL=f"http://127.0.0.1:{server.server_port}/simple",
+            PIP_NO_CACHE_DIR="1",
+            INSTALL_TORCH_RETRY_PAUSE_S="0",
+        )
     finally:
         server.shutdown()
     assert result.returncode == 0, result.stderr

@@ -49,15 +49,32 @@ def project(tmp_path, monkeypatch):
     meta = tmp_path / "mutants" / "pkg" / "alpha.py.meta"
     meta.parent.mkdir(parents=True)
     # alpha: 1 killed, 1 timeout, 1 survived, 1 not reached (33), 1 equivalent survivor -> 2 of 4 = 50 %
-    meta.write_text(json.dumps({"exit_code_by_key": {
-        "pkg.alpha.x_f__mutmut_1": 1, "pkg.alpha.x_f__mutmut_2": 36, "pkg.alpha.x_f__mutmut_3": 0,
-        "pkg.alpha.x_f__mutmut_4": 33, "pkg.alpha.x_f__mutmut_5": 0}}))
+    meta.write_text(
+        json.dumps(
+            {
+                "exit_code_by_key": {
+                    "pkg.alpha.x_f__mutmut_1": 1,
+                    "pkg.alpha.x_f__mutmut_2": 36,
+                    "pkg.alpha.x_f__mutmut_3": 0,
+                    "pkg.alpha.x_f__mutmut_4": 33,
+                    "pkg.alpha.x_f__mutmut_5": 0,
+                }
+            }
+        )
+    )
     beta = tmp_path / "mutants" / "pkg" / "beta" / "one.py.meta"
     beta.parent.mkdir(parents=True)
     # beta counts only x_one: 4 of 5 caught = 80 %, exactly the minimum
-    beta.write_text(json.dumps({"exit_code_by_key": {
-        **{f"pkg.beta.x_one__mutmut_{i}": code for i, code in enumerate([1, 3, 24, 37, 0], start=1)},
-        "pkg.beta.x_two__mutmut_1": 0}}))
+    beta.write_text(
+        json.dumps(
+            {
+                "exit_code_by_key": {
+                    **{f"pkg.beta.x_one__mutmut_{i}": code for i, code in enumerate([1, 3, 24, 37, 0], start=1)},
+                    "pkg.beta.x_two__mutmut_1": 0,
+                }
+            }
+        )
+    )
     monkeypatch.setattr(scorer, "ROOT", tmp_path)
     return tmp_path
 
@@ -67,9 +84,13 @@ def test_a_score_counts_caught_over_all_but_the_equivalent_and_fails_below_the_m
     assert scorer.score(["alpha"], 80.0) == 1
     assert scorer.score([], 80.0) == 1  # every target: the worst one decides
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "beta             80.0 %  4/5 caught, 1 survived, 0 not reached by the selected tests, 0 equivalent"
+    assert (
+        lines[0] == "beta             80.0 %  4/5 caught, 1 survived, 0 not reached by the selected tests, 0 equivalent"
+    )
     assert lines[1] == "    survived pkg.beta.x_one__mutmut_5   (mutmut show pkg.beta.x_one__mutmut_5)"
-    assert lines[2] == "alpha            50.0 %  2/4 caught, 1 survived, 1 not reached by the selected tests, 1 equivalent"
+    assert (
+        lines[2] == "alpha            50.0 %  2/4 caught, 1 survived, 1 not reached by the selected tests, 1 equivalent"
+    )
     assert lines[3] == "    survived pkg.alpha.x_f__mutmut_3   (mutmut show pkg.alpha.x_f__mutmut_3)"
     assert scorer.score(["alpha"], 50.0) == 0
 
@@ -82,6 +103,7 @@ def test_globs_are_the_targets_own_and_an_unknown_target_is_one_line(project):
 
 
 # --- the real configuration ----------------------------------------------------------------------------
+
 
 def real_settings() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutation"]
@@ -106,5 +128,9 @@ def test_every_target_file_exists_and_is_one_mutmut_mutates():
     mutated = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
     for name, target in settings["targets"].items():
         assert (ROOT / target["file"]).exists(), name
-        assert any(fnmatch.fnmatchcase(target["file"], g) or target["file"].startswith(g.rstrip("*")) or g.startswith(target["file"])
-                   for g in mutated), name
+        assert any(
+            fnmatch.fnmatchcase(target["file"], g)
+            or target["file"].startswith(g.rstrip("*"))
+            or g.startswith(target["file"])
+            for g in mutated
+        ), name

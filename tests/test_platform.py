@@ -28,13 +28,16 @@ def test_network_has_a_public_and_private_subnet_per_zone(dev, variant):
     assert len(variant.of_type("aws:ec2/subnet:Subnet")) == 6
     assert len(variant.of_type("aws:efs/mountTarget:MountTarget")) == 3
     assert {s["inputs"]["availabilityZone"] for s in variant.of_type("aws:ec2/subnet:Subnet")} == {
-        "eu-west-1a", "eu-west-1b", "eu-west-1c"}
+        "eu-west-1a",
+        "eu-west-1b",
+        "eu-west-1c",
+    }
 
 
 def test_subnet_cidrs_do_not_overlap():
     private, public = subnet_cidrs(4)
     networks = [ipaddress.ip_network(c) for c in private + public]
-    assert all(not a.overlaps(b) for i, a in enumerate(networks) for b in networks[i + 1:])
+    assert all(not a.overlaps(b) for i, a in enumerate(networks) for b in networks[i + 1 :])
     assert all(n.subnet_of(ipaddress.ip_network("10.0.0.0/16")) for n in networks)
 
 
@@ -73,8 +76,11 @@ def test_managed_nodes_in_private_subnets(dev, variant):
     assert "diskSize" not in inputs and inputs["amiType"] == versions.NODE_AMI_TYPE
     assert inputs["cluster"] == dev.one("eks:index:Cluster")["urn"]
     assert inputs["subnetIds"] == dev.one("eks:index:Cluster")["inputs"]["privateSubnetIds"]
-    attachments = {r["inputs"]["policyArn"].rsplit("/", 1)[1] for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                   if r["name"].startswith("cluster-node-")}
+    attachments = {
+        r["inputs"]["policyArn"].rsplit("/", 1)[1]
+        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r["name"].startswith("cluster-node-")
+    }
     assert attachments == {"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"}
     assert "accessEntries" not in dev.one("eks:index:Cluster")["inputs"]
     assert variant.one("eks:index:ManagedNodeGroup")["inputs"]["scalingConfig"]["desiredSize"] == 2
@@ -94,8 +100,10 @@ def test_efs_encrypted_and_nfs_only_from_the_node_security_group(dev):
     # exactly one ingress rule on the NFS group, and none inline
     assert len(dev.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")) == 1
     assert "ingress" not in dev.one("aws:ec2/securityGroup:SecurityGroup")["inputs"]
-    assert dev.one("eks:index:Cluster")["urn"] in dev.one(
-        "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")["dependsOn"]
+    assert (
+        dev.one("eks:index:Cluster")["urn"]
+        in dev.one("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")["dependsOn"]
+    )
 
 
 def test_one_mount_target_per_private_subnet(dev):
@@ -122,7 +130,9 @@ def test_efs_csi_driver_addon_with_irsa_scoped_to_its_service_accounts(dev):
     trust = json.loads(role["inputs"]["assumeRolePolicy"])
     (statement,) = trust["Statement"]
     assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
-    assert statement["Principal"]["Federated"].startswith("arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/")
+    assert statement["Principal"]["Federated"].startswith(
+        "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/"
+    )
     issuer = statement["Principal"]["Federated"].split("oidc-provider/")[1]
     assert statement["Condition"]["StringLike"] == {f"{issuer}:sub": "system:serviceaccount:kube-system:efs-csi-*"}
     assert statement["Condition"]["StringEquals"] == {f"{issuer}:aud": "sts.amazonaws.com"}
@@ -161,7 +171,8 @@ def test_storage_names_come_from_config(variant):
     assert (pvc["metadata"]["name"], pvc["metadata"]["namespace"]) == ("shared-claim", "ml")
     assert pvc["spec"]["volumeName"] == "shared-pv" and pvc["spec"]["storageClassName"] == "shared"
     assert synth.manifest("Job", "prep-")["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"] == {
-        "claimName": "shared-claim"}
+        "claimName": "shared-claim"
+    }
 
 
 def test_ecr_repository(dev):

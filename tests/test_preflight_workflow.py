@@ -29,13 +29,18 @@ def test_preflight_runs_after_the_install_and_before_the_preview_of_an_existing_
     assert '--markdown >> "${GITHUB_STEP_SUMMARY}"' in step["run"]
 
 
-@pytest.mark.parametrize("code, step_fails, warned", [(0, False, False), (1, False, True), (2, True, False), (3, False, True)],
-                         ids=["all-passed", "a-check-failed", "bad-config", "not-checked"])
+@pytest.mark.parametrize(
+    "code, step_fails, warned",
+    [(0, False, False), (1, False, True), (2, True, False), (3, False, True)],
+    ids=["all-passed", "a-check-failed", "bad-config", "not-checked"],
+)
 def test_the_summary_gets_the_table_and_only_bad_config_fails_the_job(tmp_path, code, step_fails, warned):
     _, step = preflight_step()
     (tmp_path / "bin").mkdir()
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
-    fake_tool(tmp_path / ".venv" / "bin", "elastic-training", f'echo "| credentials | PASS | args: $* |"\nexit {code}\n')
+    fake_tool(
+        tmp_path / ".venv" / "bin", "elastic-training", f'echo "| credentials | PASS | args: $* |"\nexit {code}\n'
+    )
     summary = tmp_path / "summary.md"
     result, _ = run_step(step["run"], tmp_path, STACK="smoke", GITHUB_STEP_SUMMARY=str(summary))
     assert (result.returncode != 0) == step_fails, result.stderr

@@ -29,13 +29,38 @@ from infra.config import is_gpu_stack, load_settings
 from elastic_training.elasticjob import TRAINING_COMPONENT
 from infra.specs import elastic as elastic_specs
 from infra.specs import gpu as gpu_specs
-from infra.specs.suppressions import (IMAGE_COMPONENTS, SUPPRESSIONS, TAG_PINNED_IMAGE, markdown_rows, pinned_by_tag,
-                                      suppressions_for)
+from infra.specs.suppressions import (
+    IMAGE_COMPONENTS,
+    SUPPRESSIONS,
+    TAG_PINNED_IMAGE,
+    markdown_rows,
+    pinned_by_tag,
+    suppressions_for,
+)
 from infra.config.stack_file import read_stack_file
-from scanner_helpers import (CHECKOV, HADOLINT, PYTHON, REPO, checkov_reports, checkov_results, component_of,
-                             credential_findings, describe_checks, dockerfiles, finish, hadolint_findings,
-                             load_manifests, pod_templates, policy_documents, repository_files, require_tool,
-                             selects, stack_names, star_on_star_statements, start)
+from scanner_helpers import (
+    CHECKOV,
+    HADOLINT,
+    PYTHON,
+    REPO,
+    checkov_reports,
+    checkov_results,
+    component_of,
+    credential_findings,
+    describe_checks,
+    dockerfiles,
+    finish,
+    hadolint_findings,
+    load_manifests,
+    pod_templates,
+    policy_documents,
+    repository_files,
+    require_tool,
+    selects,
+    stack_names,
+    star_on_star_statements,
+    start,
+)
 
 STACKS = stack_names()
 
@@ -96,6 +121,7 @@ class Rendered:
 
 # --- session fixtures: render, then scan ---------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def rendered(tmp_path_factory) -> dict[str, Rendered]:
     """Every stack in stacks/ (and dev with HARDENED_OVERRIDES), rendered side by side."""
@@ -119,8 +145,8 @@ def rendered(tmp_path_factory) -> dict[str, Rendered]:
 
 @dataclass(repr=False)
 class Scans:
-    checkov: list[dict[str, Any]]        # one report per framework (kubernetes, dockerfile)
-    root: Path                           # what checkov scanned (see the fixture)
+    checkov: list[dict[str, Any]]  # one report per framework (kubernetes, dockerfile)
+    root: Path  # what checkov scanned (see the fixture)
     hadolint: dict[Path, list[dict[str, Any]]]
 
     def checkov_results(self, framework: str, kind: str, under: str = "") -> list[dict[str, Any]]:
@@ -152,23 +178,30 @@ def scans(rendered, tmp_path_factory) -> Scans:
             annotations = obj["metadata"].get("annotations", {})
             if any(key.startswith("checkov.io/skip") for key in annotations):
                 bare = json.loads(json.dumps(obj))
-                bare["metadata"]["annotations"] = {k: v for k, v in annotations.items() if not k.startswith("checkov.io/skip")}
+                bare["metadata"]["annotations"] = {
+                    k: v for k, v in annotations.items() if not k.startswith("checkov.io/skip")
+                }
                 (tree / "unsuppressed" / stack).mkdir(parents=True, exist_ok=True)
                 (tree / "unsuppressed" / stack / path.name).write_text(yaml.safe_dump(bare, sort_keys=False))
     shutil.copytree(REPO / "images", tree / "images")
     # checkov runs from an empty folder, so no stray .checkov.yaml can apply.
     workdir = root / "cwd"
     workdir.mkdir()
-    checkov = start([CHECKOV, "-d", tree, "--framework", "kubernetes", "dockerfile", "--skip-download",
-                     "--compact", "-o", "json"], workdir)
+    checkov = start(
+        [CHECKOV, "-d", tree, "--framework", "kubernetes", "dockerfile", "--skip-download", "--compact", "-o", "json"],
+        workdir,
+    )
     hadolint = {path: start([HADOLINT, "-f", "json", path], REPO) for path in dockerfiles()}
     reports = checkov_reports(finish(checkov))
     # With nothing to scan for a framework checkov leaves its report out: add an empty one.
     for framework in ("kubernetes", "dockerfile"):
         if not [r for r in reports if r.get("check_type") == framework]:
             reports.append({"check_type": framework, "results": {}})
-    return Scans(checkov=reports, root=tree,
-                 hadolint={path: hadolint_findings(finish(process)) for path, process in hadolint.items()})
+    return Scans(
+        checkov=reports,
+        root=tree,
+        hadolint={path: hadolint_findings(finish(process)) for path, process in hadolint.items()},
+    )
 
 
 def manifests_by_scanned_file(scans: Scans) -> dict[str, dict[str, Any]]:
@@ -181,6 +214,7 @@ def manifests_by_scanned_file(scans: Scans) -> dict[str, dict[str, Any]]:
 
 
 # --- scanners ---------------------------------------------------------------------------------
+
 
 def test_no_global_scanner_suppressions():
     """Suppressions are per object only: no config file that skips checks for the whole repo."""
@@ -201,8 +235,13 @@ def test_checkov_scanned_every_stack_and_every_workload(scans):
     assert len(passed) > 300 * len(STACKS), len(passed)
     scanned = {Path(c["file_abs_path"]) for c in passed}
     for stack in STACKS:
-        kinds = {obj["kind"] for path, obj in load_manifests(scans.root / "manifests" / stack).items() if path in scanned}
-        assert {"Deployment", "StatefulSet", "Job", "Service", "ServiceAccount", "Role", "RoleBinding"} <= kinds, (stack, kinds)
+        kinds = {
+            obj["kind"] for path, obj in load_manifests(scans.root / "manifests" / stack).items() if path in scanned
+        }
+        assert {"Deployment", "StatefulSet", "Job", "Service", "ServiceAccount", "Role", "RoleBinding"} <= kinds, (
+            stack,
+            kinds,
+        )
 
 
 def test_every_suppression_is_explained_and_still_needed(scans, rendered):
@@ -222,18 +261,27 @@ def test_every_suppression_is_explained_and_still_needed(scans, rendered):
         assert check_id in reasons, f"{check_id} skipped on {check['resource']} but not in SUPPRESSIONS"
         assert check["check_result"]["suppress_comment"] == reasons[check_id], check
     # A suppressed object exists only in the stacks that render it (the device plugin: GPU stacks).
-    present = {stack: {(obj["kind"], component_of(obj)) for obj in rendered[stack].manifests.values()} for stack in STACKS}
+    present = {
+        stack: {(obj["kind"], component_of(obj)) for obj in rendered[stack].manifests.values()} for stack in STACKS
+    }
     assert not set(SUPPRESSIONS) - set().union(*present.values()), "suppressions for objects no stack renders"
-    expected = {(stack, kind, component, check_id) for stack in STACKS
-                for (kind, component), entries in SUPPRESSIONS.items() if (kind, component) in present[stack]
-                for check_id, _ in entries}
+    expected = {
+        (stack, kind, component, check_id)
+        for stack in STACKS
+        for (kind, component), entries in SUPPRESSIONS.items()
+        if (kind, component) in present[stack]
+        for check_id, _ in entries
+    }
     # Workloads that run an imageUri pinned by a tag (the local stack's kind-loaded image), read
     # from the rendered objects' images, not from their annotations.
-    expected |= {(Path(path).parent.name, obj["kind"], component_of(obj), check_id)
-                 for path, obj in objects.items() if Path(path).parent.parent.name == "manifests"
-                 and (obj["kind"], component_of(obj)) in IMAGE_COMPONENTS
-                 and any(pinned_by_tag(c["image"]) for t in pod_templates(obj) for c in t["spec"]["containers"])
-                 for check_id, _ in TAG_PINNED_IMAGE}
+    expected |= {
+        (Path(path).parent.name, obj["kind"], component_of(obj), check_id)
+        for path, obj in objects.items()
+        if Path(path).parent.parent.name == "manifests"
+        and (obj["kind"], component_of(obj)) in IMAGE_COMPONENTS
+        and any(pinned_by_tag(c["image"]) for t in pod_templates(obj) for c in t["spec"]["containers"])
+        for check_id, _ in TAG_PINNED_IMAGE
+    }
     for stack in STACKS:
         if stack_target(stack) == "existing":  # the local stack runs a kind-loaded image by tag
             assert (stack, "Job", "data-prep", "CKV_K8S_43") in expected, stack
@@ -241,7 +289,8 @@ def test_every_suppression_is_explained_and_still_needed(scans, rendered):
     assert {key(c) for c in skipped} == expected
     failing_without = {key(c) for c in scans.checkov_results("kubernetes", "failed_checks", under="unsuppressed")}
     assert not expected - failing_without, (
-        f"suppressions that hide no failure; remove them from SUPPRESSIONS: {sorted(expected - failing_without)}")
+        f"suppressions that hide no failure; remove them from SUPPRESSIONS: {sorted(expected - failing_without)}"
+    )
     assert not failing_without - expected, f"unsuppressed failures: {sorted(failing_without - expected)}"
 
 
@@ -262,10 +311,13 @@ def test_hadolint_every_dockerfile_clean(scans):
     findings = {path: found for path, found in scans.hadolint.items() if found}
     assert not findings, "hadolint:\n" + "\n".join(
         f"  {path.relative_to(REPO)}:{f['line']} {f['code']} ({f['level']}) {f['message']}"
-        for path, found in findings.items() for f in found)
+        for path, found in findings.items()
+        for f in found
+    )
 
 
 # --- what checkov cannot see --------------------------------------------------------------
+
 
 def all_pods(stack: Rendered) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(owner object, pod template) for every pod the stack runs, the ElasticJob's included
@@ -287,7 +339,9 @@ def node_agent_dir(obj: dict[str, Any]) -> str | None:
 def test_every_pod_is_hardened(rendered, stack):
     pods = all_pods(rendered[stack])
     gpu_stack = is_gpu_stack(load_settings(read_stack_file(stack), stack))
-    assert {obj["kind"] for obj, _ in pods} == {"Deployment", "StatefulSet", "Job", "ElasticJob"} | ({"DaemonSet"} if gpu_stack else set())
+    assert {obj["kind"] for obj, _ in pods} == {"Deployment", "StatefulSet", "Job", "ElasticJob"} | (
+        {"DaemonSet"} if gpu_stack else set()
+    )
     for obj, template in pods:
         where = f"{obj['kind']}/{obj['metadata']['name']}"
         spec = template["spec"]
@@ -302,7 +356,9 @@ def test_every_pod_is_hardened(rendered, stack):
             assert obj["metadata"]["namespace"] == "kube-system", where
             for container in spec["containers"]:
                 context = container["securityContext"]
-                assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}, where
+                assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}, (
+                    where
+                )
                 assert context["readOnlyRootFilesystem"] is True and not context.get("privileged"), where
                 assert {m["mountPath"] for m in container["volumeMounts"]} == {agent_dir}, where
             continue
@@ -313,7 +369,9 @@ def test_every_pod_is_hardened(rendered, stack):
             context = container["securityContext"]
             where_c = f"{where} container {container['name']}"
             resources = container["resources"]
-            assert set(resources["requests"]) >= {"cpu", "memory"} and set(resources["limits"]) >= {"cpu", "memory"}, where_c
+            assert set(resources["requests"]) >= {"cpu", "memory"} and set(resources["limits"]) >= {"cpu", "memory"}, (
+                where_c
+            )
             assert context["runAsNonRoot"] is True or pod_context.get("runAsNonRoot") is True, where_c
             assert context["allowPrivilegeEscalation"] is False, where_c
             assert context["capabilities"] == {"drop": ["ALL"]}, where_c
@@ -344,23 +402,33 @@ def test_namespaces_enforce_their_pod_security_standard_and_warn_on_restricted(r
             if component_of(obj) == gpu_specs.DEVICE_PLUGIN_COMPONENT:
                 assert obj["metadata"]["namespace"] == "kube-system"
                 continue
-            assert obj["metadata"]["namespace"] in namespaces, f"{obj['kind']}/{obj['metadata']['name']} outside our namespaces"
+            assert obj["metadata"]["namespace"] in namespaces, (
+                f"{obj['kind']}/{obj['metadata']['name']} outside our namespaces"
+            )
 
 
 def ingress_policies(stack: Rendered, namespace: str) -> list[dict[str, Any]]:
-    return [obj for obj in stack.manifests.values()
-            if obj["kind"] == "NetworkPolicy" and obj["metadata"]["namespace"] == namespace
-            and "Ingress" in obj["spec"]["policyTypes"]]
+    return [
+        obj
+        for obj in stack.manifests.values()
+        if obj["kind"] == "NetworkPolicy"
+        and obj["metadata"]["namespace"] == namespace
+        and "Ingress" in obj["spec"]["policyTypes"]
+    ]
 
 
 def pod_labels(stack: Rendered, kind: str, component: str) -> tuple[str, dict[str, str]]:
-    (found,) = [(obj["metadata"]["namespace"], t["metadata"]["labels"]) for obj, t in all_pods(stack)
-                if obj["kind"] == kind and component_of(obj) == component]
+    (found,) = [
+        (obj["metadata"]["namespace"], t["metadata"]["labels"])
+        for obj, t in all_pods(stack)
+        if obj["kind"] == kind and component_of(obj) == component
+    ]
     return found
 
 
-def admitted_from(policies: list[dict[str, Any]], target: dict[str, str], source: dict[str, str],
-                  port: int | None = None) -> bool:
+def admitted_from(
+    policies: list[dict[str, Any]], target: dict[str, str], source: dict[str, str], port: int | None = None
+) -> bool:
     """Would a pod labelled `source` (same namespace) reach a pod labelled `target` on `port`?"""
     selecting = [p for p in policies if selects(p["spec"]["podSelector"], target)]
     assert selecting, f"no NetworkPolicy selects {target}: all ingress would be open"
@@ -368,7 +436,8 @@ def admitted_from(policies: list[dict[str, Any]], target: dict[str, str], source
         for rule in policy["spec"].get("ingress", []):
             peers_ok = "from" not in rule or any(
                 "podSelector" in peer and "namespaceSelector" not in peer and selects(peer["podSelector"], source)
-                for peer in rule["from"])
+                for peer in rule["from"]
+            )
             ports_ok = "ports" not in rule or port is None or any(p.get("port") == port for p in rule["ports"])
             if peers_ok and ports_ok:
                 return True
@@ -382,8 +451,11 @@ def test_network_policies_admit_only_what_is_needed(rendered, stack):
     synth = rendered[stack]
     for obj, template in all_pods(synth):
         namespace = obj["metadata"]["namespace"]
-        assert [p for p in ingress_policies(synth, namespace) if selects(p["spec"]["podSelector"], template["metadata"]["labels"])], (
-            f"no ingress NetworkPolicy selects the pods of {obj['kind']}/{obj['metadata']['name']}")
+        assert [
+            p
+            for p in ingress_policies(synth, namespace)
+            if selects(p["spec"]["podSelector"], template["metadata"]["labels"])
+        ], f"no ingress NetworkPolicy selects the pods of {obj['kind']}/{obj['metadata']['name']}"
     namespace, store = pod_labels(synth, "StatefulSet", "rendezvous")
     _, worker = pod_labels(synth, "ElasticJob", TRAINING_COMPONENT)
     _, prep = pod_labels(synth, "Job", "data-prep")
@@ -411,6 +483,7 @@ def test_the_cluster_enforces_network_policies(rendered, stack):
 
 # --- AWS side ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", [*EKS_STACKS, HARDENED])
 def test_eks_secrets_encrypted_and_endpoint_limited(rendered, name):
     synth = rendered[name]
@@ -419,8 +492,11 @@ def test_eks_secrets_encrypted_and_endpoint_limited(rendered, name):
     assert key["inputs"]["enableKeyRotation"] is True
     assert cluster["encryptionConfigKeyArn"].startswith("arn:aws:kms:") and ":key/" in cluster["encryptionConfigKeyArn"]
     assert cluster["endpointPrivateAccess"] is True
-    expected = (["203.0.113.0/24", "198.51.100.7/32"] if name == HARDENED
-                else list(load_settings(read_stack_file(synth.stack), synth.stack).api_allowed_cidrs))
+    expected = (
+        ["203.0.113.0/24", "198.51.100.7/32"]
+        if name == HARDENED
+        else list(load_settings(read_stack_file(synth.stack), synth.stack).api_allowed_cidrs)
+    )
     assert cluster["publicAccessCidrs"] == expected
     assert cluster["nodeAssociatePublicIpAddress"] is False
 
@@ -439,8 +515,11 @@ def test_efs_encrypted_at_rest_and_in_transit(rendered, stack):
     assert volume["spec"]["mountOptions"] == ["tls"]
     (policy,) = synth.of_type("aws:efs/fileSystemPolicy:FileSystemPolicy")
     document = json.loads(policy["inputs"]["policy"])
-    denies = [s for s in document["Statement"] if s["Effect"] == "Deny"
-              and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
+    denies = [
+        s
+        for s in document["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
     assert denies and denies[0]["Action"] == "*" and denies[0]["Principal"] == {"AWS": "*"}
     assert denies[0]["Resource"].startswith("arn:aws:elasticfilesystem:")
     # NFS reaches the mount targets only from the nodes' security group, never from a CIDR.
@@ -479,11 +558,15 @@ def test_star_on_star_detector_catches_a_broad_grant():
     assert star_on_star_statements(broad)
     assert star_on_star_statements({"Statement": {"Effect": "Allow", "NotAction": "iam:*", "Resource": ["*"]}})
     assert not star_on_star_statements({"Statement": [{"Effect": "Deny", "Action": "*", "Resource": "*"}]})
-    assert list(policy_documents({"inlinePolicies": [{"policy": json.dumps(broad)}]})) == [("inlinePolicies[0].policy", broad)]
+    assert list(policy_documents({"inlinePolicies": [{"policy": json.dumps(broad)}]})) == [
+        ("inlinePolicies[0].policy", broad)
+    ]
 
 
 def test_no_static_aws_credentials_in_the_repository_or_rendered_output(rendered):
-    files = repository_files() + [path for synth in rendered.values() for path in synth.directory.rglob("*") if path.is_file()]
+    files = repository_files() + [
+        path for synth in rendered.values() for path in synth.directory.rglob("*") if path.is_file()
+    ]
     assert len(files) > 50
     found = {}
     for path in files:
@@ -507,28 +590,39 @@ def test_credential_detector_catches_planted_keys():
 def test_retain_data_keeps_the_file_system_and_the_repository(rendered):
     """retainData=true: `pulumi destroy` leaves EFS (and its access point) and ECR in the account
     and does not empty the repository; not `protect`, so destroy still completes. Default: both go."""
+
     def state(synth: Rendered) -> dict[str, tuple[bool, bool]]:
-        kept = {"aws:efs/fileSystem:FileSystem", "aws:efs/accessPoint:AccessPoint", "aws:ecr/repository:Repository",
-                "aws:s3/bucket:Bucket"}
+        kept = {
+            "aws:efs/fileSystem:FileSystem",
+            "aws:efs/accessPoint:AccessPoint",
+            "aws:ecr/repository:Repository",
+            "aws:s3/bucket:Bucket",
+        }
         return {r["type"]: (r["retainOnDelete"], r["protect"]) for r in synth.resources if r["type"] in kept}
 
     assert set(state(rendered["dev"]).values()) == {(False, False)}
-    assert state(rendered[HARDENED]) == {"aws:efs/fileSystem:FileSystem": (True, False),
-                                         "aws:efs/accessPoint:AccessPoint": (True, False),
-                                         "aws:ecr/repository:Repository": (True, False),
-                                         "aws:s3/bucket:Bucket": (True, False)}
+    assert state(rendered[HARDENED]) == {
+        "aws:efs/fileSystem:FileSystem": (True, False),
+        "aws:efs/accessPoint:AccessPoint": (True, False),
+        "aws:ecr/repository:Repository": (True, False),
+        "aws:s3/bucket:Bucket": (True, False),
+    }
     assert rendered["dev"].one("aws:ecr/repository:Repository")["inputs"]["forceDelete"] is True
     assert rendered[HARDENED].one("aws:ecr/repository:Repository")["inputs"]["forceDelete"] is False
     # Nothing else is retained: the rest of the stack is deleted as usual.
     assert sorted(r["type"] for r in rendered[HARDENED].resources if r["retainOnDelete"] or r["protect"]) == sorted(
-        state(rendered[HARDENED]))
+        state(rendered[HARDENED])
+    )
 
 
 # --- docs -----------------------------------------------------------------------------------
 
+
 def test_security_doc_lists_every_suppression():
     text = (REPO / "docs" / "security.md").read_text()
     missing = [row for row in markdown_rows() if row not in text]
-    assert not missing, "docs/security.md lacks suppression rows (regenerate: .venv/bin/python scripts/docs.py):\n" + "\n".join(missing)
+    assert not missing, (
+        "docs/security.md lacks suppression rows (regenerate: .venv/bin/python scripts/docs.py):\n" + "\n".join(missing)
+    )
     for topic in ("retainData", "apiAllowedCidrs", "rendezvous store", "NetworkPolicy", "Threat model"):
         assert topic in text, topic

@@ -51,9 +51,13 @@ case "$1" in
 esac
 """
 
-STEPS = ["setup: [1/5] using .venv (Python 3.11.99)", "setup: [2/5] upgrading pip",
-         "setup: [3/5] installing torch", "setup: [4/5] installing the project and its extras",
-         "setup: [5/5] fetching mermaid for the docs site"]
+STEPS = [
+    "setup: [1/5] using .venv (Python 3.11.99)",
+    "setup: [2/5] upgrading pip",
+    "setup: [3/5] installing torch",
+    "setup: [4/5] installing the project and its extras",
+    "setup: [5/5] fetching mermaid for the docs site",
+]
 
 
 @pytest.fixture
@@ -69,14 +73,22 @@ def checkout(tmp_path):
 
 
 def environment(checkout: Path) -> dict[str, str]:
-    return {"PATH": os.environ["PATH"], "HOME": str(checkout), "PYTHON": sys.executable,
-            "STUB_LOG": str(checkout / "calls.log"), "SETUP_PROGRESS_EVERY_S": "0"}
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(checkout),
+        "PYTHON": sys.executable,
+        "STUB_LOG": str(checkout / "calls.log"),
+        "SETUP_PROGRESS_EVERY_S": "0",
+    }
 
 
 def pip_calls(checkout: Path) -> tuple[str, list[str]]:
     """(the call that upgrades pip, the installs after it)."""
-    calls = [call for call in (checkout / "calls.log").read_text().splitlines() if call.startswith("-m pip install")
-             and "--help" not in call]
+    calls = [
+        call
+        for call in (checkout / "calls.log").read_text().splitlines()
+        if call.startswith("-m pip install") and "--help" not in call
+    ]
     (upgrade,) = [call for call in calls if call.endswith("--upgrade pip")]
     return upgrade, [call for call in calls if call != upgrade]
 
@@ -88,14 +100,22 @@ def assert_steps_in_order(lines: list[str]) -> None:
 
 
 def test_in_a_log_each_step_and_large_download_is_a_line_and_pip_chatter_is_not(checkout):
-    result = subprocess.run(["bash", "scripts/setup.sh"], cwd=checkout, capture_output=True, text=True, timeout=120,
-                            env=environment(checkout))
+    result = subprocess.run(
+        ["bash", "scripts/setup.sh"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment(checkout),
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert_steps_in_order(lines)
     assert "setup:   downloading torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl (900.1 MB)" in lines
     assert "setup:   still downloading: 450 MB so far (0 s)" in lines
-    assert not [line for line in lines if "filelock" in line or line.startswith(("Collecting", "Progress", "Successfully"))]
+    assert not [
+        line for line in lines if "filelock" in line or line.startswith(("Collecting", "Progress", "Successfully"))
+    ]
     upgrade, calls = pip_calls(checkout)
     # The venv's own pip may not know raw: the upgrade is quiet; the pip it brings shows its progress raw.
     assert "--quiet" in upgrade and "--progress-bar" not in upgrade
@@ -103,8 +123,14 @@ def test_in_a_log_each_step_and_large_download_is_a_line_and_pip_chatter_is_not(
 
 
 def test_a_pip_without_the_raw_bar_installs_quietly_as_before(checkout):
-    result = subprocess.run(["bash", "scripts/setup.sh"], cwd=checkout, capture_output=True, text=True, timeout=120,
-                            env={**environment(checkout), "OLD_PIP": "1"})
+    result = subprocess.run(
+        ["bash", "scripts/setup.sh"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environment(checkout), "OLD_PIP": "1"},
+    )
     assert result.returncode == 0, result.stderr
     assert_steps_in_order(result.stdout.splitlines())
     upgrade, calls = pip_calls(checkout)
@@ -112,8 +138,14 @@ def test_a_pip_without_the_raw_bar_installs_quietly_as_before(checkout):
 
 
 def test_quiet_keeps_the_step_lines_and_the_periodic_line(checkout):
-    result = subprocess.run(["bash", "scripts/setup.sh", "--quiet"], cwd=checkout, capture_output=True, text=True,
-                            timeout=120, env=environment(checkout))
+    result = subprocess.run(
+        ["bash", "scripts/setup.sh", "--quiet"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment(checkout),
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert_steps_in_order(lines)
@@ -123,8 +155,9 @@ def test_quiet_keeps_the_step_lines_and_the_periodic_line(checkout):
 
 def test_on_a_terminal_pip_shows_its_own_progress(checkout):
     controller, terminal = pty.openpty()
-    process = subprocess.Popen(["bash", "scripts/setup.sh"], cwd=checkout, stdout=terminal, stderr=terminal,
-                               env=environment(checkout))
+    process = subprocess.Popen(
+        ["bash", "scripts/setup.sh"], cwd=checkout, stdout=terminal, stderr=terminal, env=environment(checkout)
+    )
     os.close(terminal)
     output = io.BytesIO()
     while True:
@@ -146,10 +179,19 @@ def test_on_a_terminal_pip_shows_its_own_progress(checkout):
 
 def test_the_periodic_line_comes_at_most_every_interval_and_counts_every_download():
     now = [0.0]
-    pip = ["  Downloading a.whl (400.0 MB)", "Progress 0 of 400000000", "Progress 200000000 of 400000000",
-           "Progress 400000000 of 400000000", "  Downloading b.whl (2.0 MB)", "Progress 2000000 of 2000000",
-           "  Resuming download c.whl (300.0 MB/500.0 MB)", "Progress 300000000 of 500000000",
-           "Progress 500000000 of 500000000", "install-torch: torch 2.13.0 is installed", "Collecting d"]
+    pip = [
+        "  Downloading a.whl (400.0 MB)",
+        "Progress 0 of 400000000",
+        "Progress 200000000 of 400000000",
+        "Progress 400000000 of 400000000",
+        "  Downloading b.whl (2.0 MB)",
+        "Progress 2000000 of 2000000",
+        "  Resuming download c.whl (300.0 MB/500.0 MB)",
+        "Progress 300000000 of 500000000",
+        "Progress 500000000 of 500000000",
+        "install-torch: torch 2.13.0 is installed",
+        "Collecting d",
+    ]
     times = iter([0, 10, 31, 40, 45, 70, 100])  # the start, then each Progress line
 
     def clock() -> float:
@@ -160,9 +202,9 @@ def test_the_periodic_line_comes_at_most_every_interval_and_counts_every_downloa
     pip_progress.report(pip, out, every_s=30, clock=clock)
     assert out.getvalue().splitlines() == [
         "setup:   downloading a.whl (400.0 MB)",
-        "setup:   still downloading: 200 MB so far (31 s)",   # the Progress lines at 10 s and 40 s came too soon
-        "setup:   downloading c.whl (500.0 MB)",              # b.whl is under 10 MB
-        "setup:   still downloading: 402 MB so far (70 s)",   # c's 300 MB came before this run
+        "setup:   still downloading: 200 MB so far (31 s)",  # the Progress lines at 10 s and 40 s came too soon
+        "setup:   downloading c.whl (500.0 MB)",  # b.whl is under 10 MB
+        "setup:   still downloading: 402 MB so far (70 s)",  # c's 300 MB came before this run
         "setup:   still downloading: 602 MB so far (100 s)",
         "install-torch: torch 2.13.0 is installed",
     ]

@@ -48,8 +48,13 @@ def project_backend() -> str:
 
 def directories_made_by(script: Path, cwd: Path) -> set[Path]:
     """`mkdir -p DIR` lines of a script that runs from the repository root."""
-    return {Path(os.path.normpath(cwd / word)) for line in script.read_text().splitlines()
-            for match in [re.match(r"\s*mkdir -p (.+)$", line)] if match for word in shlex.split(match[1])}
+    return {
+        Path(os.path.normpath(cwd / word))
+        for line in script.read_text().splitlines()
+        for match in [re.match(r"\s*mkdir -p (.+)$", line)]
+        if match
+        for word in shlex.split(match[1])
+    }
 
 
 # Commands that make or open state for the first time (the ones a fresh clone runs first).
@@ -87,6 +92,7 @@ def needs_directory(command: str, cwd: Path) -> Path | None:
 
 # --- the model itself --------------------------------------------------------------------------
 
+
 def test_the_url_rules():
     assert state_directory("file://./.pulumi-state", WORKSPACE) == (WORKSPACE / ".pulumi-state", False)
     assert state_directory("file:///tmp/state?create_dir=true", WORKSPACE) == (Path("/tmp/state"), True)
@@ -98,10 +104,13 @@ def test_the_url_rules():
 
 # --- workflows -----------------------------------------------------------------------------------
 
+
 def workflow_paths() -> list:
-    return [pytest.param(path, job_name, id=f"{path.name}:{job_name}")
-            for path in sorted((REPO / ".github" / "workflows").glob("*.yml"))
-            for job_name in yaml.safe_load(path.read_text())["jobs"]]
+    return [
+        pytest.param(path, job_name, id=f"{path.name}:{job_name}")
+        for path in sorted((REPO / ".github" / "workflows").glob("*.yml"))
+        for job_name in yaml.safe_load(path.read_text())["jobs"]
+    ]
 
 
 def step_uses_state(step: dict, env: dict[str, str]) -> Path | None:
@@ -136,8 +145,9 @@ def test_each_workflow_creates_the_state_directory_before_using_it(path, job_nam
     expand = {"${{ github.workspace }}": str(WORKSPACE), "${GITHUB_WORKSPACE}": str(WORKSPACE)}
     for step in job.get("steps", []):
         needed = step_uses_state(step, {**env, **(step.get("env") or {})})
-        assert needed is None or needed in made, \
+        assert needed is None or needed in made, (
             f"{path.name} step {step.get('name')!r} opens {needed}, which no earlier step creates"
+        )
         made |= created_by_command(str(step.get("run", "")), WORKSPACE, expand)
 
 
@@ -170,7 +180,9 @@ def readme_sections() -> list[tuple[str, list[str]]]:
     return sections
 
 
-@pytest.mark.parametrize("title, commands", readme_sections(), ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    "title, commands", readme_sections(), ids=lambda value: value if isinstance(value, str) else ""
+)
 def test_each_readme_path_creates_the_state_directory_first(title, commands):
     if any("PULUMI_BACKEND_URL" in command for command in commands):
         return  # a section about a shared backend: the variable overrides Pulumi.yaml's file backend
@@ -184,10 +196,16 @@ def test_each_readme_path_creates_the_state_directory_first(title, commands):
 
 def test_the_readme_paths_that_start_state_are_found():
     """Getting started (inline `pulumi stack init`), the kind quick start and the CI settings (their pulumi commands)."""
-    starting = {title for title, commands in readme_sections()
-                if any(needs_directory(command.split("#")[0], WORKSPACE) for command in commands)}
-    assert {"docs/getting-started.md: 2. Choose and change the config, before the first `up`",
-            "docs/your-own-cluster.md: kind quick start", "docs/ci.md: Settings to create"} <= starting
+    starting = {
+        title
+        for title, commands in readme_sections()
+        if any(needs_directory(command.split("#")[0], WORKSPACE) for command in commands)
+    }
+    assert {
+        "docs/getting-started.md: 2. Choose and change the config, before the first `up`",
+        "docs/your-own-cluster.md: kind quick start",
+        "docs/ci.md: Settings to create",
+    } <= starting
 
 
 @pytest.mark.parametrize("script", sorted((REPO / "scripts").glob("*.sh")), ids=lambda p: p.name)

@@ -14,8 +14,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def tools() -> dict[str, str]:
-    return dict(line.split("=", 1) for line in (REPO / "scripts" / "tools.env").read_text().splitlines()
-                if re.match(r"^[A-Z_]+=", line))
+    return dict(
+        line.split("=", 1)
+        for line in (REPO / "scripts" / "tools.env").read_text().splitlines()
+        if re.match(r"^[A-Z_]+=", line)
+    )
 
 
 def pip_pin(package: str) -> str:

@@ -36,8 +36,15 @@ def with_kubelet_labels(group: dict) -> dict:
     """A managed group's nodes as the scheduler sees them: also the labels every kubelet sets
     (kubernetes.io/os, kubernetes.io/arch) and the one EKS adds to on-demand groups (EKS user guide,
     managed-node-groups.adoc: eks.amazonaws.com/capacityType: ON_DEMAND)."""
-    return {**group, "labels": {**group["labels"], "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                                "eks.amazonaws.com/capacityType": group["capacityType"]}}
+    return {
+        **group,
+        "labels": {
+            **group["labels"],
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "eks.amazonaws.com/capacityType": group["capacityType"],
+        },
+    }
 
 
 def node_pool(synth) -> dict:
@@ -53,9 +60,15 @@ def requirement(pool: dict, key: str) -> dict:
 def test_the_spot_pool_draws_several_types_of_one_shape_in_every_zone(spot):
     pool = node_pool(spot)
     assert requirement(pool, "karpenter.sh/capacity-type")["values"] == ["spot"]
-    assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == ["c5.4xlarge", "c5a.4xlarge", "c5d.4xlarge"]
+    assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == [
+        "c5.4xlarge",
+        "c5a.4xlarge",
+        "c5d.4xlarge",
+    ]
     subnets = spot.of_type("aws:ec2/subnet:Subnet")
-    private_zones = sorted({s["inputs"]["availabilityZone"] for s in subnets if not s["inputs"].get("mapPublicIpOnLaunch")})
+    private_zones = sorted(
+        {s["inputs"]["availabilityZone"] for s in subnets if not s["inputs"].get("mapPublicIpOnLaunch")}
+    )
     assert requirement(pool, "topology.kubernetes.io/zone")["values"] == private_zones and len(private_zones) >= 2
     # ... and the EC2NodeClass launches into exactly the private subnets, by id.
     (node_class,) = [m for m in spot.manifests if m["kind"] == "EC2NodeClass"]
@@ -102,22 +115,38 @@ def test_the_interruption_path_is_queue_rules_targets_and_permissions(spot):
     send, deny = json.loads(queue_policy["inputs"]["policy"])["Statement"]
     queue_arn = send["Resource"]
     assert queue_arn.startswith("arn:aws:sqs:us-west-2:") and deny["Resource"] == queue_arn
-    assert send["Principal"]["Service"] == ["events.amazonaws.com", "sqs.amazonaws.com"] and send["Action"] == "sqs:SendMessage"
+    assert (
+        send["Principal"]["Service"] == ["events.amazonaws.com", "sqs.amazonaws.com"]
+        and send["Action"] == "sqs:SendMessage"
+    )
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    rules = {r["name"]: json.loads(r["inputs"]["eventPattern"]) for r in spot.of_type("aws:cloudwatch/eventRule:EventRule")}
+    rules = {
+        r["name"]: json.loads(r["inputs"]["eventPattern"]) for r in spot.of_type("aws:cloudwatch/eventRule:EventRule")
+    }
     assert {(p["source"][0], p["detail-type"][0]) for p in rules.values()} == {
-        ("aws.ec2", "EC2 Spot Instance Interruption Warning"), ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
-        ("aws.ec2", "EC2 Instance State-change Notification"), ("aws.health", "AWS Health Event")}
+        ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+        ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+        ("aws.ec2", "EC2 Instance State-change Notification"),
+        ("aws.health", "AWS Health Event"),
+    }
     targets = spot.of_type("aws:cloudwatch/eventTarget:EventTarget")
     assert len(targets) == len(rules) and {t["inputs"]["arn"] for t in targets} == {queue_arn}
     # The controller reads that queue (and no other), with its own role that only its service account assumes.
-    (controller_policy,) = [p for p in spot.of_type("aws:iam/rolePolicy:RolePolicy") if p["name"] == "capacity-controller-policy"]
+    (controller_policy,) = [
+        p for p in spot.of_type("aws:iam/rolePolicy:RolePolicy") if p["name"] == "capacity-controller-policy"
+    ]
     statements = {s["Sid"]: s for s in json.loads(controller_policy["inputs"]["policy"])["Statement"]}
     assert statements["ReadInterruptions"]["Resource"] == queue_arn
-    assert set(statements["ReadInterruptions"]["Action"]) == {"sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+    assert set(statements["ReadInterruptions"]["Action"]) == {
+        "sqs:DeleteMessage",
+        "sqs:GetQueueUrl",
+        "sqs:ReceiveMessage",
+    }
     release = controller_release(spot)
     settings = release["inputs"]["values"]["settings"]
-    assert settings["clusterName"] == "elastic-training-spot" and queue_arn.endswith(":" + settings["interruptionQueue"])
+    assert settings["clusterName"] == "elastic-training-spot" and queue_arn.endswith(
+        ":" + settings["interruptionQueue"]
+    )
     (controller_role,) = [r for r in spot.of_type("aws:iam/role:Role") if r["name"] == "capacity-controller-role"]
     role_arn = release["inputs"]["values"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]
     assert role_arn.split("/")[-1].startswith("capacity-controller-role")
@@ -139,8 +168,12 @@ def test_karpenter_runs_on_the_on_demand_system_group_at_the_pinned_chart(spot):
     assert not can_land_on({"nodeSelector": inputs["values"]["nodeSelector"]}, node_groups(spot)[WORKERS])
     # Karpenter starts only once the system nodes, its permissions and the queue's rules exist.
     depends = " ".join(release["dependsOn"])
-    for needed in ("cluster-system-nodes", "capacity-controller-policy", "capacity-node-access",
-                   "capacity-spot-interruption-to-queue"):
+    for needed in (
+        "cluster-system-nodes",
+        "capacity-controller-policy",
+        "capacity-node-access",
+        "capacity-spot-interruption-to-queue",
+    ):
         assert needed in depends, needed
 
 
@@ -156,7 +189,10 @@ def test_karpenters_crds_come_from_their_own_release_ahead_of_the_controller(spo
     assert set(releases) == {"karpenter-crd", "karpenter"}
     crds, controller = releases["karpenter-crd"], releases["karpenter"]
     assert (crds["inputs"]["chart"], crds["inputs"]["version"], crds["inputs"]["namespace"]) == (
-        "oci://public.ecr.aws/karpenter/karpenter-crd", controller["inputs"]["version"], "kube-system")
+        "oci://public.ecr.aws/karpenter/karpenter-crd",
+        controller["inputs"]["version"],
+        "kube-system",
+    )
     # The controller's chart keeps its own copy in crds/, which Helm would install once and then
     # never touch: skipped, so exactly one release owns the CRDs.
     assert controller["inputs"]["skipCrds"] is True and not crds["inputs"].get("skipCrds")

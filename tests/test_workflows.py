@@ -106,7 +106,7 @@ def effective_permissions(wf: dict, job: dict):
 
 
 def stack_names() -> list[str]:
-    return sorted(p.name[len("Pulumi."): -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
 
 
 def stack_target(name: str) -> str:
@@ -383,7 +383,7 @@ def ci_run_command() -> str:
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     execs = [line for line in lines if line.startswith("exec ")]
     assert execs, ".ci/run has no exec line"
-    return execs[-1][len("exec "):].strip()
+    return execs[-1][len("exec ") :].strip()
 
 
 def test_ci_run_execs_the_test_script():
@@ -405,8 +405,11 @@ def test_tests_workflow_runs_the_same_command_as_ci_run():
 
 def suite_job() -> dict:
     """The job of tests.yml that runs `bash scripts/test.sh`."""
-    found = [job for job in jobs(load("tests.yml")).values()
-             if any(str(s.get("run", "")).strip() == "bash scripts/test.sh" for s in steps(job))]
+    found = [
+        job
+        for job in jobs(load("tests.yml")).values()
+        if any(str(s.get("run", "")).strip() == "bash scripts/test.sh" for s in steps(job))
+    ]
     assert len(found) == 1, "tests.yml needs exactly one job running `bash scripts/test.sh`"
     return found[0]
 
@@ -429,9 +432,7 @@ def test_tests_workflow_uploads_synth_of_every_stack():
     script = all_steps[synth[0]]["run"]
     assert "stacks/Pulumi.*.yaml" in script, "the synth step must loop over stacks/, not a fixed list"
     out_dir = re.search(r"--out\s+\"?([^\"\s$]+)", script).group(1)
-    uploads = [
-        (i, s) for i, s in enumerate(all_steps) if action_name(s) == "actions/upload-artifact"
-    ]
+    uploads = [(i, s) for i, s in enumerate(all_steps) if action_name(s) == "actions/upload-artifact"]
     assert uploads, "tests.yml must upload the synth output"
     index, upload = uploads[0]
     assert index > synth[0]
@@ -592,8 +593,12 @@ def test_the_program_does_not_build_the_image_during_preview(dev):
 
 def image_build_job() -> tuple[dict, dict]:
     """The job of tests.yml that builds images/Dockerfile, and its one `docker build` step."""
-    found = [(job, step) for job in jobs(load("tests.yml")).values() for step in steps(job)
-             if str(step.get("run", "")).lstrip().startswith("docker build")]
+    found = [
+        (job, step)
+        for job in jobs(load("tests.yml")).values()
+        for step in steps(job)
+        if str(step.get("run", "")).lstrip().startswith("docker build")
+    ]
     assert len(found) == 1, "tests.yml needs exactly one step running `docker build` (the training image)"
     return found[0]
 
@@ -612,8 +617,12 @@ def test_tests_workflow_builds_the_image_as_the_program_does_without_credentials
     assert "pull_request" in triggers(wf) and "if" not in job
     text = (WORKFLOWS / "tests.yml").read_text(encoding="utf-8")
     assert "secrets." not in text and "--push" not in text and "docker login" not in text
-    assert not [s for s in steps(job) if action_name(s) in
-                ("docker/login-action", "aws-actions/configure-aws-credentials", "aws-actions/amazon-ecr-login")]
+    assert not [
+        s
+        for s in steps(job)
+        if action_name(s)
+        in ("docker/login-action", "aws-actions/configure-aws-credentials", "aws-actions/amazon-ecr-login")
+    ]
     assert effective_permissions(wf, job) == {"contents": "read"}
 
 
@@ -636,7 +645,11 @@ def test_preview_lists_the_backend_before_installing_or_previewing():
     index, _ = exists_step()
     names = [action_name(s) for s in all_steps]
     assert names.index("aws-actions/configure-aws-credentials") < index  # the S3 backend needs credentials
-    cli = [i for i, s in enumerate(all_steps) if action_name(s) == "pulumi/actions" and "command" not in (s.get("with") or {})]
+    cli = [
+        i
+        for i, s in enumerate(all_steps)
+        if action_name(s) == "pulumi/actions" and "command" not in (s.get("with") or {})
+    ]
     assert cli and cli[0] < index, "install the CLI (pulumi/actions without `command`) before `pulumi stack ls`"
     installs = [i for i, s in enumerate(all_steps) if "scripts/setup.sh" in str(s.get("run", ""))]
     assert installs and all(i > index for i in installs), "list the stacks before the (slow) project install"
@@ -661,10 +674,15 @@ def run_step(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.Comple
     assert shutil.which("jq"), "jq is needed (it is on GitHub's ubuntu-24.04 runners; apt-get install jq here)"
     output = tmp_path / "github_output"
     output.write_text("")
-    environment = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
-                   "GITHUB_OUTPUT": str(output), **env}
-    result = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=environment,
-                            capture_output=True, text=True, timeout=60)
+    environment = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_OUTPUT": str(output),
+        **env,
+    }
+    result = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60
+    )
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
     return result, outputs
 
@@ -674,19 +692,30 @@ def run_step(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.Comple
 # (S3) backend the name is `<stack>` when the project matches the current one and
 # `organization/<project>/<stack>` otherwise or with fully qualified names
 # (pkg/backend/diy/backend.go, diyBackendReference.String, commit 1056e14e).
-@pytest.mark.parametrize("listed, stack, found", [
-    ([{"name": "dev", "current": False, "lastUpdate": "2026-11-01T10:00:00.000Z", "resourceCount": 80}], "dev", "true"),
-    ([{"name": "organization/elastic-training/dev", "current": False}], "dev", "true"),
-    ([{"name": "dev", "current": False}], "smoke", "false"),
-    ([{"name": "organization/elastic-training/smoke-old", "current": False}], "smoke", "false"),
-    ([], "dev", "false"),
-], ids=["short-name", "qualified-name", "other-stack", "prefix-is-not-a-match", "empty-backend"])
+@pytest.mark.parametrize(
+    "listed, stack, found",
+    [
+        (
+            [{"name": "dev", "current": False, "lastUpdate": "2026-11-01T10:00:00.000Z", "resourceCount": 80}],
+            "dev",
+            "true",
+        ),
+        ([{"name": "organization/elastic-training/dev", "current": False}], "dev", "true"),
+        ([{"name": "dev", "current": False}], "smoke", "false"),
+        ([{"name": "organization/elastic-training/smoke-old", "current": False}], "smoke", "false"),
+        ([], "dev", "false"),
+    ],
+    ids=["short-name", "qualified-name", "other-stack", "prefix-is-not-a-match", "empty-backend"],
+)
 def test_existence_check_reads_what_pulumi_stack_ls_prints(tmp_path, listed, stack, found):
     _, step = exists_step()
     (tmp_path / "bin").mkdir()
-    fake_tool(tmp_path / "bin", "pulumi",
-              '[ "$*" = "stack ls --json" ] || { echo "unexpected: pulumi $*" >&2; exit 2; }\n'
-              f"cat <<'JSON'\n{json.dumps(listed)}\nJSON\n")
+    fake_tool(
+        tmp_path / "bin",
+        "pulumi",
+        '[ "$*" = "stack ls --json" ] || { echo "unexpected: pulumi $*" >&2; exit 2; }\n'
+        f"cat <<'JSON'\n{json.dumps(listed)}\nJSON\n",
+    )
     result, outputs = run_step(step["run"], tmp_path, STACK=stack)
     assert result.returncode == 0, result.stderr
     assert outputs.get("found") == found, (outputs, result.stdout)
@@ -709,11 +738,21 @@ def test_a_skipped_stack_gets_one_pr_comment_saying_why(tmp_path, existing_comme
     calls = tmp_path / "gh-calls.jsonl"
     # A stand-in for `gh api`: records its arguments; the listing call answers with the id of an
     # earlier comment (what `--jq` would select) when there is one.
-    fake_tool(tmp_path / "bin", "gh",
-              f'python3 -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@" >> "{calls}"\n'
-              'case "$*" in *--paginate*) [ -n "$EXISTING" ] && echo "$EXISTING" ;; esac\nexit 0\n')
-    result, _ = run_step(step["run"], tmp_path, STACK="smoke", PR_NUMBER="17", GH_TOKEN="t",
-                         GITHUB_REPOSITORY="owner/repo", EXISTING=existing_comment)
+    fake_tool(
+        tmp_path / "bin",
+        "gh",
+        f'python3 -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@" >> "{calls}"\n'
+        'case "$*" in *--paginate*) [ -n "$EXISTING" ] && echo "$EXISTING" ;; esac\nexit 0\n',
+    )
+    result, _ = run_step(
+        step["run"],
+        tmp_path,
+        STACK="smoke",
+        PR_NUMBER="17",
+        GH_TOKEN="t",
+        GITHUB_REPOSITORY="owner/repo",
+        EXISTING=existing_comment,
+    )
     assert result.returncode == 0, result.stderr
     recorded = [json.loads(line) for line in calls.read_text().splitlines()]
     listing, write = recorded
@@ -745,8 +784,14 @@ def preview_inputs() -> set[str]:
 
     project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
     # No `main`: the program is the root's __main__.py, which imports infra/.
-    entries = {"Pulumi.yaml", "__main__.py", "infra/", project["stackConfigDir"], "pyproject.toml",
-               ".github/workflows/preview.yml"}
+    entries = {
+        "Pulumi.yaml",
+        "__main__.py",
+        "infra/",
+        project["stackConfigDir"],
+        "pyproject.toml",
+        ".github/workflows/preview.yml",
+    }
     # The image's build inputs as the program hashes them for the tag ...
     entries |= set(registry.IMAGE_INPUTS)
     # ... and as the Dockerfile copies them (COPY without --from reads the build context).
@@ -781,8 +826,11 @@ def test_passphrase_salt_is_not_made_anew_on_every_run():
     secrets manager recorded in the state instead (pulumi/pulumi sdk/go/common/env/env.go, commit
     07784078: "Use the snapshot secrets manager as a fallback when the stack configuration is
     missing or incomplete"; pkg/cmd/pulumi/stack/secrets.go, SecretsManagerLoader.GetSecretsManager)."""
-    unsalted = [name for name in require_stacks()
-                if not (yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text()) or {}).get("encryptionsalt")]
+    unsalted = [
+        name
+        for name in require_stacks()
+        if not (yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text()) or {}).get("encryptionsalt")
+    ]
     for name, job in [("preview.yml", preview_job()[1]), ("deploy.yml", deploy_job())]:
         wf = load(name)
         env = {**(wf.get("env") or {}), **(job.get("env") or {})}
@@ -835,8 +883,14 @@ def test_e2e_runs_on_pull_requests_touching_the_program_and_nightly():
     on = triggers(load("e2e-kind.yml"))
     assert set(on) == {"pull_request", "schedule"}, sorted(on)
     patterns = on["pull_request"]["paths"]
-    for changed in ["infra/program.py", "infra/specs/workloads.py", "jobs/training/train.py", "images/Dockerfile",
-                    "stacks/Pulumi.local.yaml", ".github/workflows/e2e-kind.yml"]:
+    for changed in [
+        "infra/program.py",
+        "infra/specs/workloads.py",
+        "jobs/training/train.py",
+        "images/Dockerfile",
+        "stacks/Pulumi.local.yaml",
+        ".github/workflows/e2e-kind.yml",
+    ]:
         assert paths_filter_matches(patterns, changed), changed
     for changed in ["README.md", "tests/test_workflows.py"]:
         assert not paths_filter_matches(patterns, changed), changed
@@ -903,10 +957,18 @@ def test_e2e_steps_run_in_order_and_collect_diagnostics_on_failure():
     def pulumi(command: str):
         return lambda s: action_name(s) == "pulumi/actions" and (s.get("with") or {}).get("command") == command
 
-    order = [index(runs("kind create cluster")), index(runs("skipping network policies")),
-             index(runs("docker build")), index(runs("kind load docker-image")), index(runs("scripts/setup.sh")),
-             index(runs("PULUMI_CONFIG_PASSPHRASE")), index(pulumi("up")), index(runs("job \"${TEST_JOB}\"")),
-             index(pulumi("destroy")), index(runs("namespaces left after pulumi destroy"))]
+    order = [
+        index(runs("kind create cluster")),
+        index(runs("skipping network policies")),
+        index(runs("docker build")),
+        index(runs("kind load docker-image")),
+        index(runs("scripts/setup.sh")),
+        index(runs("PULUMI_CONFIG_PASSPHRASE")),
+        index(pulumi("up")),
+        index(runs("job \"${TEST_JOB}\"")),
+        index(pulumi("destroy")),
+        index(runs("namespaces left after pulumi destroy")),
+    ]
     assert order == sorted(order), order
     build = shlex.split(all_steps[index(runs("docker build"))]["run"].strip().splitlines()[0])
     assert build == ["docker", "build", "-t", "${IMAGE}", "-f", "images/Dockerfile", "."], build
@@ -934,15 +996,23 @@ def test_e2e_passphrase_is_made_per_run_and_masked():
     assert script.index("::add-mask::") < script.index("GITHUB_ENV")
 
 
-@pytest.mark.parametrize("listed", [["namespace/default", "namespace/kube-system"],
-                                    ["namespace/default", "namespace/training-old", "namespace/training-2"]],
-                         ids=["gone", "only-look-alikes-left"])
+@pytest.mark.parametrize(
+    "listed",
+    [
+        ["namespace/default", "namespace/kube-system"],
+        ["namespace/default", "namespace/training-old", "namespace/training-2"],
+    ],
+    ids=["gone", "only-look-alikes-left"],
+)
 def test_e2e_namespace_check_passes_once_ours_are_gone(tmp_path, listed):
     """`kubectl get namespace -o name` prints one `namespace/<name>` per line; only ours counts."""
     (step,) = [s for s in steps(e2e_job()) if "namespaces left after pulumi destroy" in str(s.get("run", ""))]
     (tmp_path / "bin").mkdir()
-    fake_tool(tmp_path / "bin", "kubectl", '[ "$*" = "get namespace -o name" ] || exit 2\n'
-              "cat <<'EOF'\n" + "\n".join(listed) + "\nEOF\n")
+    fake_tool(
+        tmp_path / "bin",
+        "kubectl",
+        '[ "$*" = "get namespace -o name" ] || exit 2\ncat <<\'EOF\'\n' + "\n".join(listed) + "\nEOF\n",
+    )
     fake_tool(tmp_path / "bin", "sleep", "exit 0\n")
     result, _ = run_step(step["run"], tmp_path, NAMESPACE="training")
     assert result.returncode == 0, result.stdout + result.stderr

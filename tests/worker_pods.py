@@ -17,11 +17,17 @@ def worker_pod(elasticjob: dict[str, Any], index: int = 0) -> dict[str, Any]:
     elasticjob["metadata"].setdefault("uid", "00000000-0000-4000-8000-000000000000")
     template = render.job(elasticjob)["spec"]["template"]
     name = elasticjob["metadata"]["name"]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{index}", "namespace": elasticjob["metadata"]["namespace"],
-                         "labels": {**template["metadata"]["labels"], job_indexes.INDEX_LABEL: str(index)},
-                         "annotations": dict(template["metadata"].get("annotations") or {})},
-            "spec": template["spec"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{index}",
+            "namespace": elasticjob["metadata"]["namespace"],
+            "labels": {**template["metadata"]["labels"], job_indexes.INDEX_LABEL: str(index)},
+            "annotations": dict(template["metadata"].get("annotations") or {}),
+        },
+        "spec": template["spec"],
+    }
 
 
 def command_line(pod: dict[str, Any], container_name: str) -> list[str]:

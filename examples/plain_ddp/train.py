@@ -62,8 +62,9 @@ def main() -> None:
         time.sleep(args.step_seconds)
         if rank == 0 and (step + 1) % args.checkpoint_every == 0:
             temporary = saved.with_suffix(".tmp")
-            torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1},
-                       temporary)
+            torch.save(
+                {"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1}, temporary
+            )
             os.replace(temporary, saved)
             print(f"step {step + 1}: loss {loss.item():.5f}, checkpoint saved", flush=True)
 

@@ -28,8 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-CATALOG_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo",
-                   "Price", "SpotPrice", "Region", "AvailabilityZone")
+CATALOG_COLUMNS = (
+    "InstanceType",
+    "AcceleratorName",
+    "AcceleratorCount",
+    "vCPUs",
+    "MemoryGiB",
+    "GpuInfo",
+    "Price",
+    "SpotPrice",
+    "Region",
+    "AvailabilityZone",
+)
 SHAPE_COLUMNS = ("InstanceType", "vCPUs", "MemoryGiB", "GPUs", "GPU")
 PRICE_COLUMNS = ("InstanceType", "Region", "AvailabilityZone", "OnDemandUsd", "SpotUsd")
 
@@ -64,7 +74,9 @@ def read_catalog(text: str) -> list[dict[str, str]]:
     """The catalog's rows; CatalogError unless the header is exactly the catalog's columns."""
     reader = csv.DictReader(io.StringIO(text))
     if tuple(reader.fieldnames or ()) != CATALOG_COLUMNS:
-        raise CatalogError(f"not the catalog's vms.csv layout: header {reader.fieldnames}, expected {list(CATALOG_COLUMNS)}")
+        raise CatalogError(
+            f"not the catalog's vms.csv layout: header {reader.fieldnames}, expected {list(CATALOG_COLUMNS)}"
+        )
     return list(reader)
 
 
@@ -80,15 +92,27 @@ def build(rows: Iterable[dict[str, str]], carried: set[str]) -> Tables:
         if name not in carried:
             continue
         count = _number(row["AcceleratorCount"]) if row["AcceleratorCount"].strip() else "0"
-        shape = {"InstanceType": name, "vCPUs": _number(row["vCPUs"]), "MemoryGiB": _number(row["MemoryGiB"]),
-                 "GPUs": count, "GPU": row["AcceleratorName"].strip()}
+        shape = {
+            "InstanceType": name,
+            "vCPUs": _number(row["vCPUs"]),
+            "MemoryGiB": _number(row["MemoryGiB"]),
+            "GPUs": count,
+            "GPU": row["AcceleratorName"].strip(),
+        }
         if shapes.setdefault(name, shape) != shape:
             raise CatalogError(f"row {line}: {name} has shape {shape}, an earlier row {shapes[name]}")
         region, zone, price = row["Region"], row["AvailabilityZone"], _number(row["Price"])
         if on_demand.setdefault((name, region), price) != price:
-            raise CatalogError(f"row {line}: {name} in {region} costs {price} On-Demand, another zone {on_demand[(name, region)]}")
-        prices[(name, region, zone)] = {"InstanceType": name, "Region": region, "AvailabilityZone": zone,
-                                        "OnDemandUsd": price, "SpotUsd": _number(row["SpotPrice"])}
+            raise CatalogError(
+                f"row {line}: {name} in {region} costs {price} On-Demand, another zone {on_demand[(name, region)]}"
+            )
+        prices[(name, region, zone)] = {
+            "InstanceType": name,
+            "Region": region,
+            "AvailabilityZone": zone,
+            "OnDemandUsd": price,
+            "SpotUsd": _number(row["SpotPrice"]),
+        }
     return Tables(shapes=[shapes[k] for k in sorted(shapes)], prices=[prices[k] for k in sorted(prices)])
 
 

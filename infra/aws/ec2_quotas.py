@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class VcpuQuota:
-    name: str   # the quota's name in Service Quotas and the EC2 User Guide
-    code: str   # "" when it is to be looked up by name
+    name: str  # the quota's name in Service Quotas and the EC2 User Guide
+    code: str  # "" when it is to be looked up by name
 
 
 STANDARD = VcpuQuota("Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", "L-1216C47A")
@@ -38,8 +38,16 @@ X = VcpuQuota("Running On-Demand X instances", "")
 # and `is` are I families (im4gn, is4gen); `gr` is a G family (gr6); `vt` is its own letters.
 QUOTA_BY_FAMILY: dict[str, VcpuQuota] = {
     **{family: STANDARD for family in ("a", "c", "d", "h", "i", "im", "is", "m", "r", "t", "z")},
-    "g": G_AND_VT, "gr": G_AND_VT, "vt": G_AND_VT,
-    "p": P, "dl": DL, "f": F, "hpc": HPC, "inf": INF, "trn": TRN, "x": X,
+    "g": G_AND_VT,
+    "gr": G_AND_VT,
+    "vt": G_AND_VT,
+    "p": P,
+    "dl": DL,
+    "f": F,
+    "hpc": HPC,
+    "inf": INF,
+    "trn": TRN,
+    "x": X,
 }
 
 

@@ -35,8 +35,10 @@ def table() -> dict[str, EniLimits]:
         rows = csv.DictReader(handle)
         if tuple(rows.fieldnames or ()) != COLUMNS:
             raise ValueError(f"{TABLE} must have the columns {', '.join(COLUMNS)}")
-        return {row["instance_type"]: EniLimits(int(row["default_max_enis"]), int(row["ipv4_addresses_per_interface"]))
-                for row in rows}
+        return {
+            row["instance_type"]: EniLimits(int(row["default_max_enis"]), int(row["ipv4_addresses_per_interface"]))
+            for row in rows
+        }
 
 
 def eni_limits(instance_type: str) -> EniLimits | None:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class NvidiaInstance:
-    gpus: int             # GpuInfo.Gpus[].Count, summed: what the device plugin advertises as nvidia.com/gpu
-    gpu: str              # GpuInfo.Gpus[].Name
-    gpu_memory_mib: int   # per GPU
-    vcpus: int            # VCpuInfo.DefaultVCpus
-    memory_mib: int       # MemoryInfo.SizeInMiB
+    gpus: int  # GpuInfo.Gpus[].Count, summed: what the device plugin advertises as nvidia.com/gpu
+    gpu: str  # GpuInfo.Gpus[].Name
+    gpu_memory_mib: int  # per GPU
+    vcpus: int  # VCpuInfo.DefaultVCpus
+    memory_mib: int  # MemoryInfo.SizeInMiB
 
 
 NVIDIA_INSTANCES: dict[str, NvidiaInstance] = {
@@ -64,10 +64,16 @@ NVIDIA_INSTANCES: dict[str, NvidiaInstance] = {
     "g7.48xlarge": NvidiaInstance(gpus=8, gpu="RTX PRO 4500", gpu_memory_mib=32768, vcpus=192, memory_mib=786432),
     "g7.4xlarge": NvidiaInstance(gpus=1, gpu="RTX PRO 4500", gpu_memory_mib=32768, vcpus=16, memory_mib=65536),
     "g7.8xlarge": NvidiaInstance(gpus=1, gpu="RTX PRO 4500", gpu_memory_mib=32768, vcpus=32, memory_mib=131072),
-    "g7e.12xlarge": NvidiaInstance(gpus=2, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=48, memory_mib=524288),
-    "g7e.24xlarge": NvidiaInstance(gpus=4, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=96, memory_mib=1048576),
+    "g7e.12xlarge": NvidiaInstance(
+        gpus=2, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=48, memory_mib=524288
+    ),
+    "g7e.24xlarge": NvidiaInstance(
+        gpus=4, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=96, memory_mib=1048576
+    ),
     "g7e.2xlarge": NvidiaInstance(gpus=1, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=8, memory_mib=65536),
-    "g7e.48xlarge": NvidiaInstance(gpus=8, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=192, memory_mib=2097152),
+    "g7e.48xlarge": NvidiaInstance(
+        gpus=8, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=192, memory_mib=2097152
+    ),
     "g7e.4xlarge": NvidiaInstance(gpus=1, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=16, memory_mib=131072),
     "g7e.8xlarge": NvidiaInstance(gpus=1, gpu="RTX PRO Server 6000", gpu_memory_mib=98304, vcpus=32, memory_mib=262144),
     "gr6.4xlarge": NvidiaInstance(gpus=1, gpu="L4", gpu_memory_mib=22888, vcpus=16, memory_mib=131072),

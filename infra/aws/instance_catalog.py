@@ -42,8 +42,12 @@ COMMIT_DATE_NOTE: str = _SOURCE.get("commitDateNote", "")
 READ_ON: str = _SOURCE["readOn"]
 
 
-_REGION_SOURCE = json.loads((region_prices_build.DATA_DIR / region_prices_build.REGION_SOURCE_FILE).read_text(encoding="utf-8"))
-_KARPENTER_SOURCE = json.loads((region_prices_build.DATA_DIR / region_prices_build.KARPENTER_SOURCE_FILE).read_text(encoding="utf-8"))
+_REGION_SOURCE = json.loads(
+    (region_prices_build.DATA_DIR / region_prices_build.REGION_SOURCE_FILE).read_text(encoding="utf-8")
+)
+_KARPENTER_SOURCE = json.loads(
+    (region_prices_build.DATA_DIR / region_prices_build.KARPENTER_SOURCE_FILE).read_text(encoding="utf-8")
+)
 REGION_READ_ON: str = _REGION_SOURCE["readOn"]
 KARPENTER_READ_ON: str = _KARPENTER_SOURCE["readOn"]
 
@@ -52,15 +56,21 @@ def region_source_line() -> str:
     """'github.com/cristim/ec2-instances-info@v0.0.0-... data/instances.json (ec2instances.info data, commit
     32acf84f42eb of 2025-05-28, read 2026-11-28)'."""
     s = _REGION_SOURCE
-    commit = f"commit {s['commitPrefix']} of {s['commitTime'][:10]}" if s.get("commitPrefix") else f"of {str(s.get('versionTime'))[:10]}"
+    commit = (
+        f"commit {s['commitPrefix']} of {s['commitTime'][:10]}"
+        if s.get("commitPrefix")
+        else f"of {str(s.get('versionTime'))[:10]}"
+    )
     return f"{s['module']}@{s['version']} {s['path']} (ec2instances.info data, {commit}, read {s['readOn']})"
 
 
 def karpenter_source_line() -> str:
     """'github.com/aws/karpenter-provider-aws@v1.15.2 pkg/.../zz_generated.pricing_aws.go (generated 2026-07-20 for us-east-1, read ...)'."""
     s = _KARPENTER_SOURCE
-    return (f"{s['module']}@{s['version']} {s['path']} (generated {s['generatedAt'][:10]} for {s['generatedFor']}, "
-            f"read {s['readOn']})")
+    return (
+        f"{s['module']}@{s['version']} {s['path']} (generated {s['generatedAt'][:10]} for {s['generatedFor']}, "
+        f"read {s['readOn']})"
+    )
 
 
 def source_line() -> str:
@@ -79,10 +89,10 @@ class Shape:
 
 @dataclass(frozen=True)
 class CatalogPrice:
-    usd: float | None   # None: not priced, and `reason` says why
+    usd: float | None  # None: not priced, and `reason` says why
     source: str
     reason: str = ""
-    read_on: str = READ_ON   # the day the table it came from was read
+    read_on: str = READ_ON  # the day the table it came from was read
 
     @property
     def known(self) -> bool:
@@ -93,6 +103,7 @@ class CatalogPrice:
 class SpotSummary:
     """The region's Spot prices by zone ID (the zone table), or by zone without the zones' names (the
     region-wide table: `unnamed`); median/low/high over the zones that have one."""
+
     by_zone: dict[str, float]
     unnamed: tuple[float, ...] = ()
 
@@ -117,22 +128,35 @@ class SpotSummary:
 def _shapes() -> dict[str, Shape]:
     with (catalog_build.DATA_DIR / catalog_build.SHAPES_FILE).open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    return {row["InstanceType"]: Shape(vcpus=float(row["vCPUs"]), memory_gib=float(row["MemoryGiB"]),
-                                       gpus=int(float(row["GPUs"])), gpu=row["GPU"] or None) for row in rows}
+    return {
+        row["InstanceType"]: Shape(
+            vcpus=float(row["vCPUs"]),
+            memory_gib=float(row["MemoryGiB"]),
+            gpus=int(float(row["GPUs"])),
+            gpu=row["GPU"] or None,
+        )
+        for row in rows
+    }
 
 
 @cache
 def _region_rows() -> dict[tuple[str, str], tuple[float, tuple[float, ...]]]:
     """(type, region) -> (On-Demand, the zones' Spot prices) from the region-wide table."""
     with (region_prices_build.DATA_DIR / region_prices_build.REGION_FILE).open(newline="", encoding="utf-8") as handle:
-        return {(row["InstanceType"], row["Region"]): (float(row["OnDemandUsd"]),
-                                                       tuple(float(p) for p in row["SpotUsd"].split(";") if p))
-                for row in csv.DictReader(handle)}
+        return {
+            (row["InstanceType"], row["Region"]): (
+                float(row["OnDemandUsd"]),
+                tuple(float(p) for p in row["SpotUsd"].split(";") if p),
+            )
+            for row in csv.DictReader(handle)
+        }
 
 
 @cache
 def _karpenter_rows() -> dict[tuple[str, str], float]:
-    with (region_prices_build.DATA_DIR / region_prices_build.KARPENTER_FILE).open(newline="", encoding="utf-8") as handle:
+    with (region_prices_build.DATA_DIR / region_prices_build.KARPENTER_FILE).open(
+        newline="", encoding="utf-8"
+    ) as handle:
         return {(row["InstanceType"], row["Region"]): float(row["OnDemandUsd"]) for row in csv.DictReader(handle)}
 
 
@@ -149,7 +173,9 @@ def _zone_rows() -> dict[tuple[str, str], list[dict[str, str]]]:
 def zone_ids(region: str) -> frozenset[str]:
     """The zone IDs the table lists in the region, over every carried type: the zones known to exist
     there offline (a region may have more, where none of the carried types is offered)."""
-    return frozenset(row["AvailabilityZone"] for (_, where), rows in _zone_rows().items() if where == region for row in rows)
+    return frozenset(
+        row["AvailabilityZone"] for (_, where), rows in _zone_rows().items() if where == region for row in rows
+    )
 
 
 def carried() -> tuple[str, ...]:
@@ -166,14 +192,18 @@ def shape(instance_type: str) -> Shape | None:
 def tables_line() -> str:
     """The three tables in one short line, for the reasons a price is missing."""
     r, k = _REGION_SOURCE, _KARPENTER_SOURCE
-    return (f"{REPOSITORY} @ {COMMIT[:8]}; {r['module']} @ {r.get('commitPrefix', r['version'])} of "
-            f"{str(r.get('commitTime') or r.get('versionTime'))[:10]}; {k['module']} {k['version']} "
-            f"({k['generatedFor']}, generated {k['generatedAt'][:10]})")
+    return (
+        f"{REPOSITORY} @ {COMMIT[:8]}; {r['module']} @ {r.get('commitPrefix', r['version'])} of "
+        f"{str(r.get('commitTime') or r.get('versionTime'))[:10]}; {k['module']} {k['version']} "
+        f"({k['generatedFor']}, generated {k['generatedAt'][:10]})"
+    )
 
 
 def _not_carried(instance_type: str) -> str:
-    return (f"{instance_type} is in none of the price tables ({tables_line()}): newer than they are, or not an EC2 "
-            "type; `scripts/refresh_prices.py` or preflight's live prices can price it")
+    return (
+        f"{instance_type} is in none of the price tables ({tables_line()}): newer than they are, or not an EC2 "
+        "type; `scripts/refresh_prices.py` or preflight's live prices can price it"
+    )
 
 
 @cache
@@ -187,8 +217,10 @@ def listed(instance_type: str) -> bool:
 
 
 def _not_offered(instance_type: str, region: str) -> str:
-    return (f"no price table lists {instance_type} in {region} ({tables_line()}): not offered there when they were "
-            "read, or the region is newer than they are")
+    return (
+        f"no price table lists {instance_type} in {region} ({tables_line()}): not offered there when they were "
+        "read, or the region is newer than they are"
+    )
 
 
 def on_demand(instance_type: str, region: str) -> CatalogPrice:
@@ -198,7 +230,9 @@ def on_demand(instance_type: str, region: str) -> CatalogPrice:
     if rows:
         return CatalogPrice(float(rows[0]["OnDemandUsd"]), source_line())
     if (instance_type, region) in _karpenter_rows():
-        return CatalogPrice(_karpenter_rows()[(instance_type, region)], karpenter_source_line(), read_on=KARPENTER_READ_ON)
+        return CatalogPrice(
+            _karpenter_rows()[(instance_type, region)], karpenter_source_line(), read_on=KARPENTER_READ_ON
+        )
     if (instance_type, region) in _region_rows():
         return CatalogPrice(_region_rows()[(instance_type, region)][0], region_source_line(), read_on=REGION_READ_ON)
     if not listed(instance_type):
@@ -220,8 +254,10 @@ def spot(instance_type: str, region: str) -> tuple[SpotSummary | None, str]:
         return None, _not_carried(instance_type)
     if not rows and not regional and (instance_type, region) not in _karpenter_rows():
         return None, _not_offered(instance_type, region)
-    return None, (f"no Spot price for {instance_type} in {region} in the price tables ({tables_line()}; Karpenter's has "
-                  "On-Demand only): this Spot node is not priced offline; preflight reads it from EC2's Spot price history")
+    return None, (
+        f"no Spot price for {instance_type} in {region} in the price tables ({tables_line()}; Karpenter's has "
+        "On-Demand only): this Spot node is not priced offline; preflight reads it from EC2's Spot price history"
+    )
 
 
 def _spot_source(summary: SpotSummary) -> tuple[str, str]:
@@ -236,5 +272,8 @@ def spot_median(instance_type: str, region: str) -> CatalogPrice:
     if summary is None:
         return CatalogPrice(None, source_line(), why)
     source, read_on = _spot_source(summary)
-    return CatalogPrice(round(summary.median, 6), f"{source}; Spot median of {len(summary.values)} zones, "
-                        f"range ${summary.low:g}-${summary.high:g}", read_on=read_on)
+    return CatalogPrice(
+        round(summary.median, 6),
+        f"{source}; Spot median of {len(summary.values)} zones, range ${summary.low:g}-${summary.high:g}",
+        read_on=read_on,
+    )

@@ -32,11 +32,11 @@ AMD64 = "x86_64"  # DescribeInstanceTypes' name for what Kubernetes calls amd64
 class Shape:
     vcpus: int
     memory_mib: int
-    gpus: int                        # GpuInfo.Gpus[].Count, summed (0: none)
-    gpu_manufacturer: str | None     # NVIDIA, AMD, ...
-    gpu: str | None                  # the model: H100, L4, ...
-    architectures: tuple[str, ...]   # x86_64, arm64, i386
-    efa_interfaces: int = 0          # NetworkInfo.EfaInfo.MaximumEfaInterfaces (0: no EFA)
+    gpus: int  # GpuInfo.Gpus[].Count, summed (0: none)
+    gpu_manufacturer: str | None  # NVIDIA, AMD, ...
+    gpu: str | None  # the model: H100, L4, ...
+    architectures: tuple[str, ...]  # x86_64, arm64, i386
+    efa_interfaces: int = 0  # NetworkInfo.EfaInfo.MaximumEfaInterfaces (0: no EFA)
 
     @property
     def amd64(self) -> bool:
@@ -51,8 +51,10 @@ def source() -> dict[str, object]:
 def source_line() -> str:
     """'infra/aws/data/ec2_shapes.csv (EC2 DescribeInstanceTypes as moto 5.2.5 ships it, read 2026-11-26)'."""
     found = source()
-    return (f"infra/aws/data/{shapes_build.SHAPES_FILE} ({found['types']} types: EC2 DescribeInstanceTypes as "
-            f"moto {found['motoVersion']} ships it, read {found['readOn']})")
+    return (
+        f"infra/aws/data/{shapes_build.SHAPES_FILE} ({found['types']} types: EC2 DescribeInstanceTypes as "
+        f"moto {found['motoVersion']} ships it, read {found['readOn']})"
+    )
 
 
 @cache
@@ -61,11 +63,18 @@ def table() -> dict[str, Shape]:
         rows = csv.DictReader(handle)
         if tuple(rows.fieldnames or ()) != shapes_build.COLUMNS:
             raise ValueError(f"{shapes_build.SHAPES_FILE} must have the columns {', '.join(shapes_build.COLUMNS)}")
-        return {row["InstanceType"]: Shape(vcpus=int(row["vCPUs"]), memory_mib=int(row["MemoryMiB"]),
-                                           gpus=int(row["GPUs"]), gpu_manufacturer=row["GPUManufacturer"] or None,
-                                           gpu=row["GPU"] or None, architectures=tuple(row["Architectures"].split()),
-                                           efa_interfaces=int(row["EfaInterfaces"]))
-                for row in rows}
+        return {
+            row["InstanceType"]: Shape(
+                vcpus=int(row["vCPUs"]),
+                memory_mib=int(row["MemoryMiB"]),
+                gpus=int(row["GPUs"]),
+                gpu_manufacturer=row["GPUManufacturer"] or None,
+                gpu=row["GPU"] or None,
+                architectures=tuple(row["Architectures"].split()),
+                efa_interfaces=int(row["EfaInterfaces"]),
+            )
+            for row in rows
+        }
 
 
 def shape(instance_type: str) -> Shape | None:
@@ -85,5 +94,7 @@ def unknown_type_problem(instance_type: str) -> str:
     """Why a name is not a type, for a config error: what is wrong, the nearest names, and what is allowed."""
     near = close_matches(instance_type)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    return (f"is not an EC2 instance type offered for Linux{hint} (the types are those of {source_line()}; "
-            "for a type newer than that: upgrade moto, then `python scripts/refresh_instance_shapes.py`)")
+    return (
+        f"is not an EC2 instance type offered for Linux{hint} (the types are those of {source_line()}; "
+        "for a type newer than that: upgrade moto, then `python scripts/refresh_instance_shapes.py`)"
+    )

@@ -36,55 +36,134 @@ QUEUE_RETENTION_SECONDS = 300
 
 LAUNCH = ["ec2:RunInstances", "ec2:CreateFleet"]
 CREATED_BY_LAUNCH = ["fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request"]
-DISCOVERY = ["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
-             "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
-             "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
-             "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"]
+DISCOVERY = [
+    "ec2:DescribeCapacityReservations",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstances",
+    "ec2:DescribeInstanceStatus",
+    "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplates",
+    "ec2:DescribePlacementGroups",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSpotPriceHistory",
+    "ec2:DescribeSubnets",
+]
 
 
 def _owned(cluster: str, tag_context: str) -> dict[str, Any]:
-    return {"StringEquals": {f"aws:{tag_context}/kubernetes.io/cluster/{cluster}": "owned"},
-            "StringLike": {f"aws:{tag_context}/karpenter.sh/nodepool": "*"}}
+    return {
+        "StringEquals": {f"aws:{tag_context}/kubernetes.io/cluster/{cluster}": "owned"},
+        "StringLike": {f"aws:{tag_context}/karpenter.sh/nodepool": "*"},
+    }
 
 
-def controller_policy(partition: str, region: str, account: str, cluster: str, node_role_arn: str,
-                      queue_arn: str) -> str:
+def controller_policy(
+    partition: str, region: str, account: str, cluster: str, node_role_arn: str, queue_arn: str
+) -> str:
     ec2 = f"arn:{partition}:ec2:{region}"
     created = [f"{ec2}:*:{kind}/*" for kind in CREATED_BY_LAUNCH]
-    request_tags = {"StringEquals": {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
-                                     "aws:RequestTag/eks:eks-cluster-name": cluster},
-                    "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}
+    request_tags = {
+        "StringEquals": {
+            f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
+            "aws:RequestTag/eks:eks-cluster-name": cluster,
+        },
+        "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+    }
     statements = [
-        {"Sid": "LaunchFromTheStacksNetwork", "Effect": "Allow", "Action": LAUNCH,
-         "Resource": [f"{ec2}::image/*", f"{ec2}::snapshot/*", f"{ec2}:*:security-group/*", f"{ec2}:*:subnet/*"]},
-        {"Sid": "LaunchFromOwnLaunchTemplates", "Effect": "Allow", "Action": LAUNCH,
-         "Resource": f"{ec2}:*:launch-template/*", "Condition": _owned(cluster, "ResourceTag")},
-        {"Sid": "CreateOnlyTagged", "Effect": "Allow", "Action": [*LAUNCH, "ec2:CreateLaunchTemplate"],
-         "Resource": created, "Condition": request_tags},
-        {"Sid": "TagAtCreation", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": created,
-         "Condition": {"StringEquals": {**request_tags["StringEquals"],
-                                        "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
-                       "StringLike": request_tags["StringLike"]}},
-        {"Sid": "NameOwnInstances", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": f"{ec2}:*:instance/*",
-         "Condition": {**_owned(cluster, "ResourceTag"),
-                       "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster},
-                       "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]}}},
-        {"Sid": "TerminateOwnInstances", "Effect": "Allow", "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-         "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"], "Condition": _owned(cluster, "ResourceTag")},
-        {"Sid": "PassTheNodeRole", "Effect": "Allow", "Action": "iam:PassRole", "Resource": node_role_arn,
-         "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
+        {
+            "Sid": "LaunchFromTheStacksNetwork",
+            "Effect": "Allow",
+            "Action": LAUNCH,
+            "Resource": [f"{ec2}::image/*", f"{ec2}::snapshot/*", f"{ec2}:*:security-group/*", f"{ec2}:*:subnet/*"],
+        },
+        {
+            "Sid": "LaunchFromOwnLaunchTemplates",
+            "Effect": "Allow",
+            "Action": LAUNCH,
+            "Resource": f"{ec2}:*:launch-template/*",
+            "Condition": _owned(cluster, "ResourceTag"),
+        },
+        {
+            "Sid": "CreateOnlyTagged",
+            "Effect": "Allow",
+            "Action": [*LAUNCH, "ec2:CreateLaunchTemplate"],
+            "Resource": created,
+            "Condition": request_tags,
+        },
+        {
+            "Sid": "TagAtCreation",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": created,
+            "Condition": {
+                "StringEquals": {
+                    **request_tags["StringEquals"],
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
+                "StringLike": request_tags["StringLike"],
+            },
+        },
+        {
+            "Sid": "NameOwnInstances",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": f"{ec2}:*:instance/*",
+            "Condition": {
+                **_owned(cluster, "ResourceTag"),
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
+            },
+        },
+        {
+            "Sid": "TerminateOwnInstances",
+            "Effect": "Allow",
+            "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            "Condition": _owned(cluster, "ResourceTag"),
+        },
+        {
+            "Sid": "PassTheNodeRole",
+            "Effect": "Allow",
+            "Action": "iam:PassRole",
+            "Resource": node_role_arn,
+            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        },
         # Its instance-profile garbage collector lists profiles on every pass (pkg/providers/instanceprofile/
         # instanceprofile.go ListProfiles) and only ever deletes ones under its own path, which ours is not.
-        {"Sid": "ListProfilesForGarbageCollection", "Effect": "Allow", "Action": "iam:ListInstanceProfiles",
-         "Resource": "*"},
-        {"Sid": "FindTheClusterEndpoint", "Effect": "Allow", "Action": "eks:DescribeCluster",
-         "Resource": f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"},
-        {"Sid": "ReadInterruptions", "Effect": "Allow", "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
-         "Resource": queue_arn},
-        {"Sid": "DiscoverInTheRegion", "Effect": "Allow", "Action": DISCOVERY, "Resource": "*",
-         "Condition": {"StringEquals": {"aws:RequestedRegion": region}}},
-        {"Sid": "ReadEksAmiParameters", "Effect": "Allow", "Action": "ssm:GetParameter",
-         "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*"},
+        {
+            "Sid": "ListProfilesForGarbageCollection",
+            "Effect": "Allow",
+            "Action": "iam:ListInstanceProfiles",
+            "Resource": "*",
+        },
+        {
+            "Sid": "FindTheClusterEndpoint",
+            "Effect": "Allow",
+            "Action": "eks:DescribeCluster",
+            "Resource": f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}",
+        },
+        {
+            "Sid": "ReadInterruptions",
+            "Effect": "Allow",
+            "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+            "Resource": queue_arn,
+        },
+        {
+            "Sid": "DiscoverInTheRegion",
+            "Effect": "Allow",
+            "Action": DISCOVERY,
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+        },
+        {
+            "Sid": "ReadEksAmiParameters",
+            "Effect": "Allow",
+            "Action": "ssm:GetParameter",
+            "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
+        },
         {"Sid": "ReadPrices", "Effect": "Allow", "Action": "pricing:GetProducts", "Resource": "*"},
     ]
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
@@ -92,16 +171,28 @@ def controller_policy(partition: str, region: str, account: str, cluster: str, n
 
 def queue_policy(queue_arn: str) -> str:
     """EventBridge (and SQS itself) may send to the queue; nothing may use it without TLS."""
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Sid": "EventBridgeSends", "Effect": "Allow",
-             "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
-             "Action": "sqs:SendMessage", "Resource": queue_arn},
-            {"Sid": "DenyWithoutTls", "Effect": "Deny", "Principal": "*", "Action": "sqs:*", "Resource": queue_arn,
-             "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
-        ],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "EventBridgeSends",
+                    "Effect": "Allow",
+                    "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                    "Action": "sqs:SendMessage",
+                    "Resource": queue_arn,
+                },
+                {
+                    "Sid": "DenyWithoutTls",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "sqs:*",
+                    "Resource": queue_arn,
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                },
+            ],
+        }
+    )
 
 
 def event_pattern(event: str) -> str:

@@ -38,9 +38,17 @@ def _why(error: Exception) -> str:
 
 def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tuple[prices.Price | None, str]:
     """The On-Demand Linux $/hour of the type in the region, shared tenancy, no pre-installed software."""
-    filters = [{"Type": "TERM_MATCH", "Field": name, "Value": value} for name, value in (
-        ("instanceType", instance_type), ("regionCode", region), ("operatingSystem", "Linux"), ("tenancy", "Shared"),
-        ("preInstalledSw", "NA"), ("capacitystatus", "Used"))]
+    filters = [
+        {"Type": "TERM_MATCH", "Field": name, "Value": value}
+        for name, value in (
+            ("instanceType", instance_type),
+            ("regionCode", region),
+            ("operatingSystem", "Linux"),
+            ("tenancy", "Shared"),
+            ("preInstalledSw", "NA"),
+            ("capacitystatus", "Used"),
+        )
+    ]
     try:
         answer = pricing.get_products(ServiceCode="AmazonEC2", Filters=filters, MaxResults=10)
     except Exception as error:  # noqa: BLE001 (only the botocore call is inside: any error is its answer, not our code)
@@ -54,13 +62,19 @@ def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tupl
                     usd.add(float(dimension["pricePerUnit"]["USD"]))
     if len(usd) != 1:
         return None, f"Price List API gave {len(usd)} On-Demand Linux prices for {instance_type} in {region}; not used"
-    return prices.Price(usd.pop(), "instance-hour", f"AWS Price List API (pricing.get_products, read {today})", today), ""
+    return prices.Price(
+        usd.pop(), "instance-hour", f"AWS Price List API (pricing.get_products, read {today})", today
+    ), ""
 
 
 def spot(ec2: Any, instance_type: str, zones: list[str], now: datetime) -> tuple[prices.Price | None, str]:
     """The median over `zones` (all the region's zones when empty) of the current Spot $/hour."""
-    kwargs: dict[str, Any] = {"InstanceTypes": [instance_type], "ProductDescriptions": [LINUX],
-                              "StartTime": now, "EndTime": now}
+    kwargs: dict[str, Any] = {
+        "InstanceTypes": [instance_type],
+        "ProductDescriptions": [LINUX],
+        "StartTime": now,
+        "EndTime": now,
+    }
     if zones:
         kwargs["Filters"] = [{"Name": "availability-zone", "Values": list(zones)}]
     latest: dict[str, tuple[datetime, float]] = {}
@@ -80,11 +94,17 @@ def spot(ec2: Any, instance_type: str, zones: list[str], now: datetime) -> tuple
         # An answer, not a failure: no Spot market for the type there, so no Spot worker can start. The
         # estimate must not fall back to the catalog's prices of other zones and price it as if it could.
         where = ", ".join(zones) or "the region"
-        return prices.Price(None, "instance-hour", f"NOT READ: EC2 has no Spot price for {instance_type} in {where}: "
-                            "no Spot market there, so no Spot worker can start (choose another type or region)",
-                            now.date().isoformat()), f"EC2 has no Spot price for {instance_type} in {where}"
+        return prices.Price(
+            None,
+            "instance-hour",
+            f"NOT READ: EC2 has no Spot price for {instance_type} in {where}: "
+            "no Spot market there, so no Spot worker can start (choose another type or region)",
+            now.date().isoformat(),
+        ), f"EC2 has no Spot price for {instance_type} in {where}"
     values = sorted(price for _, price in latest.values())
     low, high = values[0], values[-1]
-    source = (f"EC2 Spot price history (describe_spot_price_history, read {now.date().isoformat()}); "
-              f"median of {len(values)} zones, range ${low:g}-${high:g}")
+    source = (
+        f"EC2 Spot price history (describe_spot_price_history, read {now.date().isoformat()}); "
+        f"median of {len(values)} zones, range ${low:g}-${high:g}"
+    )
     return prices.Price(round(statistics.median(values), 6), "instance-hour", source, now.date().isoformat()), ""

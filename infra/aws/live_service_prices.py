@@ -59,12 +59,12 @@ class Query:
 
 @dataclass(frozen=True)
 class Item:
-    what: str                  # the infra/aws/prices.py key
+    what: str  # the infra/aws/prices.py key
     query: Query
-    usagetype: str             # the usage type without its region prefix
-    units: tuple[str, ...]     # the priceDimension units accepted
-    unit: str                  # the unit of prices.Price, as infra/aws/prices.py writes it
-    first_tier: bool = False   # a per-GB rate (not in the totals): a tiered price is read at its first tier
+    usagetype: str  # the usage type without its region prefix
+    units: tuple[str, ...]  # the priceDimension units accepted
+    unit: str  # the unit of prices.Price, as infra/aws/prices.py writes it
+    first_tier: bool = False  # a per-GB rate (not in the totals): a tiered price is read at its first tier
 
 
 EKS = Query("AmazonEKS", (("productFamily", "Compute"),))
@@ -94,8 +94,10 @@ def matches(usagetype: str, suffix: str) -> bool:
 
 def products(pricing: Any, query: Query, region: str) -> list[dict[str, Any]]:
     """Every product of the query in the region, page by page (raises what the call or the answer raises)."""
-    filters = [{"Type": "TERM_MATCH", "Field": name, "Value": value}
-               for name, value in (("regionCode", region), *query.filters)]
+    filters = [
+        {"Type": "TERM_MATCH", "Field": name, "Value": value}
+        for name, value in (("regionCode", region), *query.filters)
+    ]
     kwargs: dict[str, Any] = {"ServiceCode": query.service, "Filters": filters, "MaxResults": MAX_RESULTS}
     found: list[dict[str, Any]] = []
     for _ in range(MAX_PAGES):
@@ -123,16 +125,27 @@ def read(answer: list[dict[str, Any]], item: Item, region: str) -> tuple[float |
             if len(dimensions) > 1:
                 first = [d for d in dimensions if str(d.get("beginRange")) == "0"]
                 if not item.first_tier or len(first) != 1:
-                    return None, "", (f"Price List API gave a tiered price ({len(dimensions)} ranges) for {usagetype} "
-                                      f"in {region}; not used")
+                    return (
+                        None,
+                        "",
+                        (
+                            f"Price List API gave a tiered price ({len(dimensions)} ranges) for {usagetype} "
+                            f"in {region}; not used"
+                        ),
+                    )
                 dimensions = first
-                read_as += f", first tier ({first[0].get('beginRange')}-{first[0].get('endRange')} {first[0].get('unit')})"
+                read_as += (
+                    f", first tier ({first[0].get('beginRange')}-{first[0].get('endRange')} {first[0].get('unit')})"
+                )
             for dimension in dimensions:
                 found.setdefault(float(dimension["pricePerUnit"]["USD"]), read_as)
     what = f"usagetype *{item.usagetype} ({'/'.join(item.units)}) in {region}"
     if len(found) != 1:
-        listed = f" (${', $'.join(f'{usd:g}' for usd in sorted(found))})" if found else (
-            f" (units answered: {', '.join(sorted(units))})" if units else "")
+        listed = (
+            f" (${', $'.join(f'{usd:g}' for usd in sorted(found))})"
+            if found
+            else (f" (units answered: {', '.join(sorted(units))})" if units else "")
+        )
         return None, "", f"Price List API gave {len(found)} On-Demand prices for {what}{listed}; not used"
     ((usd, read_as),) = found.items()
     return usd, read_as, ""
@@ -167,13 +180,22 @@ def service_prices(pricing: Any, region: str, today: str) -> tuple[dict[str, pri
             read_usd[item.what] = (usd, read_as)
     if failed:
         notes.append(f"Price List API not used for {', '.join(left)} in {region}: {failed}")
-    found = {i.what: prices.Price(read_usd[i.what][0], i.unit, f"{source}; {read_usd[i.what][1]}", today)
-             for i in ITEMS if i.what in read_usd}
+    found = {
+        i.what: prices.Price(read_usd[i.what][0], i.unit, f"{source}; {read_usd[i.what][1]}", today)
+        for i in ITEMS
+        if i.what in read_usd
+    }
     if "eks-standard" in read_usd and EXTENDED_SUPPORT.what in read_usd:
         (standard, on), (extra, also) = read_usd["eks-standard"], read_usd.pop(EXTENDED_SUPPORT.what)
-        found["eks-extended"] = prices.Price(round(standard + extra, 6), "cluster-hour", (
-            f"{source}; ${standard:g} {on} + ${extra:g} {also}: extended support bills both"), today)
+        found["eks-extended"] = prices.Price(
+            round(standard + extra, 6),
+            "cluster-hour",
+            (f"{source}; ${standard:g} {on} + ${extra:g} {also}: extended support bills both"),
+            today,
+        )
     elif EXTENDED_SUPPORT.what in read_usd:
-        notes.append("eks-extended: the Price List API gave the extended-support charge but not the standard "
-                     "cluster-hour it is billed on top of; not used")
+        notes.append(
+            "eks-extended: the Price List API gave the extended-support charge but not the standard "
+            "cluster-hour it is billed on top of; not used"
+        )
     return found, notes

@@ -83,5 +83,7 @@ def allocatable(vcpus: int, memory_mib: int, max_pods: int) -> Allocatable:
     memory: see vm_overhead_mib)."""
     return Allocatable(
         cpu_millicores=vcpus * 1000 - kube_reserved_cpu_millicores(vcpus),
-        memory_mib=(memory_mib - vm_overhead_mib(memory_mib) - kube_reserved_memory_mib(max_pods)
-                    - EVICTION_HARD_MEMORY_MIB))
+        memory_mib=(
+            memory_mib - vm_overhead_mib(memory_mib) - kube_reserved_memory_mib(max_pods) - EVICTION_HARD_MEMORY_MIB
+        ),
+    )

@@ -53,8 +53,10 @@ def on_node(gpu_node: bool) -> tuple[NodeDaemonSet, ...]:
 def for_pods(node: Allocatable, gpu_node: bool) -> Allocatable:
     """What is left of a node's allocatable for other pods once its DaemonSet pods run."""
     daemonsets = on_node(gpu_node)
-    return Allocatable(cpu_millicores=node.cpu_millicores - sum(d.cpu_millicores for d in daemonsets),
-                       memory_mib=node.memory_mib - sum(d.memory_mib for d in daemonsets))
+    return Allocatable(
+        cpu_millicores=node.cpu_millicores - sum(d.cpu_millicores for d in daemonsets),
+        memory_mib=node.memory_mib - sum(d.memory_mib for d in daemonsets),
+    )
 
 
 def _cpu_millicores(quantity: str) -> int:
@@ -72,12 +74,17 @@ def _memory_mib(quantity: str) -> int:
 def pod_request(pod_spec: dict[str, Any]) -> tuple[int, int]:
     """(cpu millicores, memory MiB) a pod spec requests: max(sum of containers, largest init container).
     Quantities in the forms our specs and the add-on manifests use (50m, 1, 64Mi, 1Gi)."""
+
     def requests(container: dict[str, Any]) -> tuple[int, int]:
         wanted = (container.get("resources") or {}).get("requests") or {}
-        return (_cpu_millicores(wanted["cpu"]) if "cpu" in wanted else 0,
-                _memory_mib(wanted["memory"]) if "memory" in wanted else 0)
+        return (
+            _cpu_millicores(wanted["cpu"]) if "cpu" in wanted else 0,
+            _memory_mib(wanted["memory"]) if "memory" in wanted else 0,
+        )
 
     containers = [requests(c) for c in pod_spec.get("containers", [])]
     inits = [requests(c) for c in pod_spec.get("initContainers", [])]
-    return (max(sum(c for c, _ in containers), max((c for c, _ in inits), default=0)),
-            max(sum(m for _, m in containers), max((m for _, m in inits), default=0)))
+    return (
+        max(sum(c for c, _ in containers), max((c for c, _ in inits), default=0)),
+        max(sum(m for _, m in containers), max((m for _, m in inits), default=0)),
+    )

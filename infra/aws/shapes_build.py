@@ -55,10 +55,16 @@ def row(name: str, info: dict[str, Any]) -> dict[str, str] | None:
     manufacturer, model = next(iter(kinds), ("", ""))
     network = info.get("NetworkInfo") or {}
     efa = (network.get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0) if network.get("EfaSupported") else 0
-    return {"InstanceType": name, "vCPUs": str(info["VCpuInfo"]["DefaultVCpus"]),
-            "MemoryMiB": str(info["MemoryInfo"]["SizeInMiB"]), "GPUs": str(sum(g.get("Count", 0) for g in gpus)),
-            "GPUManufacturer": manufacturer, "GPU": model, "Architectures": " ".join(sorted(architectures)),
-            "EfaInterfaces": str(efa)}
+    return {
+        "InstanceType": name,
+        "vCPUs": str(info["VCpuInfo"]["DefaultVCpus"]),
+        "MemoryMiB": str(info["MemoryInfo"]["SizeInMiB"]),
+        "GPUs": str(sum(g.get("Count", 0) for g in gpus)),
+        "GPUManufacturer": manufacturer,
+        "GPU": model,
+        "Architectures": " ".join(sorted(architectures)),
+        "EfaInterfaces": str(efa),
+    }
 
 
 def build(entries: dict[str, dict[str, Any]]) -> list[dict[str, str]]:

@@ -25,11 +25,17 @@ LINUX = "Linux/UNIX"
 Call = Callable[..., dict[str, Any]]
 
 
-def current_prices(call: Call, instance_types: list[str], zones: list[str], now: datetime) -> dict[tuple[str, str], float]:
+def current_prices(
+    call: Call, instance_types: list[str], zones: list[str], now: datetime
+) -> dict[tuple[str, str], float]:
     """(instance type, zone) -> USD per hour, for the zones of the stack only."""
     prices: dict[tuple[str, str], tuple[datetime, float]] = {}
-    kwargs: dict[str, Any] = {"InstanceTypes": list(instance_types), "ProductDescriptions": [LINUX],
-                              "StartTime": now, "EndTime": now}
+    kwargs: dict[str, Any] = {
+        "InstanceTypes": list(instance_types),
+        "ProductDescriptions": [LINUX],
+        "StartTime": now,
+        "EndTime": now,
+    }
     while True:
         page = call("describe_spot_price_history", **kwargs)
         for entry in page.get("SpotPriceHistory", []):
@@ -48,7 +54,13 @@ def current_prices(call: Call, instance_types: list[str], zones: list[str], now:
 
 def placement_score(call: Call, instance_types: list[str], nodes: int, region: str) -> int | None:
     """The region's score for `nodes` instances of any of the types; None when EC2 gives none."""
-    answer = call("get_spot_placement_scores", InstanceTypes=list(instance_types), TargetCapacity=nodes,
-                  TargetCapacityUnitType="units", SingleAvailabilityZone=False, RegionNames=[region])
+    answer = call(
+        "get_spot_placement_scores",
+        InstanceTypes=list(instance_types),
+        TargetCapacity=nodes,
+        TargetCapacityUnitType="units",
+        SingleAvailabilityZone=False,
+        RegionNames=[region],
+    )
     scores = [s["Score"] for s in answer.get("SpotPlacementScores", []) if s.get("Region") == region and "Score" in s]
     return max(scores) if scores else None

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class SystemPod:
     name: str
-    replicas: int | None          # None: min(2, systemNodeCount), as infra/specs/karpenter_chart.py `replicas`
-    cpu_millicores: int           # per pod
-    memory_mib: int               # per pod
-    one_per_node: bool = False    # a required hostname anti-affinity between the replicas
+    replicas: int | None  # None: min(2, systemNodeCount), as infra/specs/karpenter_chart.py `replicas`
+    cpu_millicores: int  # per pod
+    memory_mib: int  # per pod
+    one_per_node: bool = False  # a required hostname anti-affinity between the replicas
 
     def count(self, system_nodes: int) -> int:
         return min(2, system_nodes) if self.replicas is None else self.replicas

@@ -24,11 +24,13 @@ class OneLineParser(argparse.ArgumentParser):
 def whole_number(option: str, low: int, high: int) -> Callable[[str], int]:
     """An option's `type=`: a whole number from low to high, else one line in the project's words (a
     UsageError passes through argparse, which words its own errors "argument --epochs: invalid int value")."""
+
     def parse(text: str) -> int:
         if re.fullmatch(r"[0-9]+", text.strip()) and low <= int(text) <= high:
             return int(text)
         shown = text if re.fullmatch(r"-?[0-9]+", text) else repr(text)
         raise UsageError(f"{option} {shown} is invalid: must be a whole number from {low} to {high}")
+
     return parse
 
 
@@ -37,6 +39,12 @@ def add_stack_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_config_overrides(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: "
-                             "none, the stack file's values)")
+    parser.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: "
+        "none, the stack file's values)",
+    )

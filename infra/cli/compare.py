@@ -28,12 +28,26 @@ def build_parser() -> OneLineParser:
     parser.add_argument("a", help="the first stack: its name, or its file stacks/Pulumi.<a>.yaml (required)")
     parser.add_argument("b", help="the second stack: its name, or its file stacks/Pulumi.<b>.yaml (required)")
     for side in ("a", "b"):
-        parser.add_argument(f"--{side}", dest=f"config_{side}", action="append", default=[], metavar="KEY=VALUE",
-                            help=f"override a config value of stack {side} (repeatable; default: none)")
-    parser.add_argument("--run-minutes", type=_minutes, default=None,
-                        help="length of the run to price on both (default: each stack's jobTimeoutMinutes)")
-    parser.add_argument("--json", action="store_true", default=False,
-                        help="print the comparison as one JSON object instead of lines (default: off)")
+        parser.add_argument(
+            f"--{side}",
+            dest=f"config_{side}",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"override a config value of stack {side} (repeatable; default: none)",
+        )
+    parser.add_argument(
+        "--run-minutes",
+        type=_minutes,
+        default=None,
+        help="length of the run to price on both (default: each stack's jobTimeoutMinutes)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False,
+        help="print the comparison as one JSON object instead of lines (default: off)",
+    )
     return parser
 
 
@@ -51,15 +65,24 @@ def _minutes(text: str) -> float:
 def side(estimate: dict[str, Any], run_minutes: float | None) -> dict[str, Any]:
     minutes = run_minutes if run_minutes is not None else estimate["runMaxMinutes"] or 0
     per_run = round(estimate["runHourlyUsd"] * minutes / 60, 6)
-    return {"hourlyUsd": estimate["hourlyUsd"], "dailyUsd": estimate["dailyUsd"], "runHourlyUsd": estimate["runHourlyUsd"],
-            "runMinutes": minutes, "perRunUsd": per_run, "capacityType": estimate["capacityType"],
-            "complete": estimate["note"].startswith("complete") or not estimate["items"], "note": estimate["note"]}
+    return {
+        "hourlyUsd": estimate["hourlyUsd"],
+        "dailyUsd": estimate["dailyUsd"],
+        "runHourlyUsd": estimate["runHourlyUsd"],
+        "runMinutes": minutes,
+        "perRunUsd": per_run,
+        "capacityType": estimate["capacityType"],
+        "complete": estimate["note"].startswith("complete") or not estimate["items"],
+        "note": estimate["note"],
+    }
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], run_minutes: float | None = None) -> dict[str, Any]:
     """Two cost objects side by side and B - A for each figure (negative: B is cheaper)."""
     left, right = side(a, run_minutes), side(b, run_minutes)
-    difference = {key: round(right[key] - left[key], 6) for key in ("hourlyUsd", "dailyUsd", "runHourlyUsd", "perRunUsd")}
+    difference = {
+        key: round(right[key] - left[key], 6) for key in ("hourlyUsd", "dailyUsd", "runHourlyUsd", "perRunUsd")
+    }
     return {"a": left, "b": right, "difference": difference, "complete": left["complete"] and right["complete"]}
 
 
@@ -70,12 +93,20 @@ def _signed(value: float) -> str:
 def lines(names: tuple[str, str], result: dict[str, Any]) -> list[str]:
     a, b, diff = result["a"], result["b"], result["difference"]
     out = [f"{'':22}{names[0]:>16}{names[1]:>16}{'B - A':>16}"]
-    for label, key in (("per hour, between runs", "hourlyUsd"), ("per day, between runs", "dailyUsd"),
-                       ("per hour, during a run", "runHourlyUsd")):
+    for label, key in (
+        ("per hour, between runs", "hourlyUsd"),
+        ("per day, between runs", "dailyUsd"),
+        ("per hour, during a run", "runHourlyUsd"),
+    ):
         out.append(f"{label:22}{cost.usd(a[key]):>16}{cost.usd(b[key]):>16}{_signed(diff[key]):>16}")
-    run_label = f"per run ({a['runMinutes']:g}/{b['runMinutes']:g} min)" if a["runMinutes"] != b["runMinutes"] else \
-        f"per run ({a['runMinutes']:g} min)"
-    out.append(f"{run_label:22}{cost.usd(a['perRunUsd']):>16}{cost.usd(b['perRunUsd']):>16}{_signed(diff['perRunUsd']):>16}")
+    run_label = (
+        f"per run ({a['runMinutes']:g}/{b['runMinutes']:g} min)"
+        if a["runMinutes"] != b["runMinutes"]
+        else f"per run ({a['runMinutes']:g} min)"
+    )
+    out.append(
+        f"{run_label:22}{cost.usd(a['perRunUsd']):>16}{cost.usd(b['perRunUsd']):>16}{_signed(diff['perRunUsd']):>16}"
+    )
     out.append(f"workers: {names[0]} {a['capacityType']}, {names[1]} {b['capacityType']}")
     if not result["complete"]:
         out.append(f"lower bounds: {names[0]}: {a['note']}; {names[1]}: {b['note']}")
@@ -90,7 +121,9 @@ def main(argv: list[str] | None = None, today: date | None = None) -> int:
         for argument, overrides in ((args.a, args.config_a), (args.b, args.config_b)):
             stack = stack_name(argument)
             names.append(stack)
-            estimates.append(cost.estimate(load_settings(apply_overrides(read_stack_file(stack), overrides), stack, today), today))
+            estimates.append(
+                cost.estimate(load_settings(apply_overrides(read_stack_file(stack), overrides), stack, today), today)
+            )
     except (UsageError, ConfigError, StackConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

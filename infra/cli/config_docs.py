@@ -10,10 +10,17 @@ from infra.config import CONFIG_KEYS, PROJECT
 
 
 def config_table() -> str:
-    rows = ["| key | type | default | what it sets |", "|---|---|---|---|",
-            "| `aws:region` | string | (required for target eks) | AWS region of the stack; target existing needs none. |"]
+    rows = [
+        "| key | type | default | what it sets |",
+        "|---|---|---|---|",
+        "| `aws:region` | string | (required for target eks) | AWS region of the stack; target existing needs none. |",
+    ]
     for key in CONFIG_KEYS:
-        default = json.dumps(key.default) if not isinstance(key.default, str) else (f"`{key.default}`" if key.default else '`""`')
+        default = (
+            json.dumps(key.default)
+            if not isinstance(key.default, str)
+            else (f"`{key.default}`" if key.default else '`""`')
+        )
         if not isinstance(key.default, str):
             default = f"`{default}`"
         rows.append(f"| `{PROJECT}:{key.name}` | {key.type} | {default} | {key.description} |")
@@ -21,8 +28,10 @@ def config_table() -> str:
 
 
 def build_parser() -> OneLineParser:
-    return OneLineParser(prog="elastic-training config-table",
-                         description="print the configuration table (Markdown) of docs/configuration.md")
+    return OneLineParser(
+        prog="elastic-training config-table",
+        description="print the configuration table (Markdown) of docs/configuration.md",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

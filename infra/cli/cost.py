@@ -48,6 +48,7 @@ ON_DEMAND, SPOT = "ON_DEMAND", "SPOT"
 class LivePrices:
     """What preflight read from AWS for the stack's instance types and, by infra/aws/prices.py key, for
     its other billed items in its region; what is missing falls back to the tables."""
+
     on_demand: dict[str, prices.Price] = field(default_factory=dict)
     spot: dict[str, prices.Price] = field(default_factory=dict)
     services: dict[str, prices.Price] = field(default_factory=dict)
@@ -81,30 +82,53 @@ def service_price(what: str, region: str, unit: str, live: LivePrices | None) ->
     return answered or prices.find(what, region, unit)
 
 
-def _item(what: str, quantity: float | None, price: prices.Price, factor: float | None,
-          run_quantity: float | None = None) -> dict[str, Any]:
+def _item(
+    what: str, quantity: float | None, price: prices.Price, factor: float | None, run_quantity: float | None = None
+) -> dict[str, Any]:
     """factor turns quantity x unit price into USD per hour (1 for hourly units); None: a rate only."""
+
     def hourly(count: float | None) -> float | None:
         if price.usd is not None and count is not None and factor is not None:
             return round(count * price.usd * factor, 6)
         return None
+
     run_quantity = quantity if run_quantity is None else run_quantity
-    return {"what": what, "quantity": quantity, "unitUsd": price.usd, "unit": price.unit, "hourlyUsd": hourly(quantity),
-            "runHourlyUsd": hourly(run_quantity), "source": price.source}
+    return {
+        "what": what,
+        "quantity": quantity,
+        "unitUsd": price.usd,
+        "unit": price.unit,
+        "hourlyUsd": hourly(quantity),
+        "runHourlyUsd": hourly(run_quantity),
+        "source": price.source,
+    }
 
 
 def _describe_nodes(count: int, instance_type: str, capacity: str, price: prices.Price) -> str:
     if capacity != SPOT:
         return f"worker nodes while a run trains: {count} x {instance_type} On-Demand"
-    return f"worker nodes while a run trains: {count} x {instance_type} Spot (price moves; {price.source.split('; ')[-1]})"
+    return (
+        f"worker nodes while a run trains: {count} x {instance_type} Spot (price moves; {price.source.split('; ')[-1]})"
+    )
 
 
 def billed_items(settings: Settings) -> list[tuple[str, str]]:
     """(what, region) of every infra/aws/prices.py entry the stack's estimate needs."""
     if getattr(settings, "target", "eks") != "eks":
         return []
-    return [(what, settings.region) for what in ("eks-standard", "eks-extended", "nat-gateway", "public-ipv4",
-                                                 "ebs-gp3", "efs-standard", "ecr-storage", "nat-data")]
+    return [
+        (what, settings.region)
+        for what in (
+            "eks-standard",
+            "eks-extended",
+            "nat-gateway",
+            "public-ipv4",
+            "ebs-gp3",
+            "efs-standard",
+            "ecr-storage",
+            "nat-data",
+        )
+    ]
 
 
 def node_types(settings: Settings) -> list[str]:
@@ -131,13 +155,24 @@ def control_plane_phase(settings: Settings, today: date) -> str:
     return versions.eks_support_phase(settings.kubernetes_version, today)
 
 
-def estimate(settings: Settings, today: date, *, phase: str | None = None, live: LivePrices | None = None) -> dict[str, Any]:
+def estimate(
+    settings: Settings, today: date, *, phase: str | None = None, live: LivePrices | None = None
+) -> dict[str, Any]:
     """The cost object. `phase` (standard/extended) and `live` replace the offline answers when
     preflight has EKS's, the Price List API's and the Spot price history's."""
     if getattr(settings, "target", "eks") != "eks":
-        return {"hourlyUsd": 0.0, "dailyUsd": 0.0, "runHourlyUsd": 0.0, "runMaxUsd": 0.0, "runMaxMinutes": None,
-                "capacityType": None, "items": [], "pricesFrom": "none needed", "unpriced": [],
-                "note": "target is not eks: the stack creates no AWS resources that bill by the hour"}
+        return {
+            "hourlyUsd": 0.0,
+            "dailyUsd": 0.0,
+            "runHourlyUsd": 0.0,
+            "runMaxUsd": 0.0,
+            "runMaxMinutes": None,
+            "capacityType": None,
+            "items": [],
+            "pricesFrom": "none needed",
+            "unpriced": [],
+            "note": "target is not eks: the stack creates no AWS resources that bill by the hour",
+        }
     region = settings.region
     phase = phase or control_plane_phase(settings, today)
     rate = "eks-extended" if phase == versions.EXTENDED else "eks-standard"
@@ -147,41 +182,96 @@ def estimate(settings: Settings, today: date, *, phase: str | None = None, live:
     worker_price = node_price(settings, settings.node_instance_type, capacity, live)
     # Every eks stack runs an On-Demand system node group (infra/components/cluster.py), same disk size.
     system_nodes = settings.system_node_count
-    system_items = [_item(f"system nodes: {system_nodes} x {settings.system_node_instance_type} On-Demand", system_nodes,
-                          node_price(settings, settings.system_node_instance_type, ON_DEMAND, live), 1)] if system_nodes else []
+    system_items = (
+        [
+            _item(
+                f"system nodes: {system_nodes} x {settings.system_node_instance_type} On-Demand",
+                system_nodes,
+                node_price(settings, settings.system_node_instance_type, ON_DEMAND, live),
+                1,
+            )
+        ]
+        if system_nodes
+        else []
+    )
     per_month = 1 / prices.HOURS_PER_BILLING_MONTH
     items = [
-        _item(f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})", 1,
-              service_price(rate, region, "cluster-hour", live), 1),
+        _item(
+            f"EKS control plane (Kubernetes {settings.kubernetes_version}, {support})",
+            1,
+            service_price(rate, region, "cluster-hour", live),
+            1,
+        ),
         _item("NAT gateway", 1, service_price("nat-gateway", region, "NAT-gateway-hour", live), 1),
-        _item("public IPv4 address (the NAT gateway's Elastic IP)", 1, service_price("public-ipv4", region, "address-hour", live), 1),
-        _item(_describe_nodes(run_nodes, settings.node_instance_type, capacity, worker_price), idle_nodes, worker_price, 1,
-              run_nodes),
+        _item(
+            "public IPv4 address (the NAT gateway's Elastic IP)",
+            1,
+            service_price("public-ipv4", region, "address-hour", live),
+            1,
+        ),
+        _item(
+            _describe_nodes(run_nodes, settings.node_instance_type, capacity, worker_price),
+            idle_nodes,
+            worker_price,
+            1,
+            run_nodes,
+        ),
         *system_items,
-        _item(f"EBS gp3 root volumes: {idle_nodes + system_nodes} x {settings.node_disk_gib} GiB",
-              (idle_nodes + system_nodes) * settings.node_disk_gib, service_price("ebs-gp3", region, "GB-month", live), per_month,
-              (run_nodes + system_nodes) * settings.node_disk_gib),
-        _item("EFS storage, per GB stored (not in the totals)", None, service_price("efs-standard", region, "GB-month", live), None),
-        _item("ECR storage, per GB of images (not in the totals)", None, service_price("ecr-storage", region, "GB-month", live), None),
-        _item("NAT data processing, per GB through the gateway: image pulls, data downloads (not in the totals)", None,
-              service_price("nat-data", region, "GB", live), None),
+        _item(
+            f"EBS gp3 root volumes: {idle_nodes + system_nodes} x {settings.node_disk_gib} GiB",
+            (idle_nodes + system_nodes) * settings.node_disk_gib,
+            service_price("ebs-gp3", region, "GB-month", live),
+            per_month,
+            (run_nodes + system_nodes) * settings.node_disk_gib,
+        ),
+        _item(
+            "EFS storage, per GB stored (not in the totals)",
+            None,
+            service_price("efs-standard", region, "GB-month", live),
+            None,
+        ),
+        _item(
+            "ECR storage, per GB of images (not in the totals)",
+            None,
+            service_price("ecr-storage", region, "GB-month", live),
+            None,
+        ),
+        _item(
+            "NAT data processing, per GB through the gateway: image pulls, data downloads (not in the totals)",
+            None,
+            service_price("nat-data", region, "GB", live),
+            None,
+        ),
     ]
     hourly = round(sum(i["hourlyUsd"] for i in items if i["hourlyUsd"] is not None), 6)
     run_hourly = round(sum(i["runHourlyUsd"] for i in items if i["runHourlyUsd"] is not None), 6)
     timed_unpriced = [i["what"] for i in items if i["unitUsd"] is None and i["quantity"] is not None]
-    note = ("complete for the hourly items" if not timed_unpriced else
-            "lower bound: no price read for " + "; ".join(timed_unpriced))
-    return {"hourlyUsd": hourly, "dailyUsd": round(hourly * 24, 6), "runHourlyUsd": run_hourly,
-            "runMaxUsd": round(run_hourly * settings.job_timeout_minutes / 60, 6), "runMaxMinutes": settings.job_timeout_minutes,
-            "capacityType": capacity, "items": items, "pricesFrom": _sources(live), "unpriced": [
-                i["what"] for i in items if i["unitUsd"] is None], "note": note,
-            # EFA or TCP (infra/specs/efa.py): EFA interfaces cost nothing of their own, the path is said here.
-            "interNode": efa.network_path(settings.node_instance_type, is_gpu_stack(settings))}
+    note = (
+        "complete for the hourly items"
+        if not timed_unpriced
+        else "lower bound: no price read for " + "; ".join(timed_unpriced)
+    )
+    return {
+        "hourlyUsd": hourly,
+        "dailyUsd": round(hourly * 24, 6),
+        "runHourlyUsd": run_hourly,
+        "runMaxUsd": round(run_hourly * settings.job_timeout_minutes / 60, 6),
+        "runMaxMinutes": settings.job_timeout_minutes,
+        "capacityType": capacity,
+        "items": items,
+        "pricesFrom": _sources(live),
+        "unpriced": [i["what"] for i in items if i["unitUsd"] is None],
+        "note": note,
+        # EFA or TCP (infra/specs/efa.py): EFA interfaces cost nothing of their own, the path is said here.
+        "interNode": efa.network_path(settings.node_instance_type, is_gpu_stack(settings)),
+    }
 
 
 def _sources(live: LivePrices | None) -> str:
-    offline = (f"EC2 from {instance_catalog.source_line()}, else the region tables ({instance_catalog.tables_line()}; "
-               "each node names the one it came from); the rest from infra/aws/prices.py (each item names its source)")
+    offline = (
+        f"EC2 from {instance_catalog.source_line()}, else the region tables ({instance_catalog.tables_line()}; "
+        "each node names the one it came from); the rest from infra/aws/prices.py (each item names its source)"
+    )
     read = []
     if live and (live.on_demand or live.spot):
         nodes = sorted({p.source for p in (*live.on_demand.values(), *live.spot.values())})
@@ -242,7 +332,7 @@ def short_source(source: str) -> str:
         return source.split(": ", 1)[0] + " (see --sources)"
     cut = min((i for i in (source.find(": "), source.find(" ("), source.find("; ")) if i > 0), default=len(source))
     name = source[:cut].strip()
-    return name if len(name) <= SHORT_SOURCE else name[:SHORT_SOURCE - 3].rstrip() + "..."
+    return name if len(name) <= SHORT_SOURCE else name[: SHORT_SOURCE - 3].rstrip() + "..."
 
 
 def lines(cost_object: dict[str, Any], sources: bool = True, stack: str = "STACK") -> list[str]:
@@ -251,8 +341,11 @@ def lines(cost_object: dict[str, Any], sources: bool = True, stack: str = "STACK
     out = [f"cost: {summary(cost_object)} ({cost_object['note']})"]
     # What the totals leave out, where no one reads past the first lines: the worker nodes of a type
     # the price table does not carry are the largest item there is.
-    out += [f"  NOT IN THE TOTALS: {item['what']}: {item['source'].removeprefix('NOT READ: ')}"
-            for item in cost_object["items"] if item["unitUsd"] is None and item["quantity"] is not None]
+    out += [
+        f"  NOT IN THE TOTALS: {item['what']}: {item['source'].removeprefix('NOT READ: ')}"
+        for item in cost_object["items"]
+        if item["unitUsd"] is None and item["quantity"] is not None
+    ]
     for item in cost_object["items"]:
         what, unit, hourly = item_line(item)
         out.append(f"  {what}: {unit} -> {hourly}")

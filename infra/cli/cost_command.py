@@ -22,10 +22,18 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="elastic-training cost", description=__doc__.split("\n\n")[0])
     add_stack_argument(parser)
     add_config_overrides(parser)
-    parser.add_argument("--json", action="store_true", default=False,
-                        help="print the cost object as JSON instead of lines (default: off, lines)")
-    parser.add_argument("--sources", action="store_true", default=False,
-                        help="cite each price's source in full, as read (default: off, its short name)")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False,
+        help="print the cost object as JSON instead of lines (default: off, lines)",
+    )
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        default=False,
+        help="cite each price's source in full, as read (default: off, its short name)",
+    )
     return parser
 
 

@@ -42,9 +42,13 @@ def build_parser(command: str) -> OneLineParser:
     parser = OneLineParser(prog=f"elastic-training {command}", description=what[command])
     add_stack_argument(parser)
     if command == "up":
-        parser.add_argument("--accept-unchecked", action="store_true", default=False,
-                            help="go on when preflight could not run some checks (AWS did not answer them) and nothing "
-                                 "failed (default: off, stop)")
+        parser.add_argument(
+            "--accept-unchecked",
+            action="store_true",
+            default=False,
+            help="go on when preflight could not run some checks (AWS did not answer them) and nothing "
+            "failed (default: off, stop)",
+        )
     return parser
 
 
@@ -57,13 +61,21 @@ def _start(command: str, argv: list[str] | None, root: Path) -> tuple[str | None
         print(f"{command}: {error}", file=sys.stderr)
         return None, 2, False
     if shutil.which("pulumi") is None:
-        print(f"{command}: the Pulumi CLI is not on PATH (install it: docs/getting-started.md, 'Prerequisites')", file=sys.stderr)
+        print(
+            f"{command}: the Pulumi CLI is not on PATH (install it: docs/getting-started.md, 'Prerequisites')",
+            file=sys.stderr,
+        )
         return None, 2, False
     return stack, 0, getattr(args, "accept_unchecked", False)
 
 
-def up(argv: list[str] | None = None, *, root: Path = PROJECT_ROOT, preflight: Callable[[list[str]], int] = preflight_main,
-       run: Runner | None = None) -> int:
+def up(
+    argv: list[str] | None = None,
+    *,
+    root: Path = PROJECT_ROOT,
+    preflight: Callable[[list[str]], int] = preflight_main,
+    run: Runner | None = None,
+) -> int:
     stack, status, accept_unchecked = _start("up", argv, root)
     if stack is None:
         return status
@@ -76,15 +88,23 @@ def up(argv: list[str] | None = None, *, root: Path = PROJECT_ROOT, preflight: C
         return 2
     checked = preflight([stack])
     if checked == UNCHECKED and accept_unchecked:
-        print(f"up: preflight could not run every check for stack {stack}; going on (--accept-unchecked)", file=sys.stderr)
+        print(
+            f"up: preflight could not run every check for stack {stack}; going on (--accept-unchecked)", file=sys.stderr
+        )
     elif checked == UNCHECKED:
-        print(f"up: preflight could not run every check for stack {stack} (marked 'could not check' above), so "
-              "nothing was created; rerun when AWS answers, or add --accept-unchecked to go on without them",
-              file=sys.stderr)
+        print(
+            f"up: preflight could not run every check for stack {stack} (marked 'could not check' above), so "
+            "nothing was created; rerun when AWS answers, or add --accept-unchecked to go on without them",
+            file=sys.stderr,
+        )
         return 1
     elif checked != 0:
-        print(f"up: preflight failed for stack {stack}; fix the checks marked FAIL above (nothing was created)"
-              if checked == 1 else f"up: preflight could not read stack {stack} (see above)", file=sys.stderr)
+        print(
+            f"up: preflight failed for stack {stack}; fix the checks marked FAIL above (nothing was created)"
+            if checked == 1
+            else f"up: preflight could not read stack {stack} (see above)",
+            file=sys.stderr,
+        )
         return checked
     if not os.environ.get("PULUMI_BACKEND_URL"):
         (root / STATE_DIR).mkdir(exist_ok=True)

@@ -38,7 +38,9 @@ def platform_minutes(settings: Settings) -> int:
 
 
 def up_minutes_bound(settings: Settings) -> int:
-    return platform_minutes(settings) + workload_stages(settings) * (settings.job_timeout_minutes + AWAIT_MARGIN_MINUTES)
+    return platform_minutes(settings) + workload_stages(settings) * (
+        settings.job_timeout_minutes + AWAIT_MARGIN_MINUTES
+    )
 
 
 def largest_job_timeout(settings: Settings, job_minutes: int) -> int:
@@ -50,10 +52,12 @@ def check(settings: Settings, job_minutes: int) -> str | None:
     bound = up_minutes_bound(settings)
     if bound <= job_minutes:
         return None
-    return (f"stack {settings.stack}: `pulumi up` may take up to {bound} minutes (cluster and node groups, then "
-            f"{workload_stages(settings)} workloads of jobTimeoutMinutes {settings.job_timeout_minutes} + "
-            f"{AWAIT_MARGIN_MINUTES}), longer than this job's {job_minutes}: set jobTimeoutMinutes to at most "
-            f"{largest_job_timeout(settings, job_minutes)}, or run `elastic-training up {settings.stack}` yourself")
+    return (
+        f"stack {settings.stack}: `pulumi up` may take up to {bound} minutes (cluster and node groups, then "
+        f"{workload_stages(settings)} workloads of jobTimeoutMinutes {settings.job_timeout_minutes} + "
+        f"{AWAIT_MARGIN_MINUTES}), longer than this job's {job_minutes}: set jobTimeoutMinutes to at most "
+        f"{largest_job_timeout(settings, job_minutes)}, or run `elastic-training up {settings.stack}` yourself"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 1
-    print(f"stack {settings.stack}: `pulumi up` takes at most {up_minutes_bound(settings)} of {args.job_minutes} minutes")
+    print(
+        f"stack {settings.stack}: `pulumi up` takes at most {up_minutes_bound(settings)} of {args.job_minutes} minutes"
+    )
     return 0
 
 

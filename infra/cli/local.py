@@ -73,23 +73,41 @@ DEFAULT_NPROC = 2
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="elastic-training local", description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--cifar10", action="store_true", default=False,
-                        help="train on the real CIFAR-10, downloaded once (default: off, generated data)")
-    parser.add_argument("--epochs", type=whole_number("--epochs", 1, MAX_EPOCHS), default=None,
-                        help="epochs to train (default: 3 on generated data, 10 on CIFAR-10; with --run-id, the "
-                             "run's own)")
-    parser.add_argument("--run-id", default=None,
-                        help="the run to go back to, e.g. run-1 (default: a new run, the next free run-<n>)")
+    parser.add_argument(
+        "--cifar10",
+        action="store_true",
+        default=False,
+        help="train on the real CIFAR-10, downloaded once (default: off, generated data)",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=whole_number("--epochs", 1, MAX_EPOCHS),
+        default=None,
+        help="epochs to train (default: 3 on generated data, 10 on CIFAR-10; with --run-id, the run's own)",
+    )
+    parser.add_argument(
+        "--run-id", default=None, help="the run to go back to, e.g. run-1 (default: a new run, the next free run-<n>)"
+    )
     own = parser.add_mutually_exclusive_group()
-    own.add_argument("--script", default=None, metavar="PATH",
-                     help="run this torchrun script instead of the CIFAR-10 pipeline; its arguments follow `--` "
-                          "(default: none)")
-    own.add_argument("--module", default=None, metavar="NAME",
-                     help="run `python -m NAME` as the torchrun script instead (default: none)")
-    parser.add_argument("--nproc", type=whole_number("--nproc", 1, MAX_NPROC), default=None,
-                        help=f"workers for --script/--module, 1..{MAX_NPROC}, one agent each (default: {DEFAULT_NPROC})")
+    own.add_argument(
+        "--script",
+        default=None,
+        metavar="PATH",
+        help="run this torchrun script instead of the CIFAR-10 pipeline; its arguments follow `--` (default: none)",
+    )
+    own.add_argument(
+        "--module",
+        default=None,
+        metavar="NAME",
+        help="run `python -m NAME` as the torchrun script instead (default: none)",
+    )
+    parser.add_argument(
+        "--nproc",
+        type=whole_number("--nproc", 1, MAX_NPROC),
+        default=None,
+        help=f"workers for --script/--module, 1..{MAX_NPROC}, one agent each (default: {DEFAULT_NPROC})",
+    )
     return parser
-
 
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -115,8 +133,12 @@ def default_epochs(cifar10: bool) -> int:
 
 def next_run_id(runs: Path) -> str:
     """run-<n>, one past the highest run-<n> in runs/<data>/."""
-    taken = [int(match[1]) for path in (runs.iterdir() if runs.is_dir() else [])
-             for match in [re.fullmatch(r"run-([0-9]+)", path.name)] if match]
+    taken = [
+        int(match[1])
+        for path in (runs.iterdir() if runs.is_dir() else [])
+        for match in [re.fullmatch(r"run-([0-9]+)", path.name)]
+        if match
+    ]
     return f"run-{max(taken, default=0) + 1}"
 
 
@@ -140,11 +162,35 @@ def steps(cifar10: bool, epochs: int | None, python: str = sys.executable, run_i
     return [
         [python, "-m", "jobs.data.prepare", "--dest", f"data/{name}", *source],
         # torchrun is torch.distributed.run's console script; the module form needs no PATH.
-        [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2",
-         "-m", "jobs.training.train", "--data", data, "--run-dir", run, "--epochs", str(epochs or default_epochs(cifar10)),
-         "--batch-size", str(batch)],
-        [python, "-m", "jobs.results.evaluate", "--data", data, "--model", f"{run}/{run_directory.MODEL}",
-         "--metrics-out", f"{run}/{run_directory.METRICS}"],
+        [
+            python,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nnodes=1",
+            "--nproc_per_node=2",
+            "-m",
+            "jobs.training.train",
+            "--data",
+            data,
+            "--run-dir",
+            run,
+            "--epochs",
+            str(epochs or default_epochs(cifar10)),
+            "--batch-size",
+            str(batch),
+        ],
+        [
+            python,
+            "-m",
+            "jobs.results.evaluate",
+            "--data",
+            data,
+            "--model",
+            f"{run}/{run_directory.MODEL}",
+            "--metrics-out",
+            f"{run}/{run_directory.METRICS}",
+        ],
     ]
 
 
@@ -176,18 +222,24 @@ def resume_epochs(run: Path, run_id: str, asked: int | None, runs: Path) -> int 
     """The epochs to pass when going back to a run; refuses what would be dropped or refused later."""
     if not run.is_dir():
         known = sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
-        raise LocalError(f"--run-id {run_id}: there is no run {shown(run)} (runs there: {' '.join(known) or 'none'}); "
-                         "leave out --run-id to start a new run")
+        raise LocalError(
+            f"--run-id {run_id}: there is no run {shown(run)} (runs there: {' '.join(known) or 'none'}); "
+            "leave out --run-id to start a new run"
+        )
     recorded = _run_epochs(run)
     if (run / run_directory.MODEL).exists():
         if asked is not None and asked != recorded:
-            raise LocalError(f"--epochs {asked}: run {run_id} is finished ({recorded or 'its'} epochs), so it only "
-                             "re-evaluates and trains no more; leave out --run-id to train a new run with "
-                             f"--epochs {asked}")
+            raise LocalError(
+                f"--epochs {asked}: run {run_id} is finished ({recorded or 'its'} epochs), so it only "
+                "re-evaluates and trains no more; leave out --run-id to train a new run with "
+                f"--epochs {asked}"
+            )
         return recorded
     if asked is not None and recorded is not None and asked != recorded:
-        raise LocalError(f"--epochs {asked}: run {run_id} was started with {recorded} epochs and resumes only with those; "
-                         f"leave out --epochs to resume it, or leave out --run-id to start a new run with --epochs {asked}")
+        raise LocalError(
+            f"--epochs {asked}: run {run_id} was started with {recorded} epochs and resumes only with those; "
+            f"leave out --epochs to resume it, or leave out --run-id to start a new run with --epochs {asked}"
+        )
     return asked if asked is not None else recorded
 
 
@@ -203,8 +255,10 @@ def lock_run(run: Path) -> IO[str]:
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
-        raise LocalError(f"run {shown(run)} is in use by another `elastic-training local` ({holder}); wait for it to "
-                         "end, or leave out --run-id to start a new run") from None
+        raise LocalError(
+            f"run {shown(run)} is in use by another `elastic-training local` ({holder}); wait for it to "
+            "end, or leave out --run-id to start a new run"
+        ) from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}\n")
@@ -221,8 +275,11 @@ def check_free_space(path: Path, needed: int) -> None:
     """Refuse before an epoch is spent: a full disk is otherwise only noticed at the first checkpoint."""
     free = shutil.disk_usage(path).free
     if free < needed:
-        raise LocalError(f"only {free / 1024**2:.0f} MiB free on the disk of {shown(path)}; a run needs at least "
-                         f"{needed / 1024**2:.0f} MiB: free some space, then rerun", CANNOT_CONTINUE)
+        raise LocalError(
+            f"only {free / 1024**2:.0f} MiB free on the disk of {shown(path)}; a run needs at least "
+            f"{needed / 1024**2:.0f} MiB: free some space, then rerun",
+            CANNOT_CONTINUE,
+        )
 
 
 @dataclass
@@ -235,8 +292,16 @@ class StepResult:
 def run_step(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> StepResult:
     """Run one step in its own process group (so Ctrl-C reaches `local` only, which then stops it in
     order), its stdout on ours, its stderr into `log`."""
-    process = subprocess.Popen(command, cwd=cwd, env=env, stderr=subprocess.PIPE, start_new_session=True,
-                               text=True, encoding="utf-8", errors="replace")
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
     errors: list[str] = []
     tail: collections.deque[str] = collections.deque(maxlen=1)
 
@@ -307,12 +372,15 @@ def resume_command(cifar10: bool, run_id: str) -> str:
     return "elastic-training local" + (" --cifar10" if cifar10 else "") + f" --run-id {run_id}"
 
 
-def main(argv: list[str] | None = None, root: Path = PROJECT_ROOT,
-         step_runner: Callable[[list[str], Path, dict[str, str], Path], StepResult] = run_step) -> int:
+def main(
+    argv: list[str] | None = None,
+    root: Path = PROJECT_ROOT,
+    step_runner: Callable[[list[str], Path, dict[str, str], Path], StepResult] = run_step,
+) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first `--` belongs to the script.
-    script_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    script_args = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     try:
         args = build_parser().parse_args(argv)
     except UsageError as error:
@@ -329,7 +397,10 @@ def main(argv: list[str] | None = None, root: Path = PROJECT_ROOT,
     runs = root / "runs" / data_name(args.cifar10)
     for folder in (runs.parent, runs):
         if folder.exists() and not folder.is_dir():
-            print(f"local: {shown(folder)} is a file, not the folder of the runs: move it away, then rerun", file=sys.stderr)
+            print(
+                f"local: {shown(folder)} is a file, not the folder of the runs: move it away, then rerun",
+                file=sys.stderr,
+            )
             return USAGE
     created: Path | None = None
     try:
@@ -358,13 +429,22 @@ def main(argv: list[str] | None = None, root: Path = PROJECT_ROOT,
         print(f"local: cannot write {shown(runs)}: {error.strerror or error}", file=sys.stderr)
         return _disk_code(error)
     with lock:
-        print(f"local: run {run_id} in {shown(run)} (project folder {shown(root)}); the steps' messages go to "
-              f"{shown(run / LOG_NAME)}", file=sys.stderr)
+        print(
+            f"local: run {run_id} in {shown(run)} (project folder {shown(root)}); the steps' messages go to "
+            f"{shown(run / LOG_NAME)}",
+            file=sys.stderr,
+        )
         return _run_steps(args.cifar10, epochs, run_id, run, root, step_runner)
 
 
-def _run_steps(cifar10: bool, epochs: int, run_id: str, run: Path, root: Path,
-               step_runner: Callable[[list[str], Path, dict[str, str], Path], StepResult]) -> int:
+def _run_steps(
+    cifar10: bool,
+    epochs: int,
+    run_id: str,
+    run: Path,
+    root: Path,
+    step_runner: Callable[[list[str], Path, dict[str, str], Path], StepResult],
+) -> int:
     with tempfile.TemporaryDirectory(prefix="elastic-training-local-") as scratch:
         notice = Path(scratch) / "permanent-failure"
         # A worker that fails for good leaves its line here (jobs/termination.py), which torchrun's own exit
@@ -374,8 +454,11 @@ def _run_steps(cifar10: bool, epochs: int, run_id: str, run: Path, root: Path,
             try:
                 result = step_runner(command, root, env, run / LOG_NAME)
             except KeyboardInterrupt:
-                print(f"local: interrupted (Ctrl-C); run {run_id} keeps what it saved. Resume it with: "
-                      f"{resume_command(cifar10, run_id)}", file=sys.stderr)
+                print(
+                    f"local: interrupted (Ctrl-C); run {run_id} keeps what it saved. Resume it with: "
+                    f"{resume_command(cifar10, run_id)}",
+                    file=sys.stderr,
+                )
                 return INTERRUPTED
             if result.code == 0:
                 continue
@@ -385,24 +468,30 @@ def _run_steps(cifar10: bool, epochs: int, run_id: str, run: Path, root: Path,
             step = command[command.index("-m") + 1] if "-m" in command else command[0]
             if "torch.distributed.run" in command:
                 step = "jobs.training.train"
-            print(f"local: {step} failed (exit {code}): {line} (all its messages: {shown(run / LOG_NAME)})",
-                  file=sys.stderr)
+            print(
+                f"local: {step} failed (exit {code}): {line} (all its messages: {shown(run / LOG_NAME)})",
+                file=sys.stderr,
+            )
             return code
     return 0
 
 
 def _own_script(args, script_args: list[str], root: Path) -> int:
     if args.cifar10 or args.epochs is not None:
-        print("local: --cifar10 and --epochs are the CIFAR-10 pipeline's; pass your script's own options after `--`",
-              file=sys.stderr)
+        print(
+            "local: --cifar10 and --epochs are the CIFAR-10 pipeline's; pass your script's own options after `--`",
+            file=sys.stderr,
+        )
         return 2
     nproc = DEFAULT_NPROC if args.nproc is None else args.nproc  # within 1..MAX_NPROC: its type checked it
     if args.script and not Path(args.script).is_file():
         print(f"local: --script {args.script}: no such file", file=sys.stderr)
         return 2
     if args.module and not MODULE_NAME.fullmatch(args.module):
-        print(f"local: --module {args.module!r} is invalid: a Python module name such as mytrain or pkg.train",
-              file=sys.stderr)
+        print(
+            f"local: --module {args.module!r} is invalid: a Python module name such as mytrain or pkg.train",
+            file=sys.stderr,
+        )
         return 2
     if args.run_id is not None and not RUN_ID.fullmatch(args.run_id):
         print(f"local: --run-id {args.run_id!r} is invalid: letters, digits, '.', '_' and '-' only", file=sys.stderr)

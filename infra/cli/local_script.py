@@ -35,12 +35,24 @@ def target_name(script: str | None, module: str | None) -> str:
     return Path(script).stem if script else str(module)
 
 
-def agent_command(target: Sequence[str], nproc: int, endpoint: str, rdzv_id: str, python: str = sys.executable) -> list[str]:
+def agent_command(
+    target: Sequence[str], nproc: int, endpoint: str, rdzv_id: str, python: str = sys.executable
+) -> list[str]:
     """One worker's agent, with the flags the ElasticJob gives it on the cluster (infra/specs/workloads.py
     training_args; the controller prepends --rdzv_endpoint, --rdzv_id and --nnodes)."""
-    return [python, "-m", "jobs.elastic.agent", f"--rdzv_endpoint={endpoint}", f"--rdzv_id={rdzv_id}", f"--nnodes={nproc}",
-            f"--rdzv_backend={RENDEZVOUS_BACKEND}", "--nproc_per_node=1", f"--max_restarts={MAX_RESTARTS}",
-            "--local_addr=127.0.0.1", *target]
+    return [
+        python,
+        "-m",
+        "jobs.elastic.agent",
+        f"--rdzv_endpoint={endpoint}",
+        f"--rdzv_id={rdzv_id}",
+        f"--nnodes={nproc}",
+        f"--rdzv_backend={RENDEZVOUS_BACKEND}",
+        "--nproc_per_node=1",
+        f"--max_restarts={MAX_RESTARTS}",
+        "--local_addr=127.0.0.1",
+        *target,
+    ]
 
 
 def worker_environment(run_dir: Path, data_dir: Path) -> dict[str, str]:

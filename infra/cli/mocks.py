@@ -31,6 +31,7 @@ DEPLOYER_SESSION_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/{DEPLOYER_ROLE}/
 @dataclass(frozen=True)
 class Zone:
     """One entry of EC2 DescribeAvailabilityZones (the fields the data source reads or filters on)."""
+
     name: str
     zone_id: str
     opt_in_status: str  # opt-in-not-required (a regular Availability Zone), opted-in, not-opted-in
@@ -42,21 +43,35 @@ class Zone:
 # per account; these mappings are invented, the zone IDs exist. us-east-1 holds use1-az3, which EKS
 # refuses for cluster subnets (infra/aws/zones.py), under the name that sorts first among the regular zones.
 ZONES: dict[str, list[Zone]] = {
-    "us-east-1": [Zone("us-east-1a", "use1-az3", "opt-in-not-required"), Zone("us-east-1b", "use1-az1", "opt-in-not-required"),
-                  Zone("us-east-1c", "use1-az2", "opt-in-not-required"), Zone("us-east-1d", "use1-az4", "opt-in-not-required"),
-                  Zone("us-east-1e", "use1-az5", "opt-in-not-required"), Zone("us-east-1f", "use1-az6", "opt-in-not-required"),
-                  Zone("us-east-1-bos-1a", "use1-bos1-az1", "opted-in"),
-                  Zone("us-east-1-wl1-bos-wlz-1", "use1-wl1-bos-wlz1", "opted-in")],
-    "us-west-2": [Zone("us-west-2a", "usw2-az1", "opt-in-not-required"), Zone("us-west-2b", "usw2-az2", "opt-in-not-required"),
-                  Zone("us-west-2c", "usw2-az3", "opt-in-not-required"), Zone("us-west-2d", "usw2-az4", "opt-in-not-required"),
-                  Zone("us-west-2-lax-1a", "usw2-lax1-az1", "opted-in")],
+    "us-east-1": [
+        Zone("us-east-1a", "use1-az3", "opt-in-not-required"),
+        Zone("us-east-1b", "use1-az1", "opt-in-not-required"),
+        Zone("us-east-1c", "use1-az2", "opt-in-not-required"),
+        Zone("us-east-1d", "use1-az4", "opt-in-not-required"),
+        Zone("us-east-1e", "use1-az5", "opt-in-not-required"),
+        Zone("us-east-1f", "use1-az6", "opt-in-not-required"),
+        Zone("us-east-1-bos-1a", "use1-bos1-az1", "opted-in"),
+        Zone("us-east-1-wl1-bos-wlz-1", "use1-wl1-bos-wlz1", "opted-in"),
+    ],
+    "us-west-2": [
+        Zone("us-west-2a", "usw2-az1", "opt-in-not-required"),
+        Zone("us-west-2b", "usw2-az2", "opt-in-not-required"),
+        Zone("us-west-2c", "usw2-az3", "opt-in-not-required"),
+        Zone("us-west-2d", "usw2-az4", "opt-in-not-required"),
+        Zone("us-west-2-lax-1a", "usw2-lax1-az1", "opted-in"),
+    ],
 }
 
 
 def zones_of(region: str) -> list[Zone]:
     """Regions not listed above get four regular zones a-d."""
-    return ZONES.get(region, [Zone(f"{region}{letter}", f"{region}-az{index}", "opt-in-not-required")
-                              for index, letter in enumerate("abcd", start=1)])
+    return ZONES.get(
+        region,
+        [
+            Zone(f"{region}{letter}", f"{region}-az{index}", "opt-in-not-required")
+            for index, letter in enumerate("abcd", start=1)
+        ],
+    )
 
 
 def describe_availability_zones(region: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -64,8 +79,12 @@ def describe_availability_zones(region: str, args: dict[str, Any]) -> dict[str, 
     filters (a zone passes a filter when its field equals any of the values), then the provider
     sorts by name, drops excludeNames/excludeZoneIds, and returns names and zoneIds in parallel
     (hashicorp/terraform-provider-aws internal/service/ec2/ec2_availability_zones_data_source.go @ 0a55e18a)."""
-    fields = {"opt-in-status": lambda z: z.opt_in_status, "zone-name": lambda z: z.name, "zone-id": lambda z: z.zone_id,
-              "state": lambda z: z.state}
+    fields = {
+        "opt-in-status": lambda z: z.opt_in_status,
+        "zone-name": lambda z: z.name,
+        "zone-id": lambda z: z.zone_id,
+        "state": lambda z: z.state,
+    }
     # Zones the account did not opt in to come back only with AllAvailabilityZones.
     zones = [z for z in zones_of(region) if z.opt_in_status != "not-opted-in" or args.get("allAvailabilityZones")]
     if args.get("state"):
@@ -75,10 +94,17 @@ def describe_availability_zones(region: str, args: dict[str, Any]) -> dict[str, 
             raise ValueError(f"the mocks do not model the DescribeAvailabilityZones filter {spec['name']!r}")
         zones = [z for z in zones if fields[spec["name"]](z) in spec["values"]]
     zones = sorted(zones, key=lambda z: z.name)
-    zones = [z for z in zones if z.name not in (args.get("excludeNames") or [])
-             and z.zone_id not in (args.get("excludeZoneIds") or [])]
-    return {"names": [z.name for z in zones], "zoneIds": [z.zone_id for z in zones], "id": region,
-            "groupNames": sorted({region})}
+    zones = [
+        z
+        for z in zones
+        if z.name not in (args.get("excludeNames") or []) and z.zone_id not in (args.get("excludeZoneIds") or [])
+    ]
+    return {
+        "names": [z.name for z in zones],
+        "zoneIds": [z.zone_id for z in zones],
+        "id": region,
+        "groupNames": sorted({region}),
+    }
 
 
 def _program_warnings() -> logging.Logger:
@@ -91,6 +117,8 @@ def _program_warnings() -> logging.Logger:
         logger.setLevel(logging.WARNING)
         logger.propagate = False
     return logger
+
+
 # Pulumi's wire markers for a serialized resource reference.
 SPECIAL_SIG = "4dabf18193072939515e22adb298388d"
 RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -125,6 +153,7 @@ def _refs_to_urns(struct) -> None:
 
     The stock MockMonitor turns references back into SDK objects on its own thread's event loop;
     awaiting those later fails with "attached to a different loop". The URN is all we record."""
+
     def fix(value) -> None:
         kind = value.WhichOneof("kind")
         if kind == "struct_value":
@@ -137,6 +166,7 @@ def _refs_to_urns(struct) -> None:
         elif kind == "list_value":
             for item in value.list_value.values:
                 fix(item)
+
     for item in struct.fields.values():
         fix(item)
 
@@ -162,8 +192,14 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.monitor = RecordingMonitor(self)
 
     def install(self) -> None:
-        pulumi.runtime.set_mocks(self, project=self.project, stack=self.stack, preview=False, monitor=self.monitor,
-                                 logger=_program_warnings())
+        pulumi.runtime.set_mocks(
+            self,
+            project=self.project,
+            stack=self.stack,
+            preview=False,
+            monitor=self.monitor,
+            logger=_program_warnings(),
+        )
 
     # -- recording ---------------------------------------------------------------------------
     def note_request(self, request) -> None:
@@ -175,15 +211,20 @@ class RecordingMocks(pulumi.runtime.Mocks):
         with self._lock:
             request = self._requests.get((args.typ, args.name))
         registration = Registration(
-            type=args.typ, name=args.name, urn=self._urn(args, request), custom=bool(args.custom),
-            inputs=dict(args.inputs), provider=args.provider or "",
+            type=args.typ,
+            name=args.name,
+            urn=self._urn(args, request),
+            custom=bool(args.custom),
+            inputs=dict(args.inputs),
+            provider=args.provider or "",
             parent=request.parent if request is not None else "",
             depends_on=sorted(set(request.dependencies)) if request is not None else [],
             retain_on_delete=bool(request.retainOnDelete) if request is not None else False,
             protect=bool(request.protect) if request is not None else False,
             secret_outputs=list(request.additionalSecretOutputs) if request is not None else [],
             replace_on_changes=list(request.replaceOnChanges) if request is not None else [],
-            delete_before_replace=bool(request.deleteBeforeReplace) if request is not None else False)
+            delete_before_replace=bool(request.deleteBeforeReplace) if request is not None else False,
+        )
         with self._lock:
             self.registrations.append(registration)
         resource_id, outputs = self.outputs_for(args)
@@ -229,23 +270,34 @@ class RecordingMocks(pulumi.runtime.Mocks):
             resource_id = f"fsap-{h}"
         elif typ == "aws:ecr/repository:Repository":
             repo = out.get("name") or f"{name}-{h[:7]}"
-            out.update(name=repo, repositoryUrl=f"{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com/{repo}",
-                       registryId=ACCOUNT_ID, arn=self._arn("ecr", f"repository/{repo}"))
+            out.update(
+                name=repo,
+                repositoryUrl=f"{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com/{repo}",
+                registryId=ACCOUNT_ID,
+                arn=self._arn("ecr", f"repository/{repo}"),
+            )
             resource_id = repo
         elif typ == "docker-build:index:Image":
-            out.update(digest="sha256:" + hashlib.sha256(json.dumps(args.inputs, sort_keys=True, default=str).encode()).hexdigest())
+            out.update(
+                digest="sha256:"
+                + hashlib.sha256(json.dumps(args.inputs, sort_keys=True, default=str).encode()).hexdigest()
+            )
         elif typ == "eks:index:Cluster":
             kubeconfig = {"apiVersion": "v1", "kind": "Config", "clusters": [], "contexts": [], "users": []}
             cluster_name = out.get("name") or f"{name}-eksCluster-{h[:7]}"
             issuer = f"oidc.eks.{self.region}.amazonaws.com/id/{short_hash(name, 32).upper()}"
             out.update(
-                kubeconfig=kubeconfig, kubeconfigJson=json.dumps(kubeconfig),
+                kubeconfig=kubeconfig,
+                kubeconfigJson=json.dumps(kubeconfig),
                 oidcIssuer=issuer,
                 oidcProviderArn=self._arn("iam", f"oidc-provider/{issuer}", region=False),
                 clusterSecurityGroupId=f"sg-{short_hash(name + '/cluster', 17)}",
                 nodeSecurityGroupId=f"sg-{short_hash(name + '/cluster', 17)}",
-                eksCluster=self._resource_ref("aws:eks/cluster:Cluster", f"{name}-eksCluster",
-                                              {"name": cluster_name, "arn": self._arn("eks", f"cluster/{cluster_name}")}),
+                eksCluster=self._resource_ref(
+                    "aws:eks/cluster:Cluster",
+                    f"{name}-eksCluster",
+                    {"name": cluster_name, "arn": self._arn("eks", f"cluster/{cluster_name}")},
+                ),
             )
         elif typ == "aws:s3/bucket:Bucket":
             # Auto-named like Pulumi does (name + '-' + 7 random characters); S3 ARNs carry no
@@ -279,15 +331,27 @@ class RecordingMocks(pulumi.runtime.Mocks):
             request = dict(args.args)
             if request.get("kubernetesVersion") not in versions.SUPPORTED_KUBERNETES_VERSIONS:
                 raise ValueError(f"no add-on versions for Kubernetes {request.get('kubernetesVersion')!r}")
-            return {"addonName": request["addonName"], "kubernetesVersion": request["kubernetesVersion"],
-                    "mostRecent": bool(request.get("mostRecent")),
-                    "version": versions.OFFLINE_ADDON_VERSIONS[request["addonName"]], "id": request["addonName"]}
+            return {
+                "addonName": request["addonName"],
+                "kubernetesVersion": request["kubernetesVersion"],
+                "mostRecent": bool(request.get("mostRecent")),
+                "version": versions.OFFLINE_ADDON_VERSIONS[request["addonName"]],
+                "id": request["addonName"],
+            }
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
-            return {"userName": "AWS", "password": "mock-password", "authorizationToken": "bW9jaw==",
-                    "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com"}
+            return {
+                "userName": "AWS",
+                "password": "mock-password",
+                "authorizationToken": "bW9jaw==",
+                "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com",
+            }
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": ACCOUNT_ID, "arn": DEPLOYER_SESSION_ARN, "userId": "AROAMOCKDEPLOYER:mock-session",
-                    "id": ACCOUNT_ID}
+            return {
+                "accountId": ACCOUNT_ID,
+                "arn": DEPLOYER_SESSION_ARN,
+                "userId": "AROAMOCKDEPLOYER:mock-session",
+                "id": ACCOUNT_ID,
+            }
         if args.token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
         return {}

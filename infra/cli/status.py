@@ -19,8 +19,15 @@ from typing import Any
 import yaml
 
 from infra.cli.args import OneLineParser, UsageError, add_config_overrides, add_stack_argument
-from infra.components.kubernetes_reader import (ELASTICJOB_GROUP, ELASTICJOB_PLURAL, ELASTICJOB_VERSION, ApiError,
-                                                KubernetesCluster, TransientApiError, _api_client)
+from infra.components.kubernetes_reader import (
+    ELASTICJOB_GROUP,
+    ELASTICJOB_PLURAL,
+    ELASTICJOB_VERSION,
+    ApiError,
+    KubernetesCluster,
+    TransientApiError,
+    _api_client,
+)
 from infra.config import EKS, ConfigError, load_settings
 from infra.config.stack_file import StackConfigError, apply_overrides, read_stack_file, yaml_problem
 from infra.specs.workloads import names
@@ -38,10 +45,15 @@ def kubeconfig_problem(kubeconfig: str, stack: str, target: str) -> str | None:
     """One line when the kubeconfig is missing or is not YAML (with its line), before the client reads it."""
     path = Path(kubeconfig).expanduser()
     if not path.is_file():
-        create = (f"the cluster of stack {stack} is not created yet, or its kubeconfig not written: "
-                  f"`elastic-training up {stack}` creates it, and the command its output commands.kubeconfig prints "
-                  "(aws eks update-kubeconfig ...) writes the kubeconfig") if target == EKS else (
-                  "point the stack's kubeconfig key, or --kubeconfig, at your cluster's file")
+        create = (
+            (
+                f"the cluster of stack {stack} is not created yet, or its kubeconfig not written: "
+                f"`elastic-training up {stack}` creates it, and the command its output commands.kubeconfig prints "
+                "(aws eks update-kubeconfig ...) writes the kubeconfig"
+            )
+            if target == EKS
+            else ("point the stack's kubeconfig key, or --kubeconfig, at your cluster's file")
+        )
         return f"no kubeconfig {kubeconfig}: {create}"
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -54,6 +66,8 @@ def kubeconfig_problem(kubeconfig: str, stack: str, target: str) -> str | None:
     if not isinstance(document, dict) or "clusters" not in document:
         return f"{kubeconfig} is not a kubeconfig (a YAML mapping with clusters, contexts and users)"
     return None
+
+
 STATES = ("Failed", "Succeeded", "Restarting", "Running", "Created")
 
 
@@ -61,16 +75,27 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="elastic-training status", description=__doc__.split("\n\n")[0])
     add_stack_argument(parser)
     add_config_overrides(parser)
-    parser.add_argument("--kubeconfig", default=None,
-                        help=f"kubeconfig file (default: the stack's on target existing, {DEFAULT_KUBECONFIG} on eks)")
-    parser.add_argument("--context", default=None, help="kubeconfig context (default: the stack's, else the current one)")
-    parser.add_argument("--json", action="store_true", default=False,
-                        help="print the ElasticJob's status as JSON instead of lines (default: off, lines)")
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help=f"kubeconfig file (default: the stack's on target existing, {DEFAULT_KUBECONFIG} on eks)",
+    )
+    parser.add_argument(
+        "--context", default=None, help="kubeconfig context (default: the stack's, else the current one)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False,
+        help="print the ElasticJob's status as JSON instead of lines (default: off, lines)",
+    )
     return parser
 
 
 def _true(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    return next((c for c in status.get("conditions") or [] if c.get("type") == kind and c.get("status") == "True"), None)
+    return next(
+        (c for c in status.get("conditions") or [] if c.get("type") == kind and c.get("status") == "True"), None
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -93,13 +118,20 @@ def lines(elasticjob: dict[str, Any]) -> list[str]:
     out = [head]
     workers = (status.get("replicaStatuses") or {}).get("Worker")
     if workers:
-        out.append(f"workers: {workers.get('active', 0)} active, {workers.get('succeeded', 0)} succeeded, "
-                   f"{workers.get('failed', 0)} failed")
+        out.append(
+            f"workers: {workers.get('active', 0)} active, {workers.get('succeeded', 0)} succeeded, "
+            f"{workers.get('failed', 0)} failed"
+        )
     progress = status.get("progress")
     if progress:
         # A run by epochs (the CIFAR-10 job), or by steps (a script on elastic_training: no epoch count).
-        parts = ([f"epoch {progress.get('epoch')}/{progress.get('epochs')}"] if progress.get("epochs") is not None
-                 else [f"step {progress.get('step')}"] if progress.get("step") is not None else [])
+        parts = (
+            [f"epoch {progress.get('epoch')}/{progress.get('epochs')}"]
+            if progress.get("epochs") is not None
+            else [f"step {progress.get('step')}"]
+            if progress.get("step") is not None
+            else []
+        )
         if progress.get("imagesIntoEpoch"):
             parts.append(f"{progress['imagesIntoEpoch']} images into the next")
         if progress.get("loss") is not None:
@@ -112,11 +144,17 @@ def lines(elasticjob: dict[str, Any]) -> list[str]:
             parts.append(f"about {_duration(progress['secondsLeft'])} left")
         if progress.get("goodput") is not None:
             parts.append(f"goodput {100 * progress['goodput']:.0f}%")
-        out.append("progress: " + ", ".join(parts) + (f" (history of {progress['updated']})" if progress.get("updated") else ""))
+        out.append(
+            "progress: "
+            + ", ".join(parts)
+            + (f" (history of {progress['updated']})" if progress.get("updated") else "")
+        )
     last = status.get("lastFailure")
     if last:
-        out.append(f"last failure: worker {last.get('pod')} (index {last.get('index')}) exited {last.get('exitCode')} "
-                   f"({last.get('reason')}): {last.get('action')}, at {last.get('time')}")
+        out.append(
+            f"last failure: worker {last.get('pod')} (index {last.get('index')}) exited {last.get('exitCode')} "
+            f"({last.get('reason')}): {last.get('action')}, at {last.get('time')}"
+        )
     return out
 
 
@@ -124,8 +162,9 @@ def read_elasticjob(kubeconfig: str, context: str, namespace: str, name: str) ->
     from kubernetes import client
 
     custom = client.CustomObjectsApi(_api_client(kubeconfig, context))
-    return KubernetesCluster._call(custom.get_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION, namespace,
-                                   ELASTICJOB_PLURAL, name)
+    return KubernetesCluster._call(
+        custom.get_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION, namespace, ELASTICJOB_PLURAL, name
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,11 +186,17 @@ def main(argv: list[str] | None = None) -> int:
         elasticjob = read_elasticjob(kubeconfig, context, settings.namespace, name)
     except (ApiError, TransientApiError) as error:
         missing = isinstance(error, ApiError) and error.status == 404
-        print(f"error: {'no run' if missing else 'cannot read'} ElasticJob {settings.namespace}/{name} of stack "
-              f"{args.stack} ({error})" + ("; `elastic-training up` starts it" if missing else ""), file=sys.stderr)
+        print(
+            f"error: {'no run' if missing else 'cannot read'} ElasticJob {settings.namespace}/{name} of stack "
+            f"{args.stack} ({error})" + ("; `elastic-training up` starts it" if missing else ""),
+            file=sys.stderr,
+        )
         return 1
     except Exception as error:  # noqa: BLE001 - a kubeconfig that does not load is one line too
-        print(f"error: cannot use kubeconfig {kubeconfig} for stack {args.stack}: {error}".splitlines()[0], file=sys.stderr)
+        print(
+            f"error: cannot use kubeconfig {kubeconfig} for stack {args.stack}: {error}".splitlines()[0],
+            file=sys.stderr,
+        )
         return 1
     print(json.dumps(elasticjob.get("status") or {}, sort_keys=True) if args.json else "\n".join(lines(elasticjob)))
     return 0

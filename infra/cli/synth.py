@@ -70,8 +70,9 @@ def _mask(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def is_manifest(registration: Registration) -> bool:
-    return (registration.custom and registration.type.startswith("kubernetes:")
-            and registration.type not in NOT_MANIFESTS)
+    return (
+        registration.custom and registration.type.startswith("kubernetes:") and registration.type not in NOT_MANIFESTS
+    )
 
 
 def sorted_keys(value: Any) -> Any:
@@ -98,12 +99,23 @@ def manifest_filename(obj: dict[str, Any]) -> str:
 
 
 def resource_inventory(registrations: list[Registration]) -> list[dict[str, Any]]:
-    return [{"type": r.type, "name": r.name, "urn": r.urn, "parent": r.parent, "provider": r.provider.split("::")[-2] if r.provider else "",
-             "providerUrn": r.provider.rsplit("::", 1)[0] if r.provider else "",
-             "dependsOn": r.depends_on, "retainOnDelete": r.retain_on_delete, "protect": r.protect,
-             "replaceOnChanges": r.replace_on_changes, "deleteBeforeReplace": r.delete_before_replace,
-             "inputs": integral_floats_to_ints(_mask(r.inputs))}
-            for r in registrations]
+    return [
+        {
+            "type": r.type,
+            "name": r.name,
+            "urn": r.urn,
+            "parent": r.parent,
+            "provider": r.provider.split("::")[-2] if r.provider else "",
+            "providerUrn": r.provider.rsplit("::", 1)[0] if r.provider else "",
+            "dependsOn": r.depends_on,
+            "retainOnDelete": r.retain_on_delete,
+            "protect": r.protect,
+            "replaceOnChanges": r.replace_on_changes,
+            "deleteBeforeReplace": r.delete_before_replace,
+            "inputs": integral_floats_to_ints(_mask(r.inputs)),
+        }
+        for r in registrations
+    ]
 
 
 def mermaid_graph(registrations: list[Registration]) -> str:
@@ -197,6 +209,7 @@ def run_program(settings: Settings) -> tuple[list[Registration], dict[str, Any]]
 
             def keep(values: dict[str, Any]) -> None:
                 outputs.update({k: ("[secret]" if k in secret_keys else v) for k, v in values.items()})
+
             return pulumi.Output.all(**exported).apply(keep)
 
         register()
@@ -209,8 +222,9 @@ def check_out_dir(out: Path) -> None:
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise SynthError(f"--out {out} is not a directory; name a new directory or a previous synth output")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise SynthError(f"--out {out} is not empty and was not written by synth (no {MARKER} marker); "
-                         "name a new or empty directory")
+        raise SynthError(
+            f"--out {out} is not empty and was not written by synth (no {MARKER} marker); name a new or empty directory"
+        )
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -243,8 +257,9 @@ def ctrl_c_ends_at_once():
         signal.signal(signal.SIGINT, previous)
 
 
-def write_synth(out: Path, registrations: list[Registration], outputs: dict[str, Any],
-                cost_estimate: dict[str, Any] | None = None) -> None:
+def write_synth(
+    out: Path, registrations: list[Registration], outputs: dict[str, Any], cost_estimate: dict[str, Any] | None = None
+) -> None:
     """Write everything into a fresh temporary directory first, then move it into place."""
     check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -257,12 +272,20 @@ def write_synth(out: Path, registrations: list[Registration], outputs: dict[str,
         for registration in registrations:
             if is_manifest(registration):
                 obj = manifest(registration)
-                (manifests_dir / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
-        (staging / "resources.json").write_text(json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+                (manifests_dir / manifest_filename(obj)).write_text(
+                    yaml.safe_dump(obj, sort_keys=False), encoding="utf-8"
+                )
+        (staging / "resources.json").write_text(
+            json.dumps(resource_inventory(registrations), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         (staging / "graph.mmd").write_text(mermaid_graph(registrations), encoding="utf-8")
-        (staging / "outputs.json").write_text(json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (staging / "outputs.json").write_text(
+            json.dumps(integral_floats_to_ints(outputs), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         if cost_estimate is not None:
-            (staging / "cost.json").write_text(json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            (staging / "cost.json").write_text(
+                json.dumps(cost_estimate, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            )
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -295,11 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="elastic-training synth", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help="stack name (dev), or its file stacks/Pulumi.<stack>.yaml (required)")
     # expanduser: a quoted '~/out' (a Makefile, a CI step) would otherwise make a folder named "~" here.
-    parser.add_argument("--out", required=True, type=lambda text: Path(text).expanduser(),
-                        help="directory to write: new, empty, or a previous synth output, which is replaced (required, no default)")
-    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: none, "
-                             "the stack file's values)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=lambda text: Path(text).expanduser(),
+        help="directory to write: new, empty, or a previous synth output, which is replaced (required, no default)",
+    )
+    parser.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, as `pulumi config set KEY VALUE` would (repeatable; default: none, "
+        "the stack file's values)",
+    )
     return parser
 
 
@@ -318,8 +351,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"synth: stack {settings.stack} written to {args.out}")
     # The figures cost.json holds, so what is printed and what is written never differ.
-    print("\n".join(cost.lines(json.loads((args.out / "cost.json").read_text(encoding="utf-8")), sources=False,
-                                stack=settings.stack)))
+    print(
+        "\n".join(
+            cost.lines(
+                json.loads((args.out / "cost.json").read_text(encoding="utf-8")), sources=False, stack=settings.stack
+            )
+        )
+    )
     return 0
 
 

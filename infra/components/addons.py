@@ -29,8 +29,9 @@ def addon_version(addon_name: str, kubernetes_version: str) -> pulumi.Output[str
     """The newest version EKS publishes of `addon_name` for exactly `kubernetes_version`, in the
     stack's region, resolved at `pulumi up` (pulumi-aws `aws.eks.get_addon_version`, invoke
     aws:eks/getAddonVersion:getAddonVersion with addonName, kubernetesVersion, mostRecent)."""
-    return aws.eks.get_addon_version_output(addon_name=addon_name, kubernetes_version=kubernetes_version,
-                                            most_recent=True).version
+    return aws.eks.get_addon_version_output(
+        addon_name=addon_name, kubernetes_version=kubernetes_version, most_recent=True
+    ).version
 
 
 @dataclass
@@ -48,14 +49,25 @@ class Addons(pulumi.ComponentResource):
         super().__init__(component_type("Addons"), name, None, opts)
         version = addon_version(versions.METRICS_SERVER_ADDON, args.settings.kubernetes_version)
         self.metrics_server = aws.eks.Addon(
-            f"{name}-metrics-server", cluster_name=args.cluster_name, addon_name=versions.METRICS_SERVER_ADDON,
+            f"{name}-metrics-server",
+            cluster_name=args.cluster_name,
+            addon_name=versions.METRICS_SERVER_ADDON,
             addon_version=version,
-            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
-            tags=aws_tags(args.settings), opts=pulumi.ResourceOptions(parent=self, depends_on=[args.nodes]))
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=aws_tags(args.settings),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.nodes]),
+        )
         coredns_version = addon_version(versions.COREDNS_ADDON, args.settings.kubernetes_version)
         self.coredns = aws.eks.Addon(
-            f"{name}-coredns", cluster_name=args.cluster_name, addon_name=versions.COREDNS_ADDON,
-            addon_version=coredns_version, preserve=True,
-            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
-            tags=aws_tags(args.settings), opts=pulumi.ResourceOptions(parent=self, depends_on=[args.nodes]))
+            f"{name}-coredns",
+            cluster_name=args.cluster_name,
+            addon_name=versions.COREDNS_ADDON,
+            addon_version=coredns_version,
+            preserve=True,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=aws_tags(args.settings),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.nodes]),
+        )
         self.register_outputs({"metricsServerVersion": version, "corednsVersion": coredns_version})

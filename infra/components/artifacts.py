@@ -40,17 +40,21 @@ def run_prefix(run_id: str) -> str:
 
 
 def deny_insecure_transport_policy(bucket_arn: str) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Sid": "DenyInsecureTransport",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:*",
-            "Resource": [bucket_arn, f"{bucket_arn}/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:*",
+                    "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                }
+            ],
+        }
+    )
 
 
 def export_policy(bucket: str, run_id: str) -> str:
@@ -59,14 +63,18 @@ def export_policy(bucket: str, run_id: str) -> str:
     requires it (botocore 1.44.5 s3 model, HeadObject: "To use HEAD, you must have the
     s3:GetObject permission"). No s3:ListBucket: without it HeadObject of a missing key answers 403
     instead of 404 (same documentation), which jobs.results.export treats as "not there yet"."""
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow",
-            "Action": ["s3:PutObject", "s3:GetObject"],
-            "Resource": f"arn:aws:s3:::{bucket}/{run_prefix(run_id)}/*",
-        }],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": ["s3:PutObject", "s3:GetObject"],
+                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix(run_id)}/*",
+                }
+            ],
+        }
+    )
 
 
 @dataclass
@@ -87,36 +95,67 @@ class Artifacts(pulumi.ComponentResource):
             f"{name}-bucket",
             force_destroy=not settings.retain_data,
             tags=aws_tags(settings),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=settings.retain_data))
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=settings.retain_data),
+        )
         versioning = aws.s3.BucketVersioning(
-            f"{name}-versioning", bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"), opts=child)
+            f"{name}-versioning",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            opts=child,
+        )
         encryption = aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-encryption", bucket=bucket.id,
-            rules=[aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                    sse_algorithm="AES256"))], opts=child)
+            f"{name}-encryption",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    )
+                )
+            ],
+            opts=child,
+        )
         public_access = aws.s3.BucketPublicAccessBlock(
-            f"{name}-public-access", bucket=bucket.id, block_public_acls=True, block_public_policy=True,
-            ignore_public_acls=True, restrict_public_buckets=True, opts=child)
+            f"{name}-public-access",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
         ownership = aws.s3.BucketOwnershipControls(
-            f"{name}-ownership", bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"), opts=child)
+            f"{name}-ownership",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
         policy = aws.s3.BucketPolicy(
-            f"{name}-tls-only", bucket=bucket.id, policy=bucket.arn.apply(deny_insecure_transport_policy),
+            f"{name}-tls-only",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(deny_insecure_transport_policy),
             # After the public access block: the bucket is never without it while a policy exists.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+        )
         lifecycle = aws.s3.BucketLifecycleConfiguration(
-            f"{name}-lifecycle", bucket=bucket.id,
-            rules=[aws.s3.BucketLifecycleConfigurationRuleArgs(
-                id="expire-old-versions", status="Enabled",
-                filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
-                    noncurrent_days=NONCURRENT_VERSION_DAYS),
-                abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
-                    days_after_initiation=INCOMPLETE_UPLOAD_DAYS))],
+            f"{name}-lifecycle",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-old-versions",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                        noncurrent_days=NONCURRENT_VERSION_DAYS
+                    ),
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=INCOMPLETE_UPLOAD_DAYS
+                    ),
+                )
+            ],
             # Noncurrent versions exist only once versioning is on.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
         self.ready = [versioning, encryption, public_access, ownership, policy, lifecycle]

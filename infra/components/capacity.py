@@ -65,38 +65,68 @@ class WorkerCapacity(pulumi.ComponentResource):
         tags = aws_tags(settings)
         child = pulumi.ResourceOptions(parent=self)
 
-        node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=iam.service_trust_policy("ec2.amazonaws.com"),
-                                 tags=tags, opts=child)
-        node_policies = [aws.iam.RolePolicyAttachment(f"{name}-node-{policy}", role=node_role.name,
-                                                      policy_arn=f"{iam.AWS_MANAGED}/{policy}", opts=child)
-                         for policy in NODE_POLICIES]
+        node_role = aws.iam.Role(
+            f"{name}-node-role", assume_role_policy=iam.service_trust_policy("ec2.amazonaws.com"), tags=tags, opts=child
+        )
+        node_policies = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{policy}", role=node_role.name, policy_arn=f"{iam.AWS_MANAGED}/{policy}", opts=child
+            )
+            for policy in NODE_POLICIES
+        ]
         profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=node_role.name, tags=tags, opts=child)
-        access = aws.eks.AccessEntry(f"{name}-node-access", cluster_name=args.cluster_name, principal_arn=node_role.arn,
-                                     type="EC2_LINUX", tags=tags, opts=child)
+        access = aws.eks.AccessEntry(
+            f"{name}-node-access",
+            cluster_name=args.cluster_name,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            tags=tags,
+            opts=child,
+        )
 
-        self.queue = aws.sqs.Queue(f"{name}-interruptions", message_retention_seconds=karpenter_iam.QUEUE_RETENTION_SECONDS,
-                                   sqs_managed_sse_enabled=True, tags=tags, opts=child)
-        queue_policy = aws.sqs.QueuePolicy(f"{name}-interruptions-policy", queue_url=self.queue.url,
-                                           policy=self.queue.arn.apply(karpenter_iam.queue_policy), opts=child)
+        self.queue = aws.sqs.Queue(
+            f"{name}-interruptions",
+            message_retention_seconds=karpenter_iam.QUEUE_RETENTION_SECONDS,
+            sqs_managed_sse_enabled=True,
+            tags=tags,
+            opts=child,
+        )
+        queue_policy = aws.sqs.QueuePolicy(
+            f"{name}-interruptions-policy",
+            queue_url=self.queue.url,
+            policy=self.queue.arn.apply(karpenter_iam.queue_policy),
+            opts=child,
+        )
         rules = []
         for event in karpenter_iam.INTERRUPTION_EVENTS:
-            rule = aws.cloudwatch.EventRule(f"{name}-{event}", event_pattern=karpenter_iam.event_pattern(event),
-                                            tags=tags, opts=child)
-            rules.append(aws.cloudwatch.EventTarget(f"{name}-{event}-to-queue", rule=rule.name, arn=self.queue.arn,
-                                                    opts=pulumi.ResourceOptions(parent=self, depends_on=[queue_policy])))
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{event}", event_pattern=karpenter_iam.event_pattern(event), tags=tags, opts=child
+            )
+            rules.append(
+                aws.cloudwatch.EventTarget(
+                    f"{name}-{event}-to-queue",
+                    rule=rule.name,
+                    arn=self.queue.arn,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[queue_policy]),
+                )
+            )
 
         controller_role = aws.iam.Role(
             f"{name}-controller-role",
-            assume_role_policy=iam.irsa_trust_policy_output(args.oidc_provider_arn, args.oidc_issuer,
-                                                            karpenter_chart.NAMESPACE, karpenter_chart.SERVICE_ACCOUNT),
-            tags=tags, opts=child)
+            assume_role_policy=iam.irsa_trust_policy_output(
+                args.oidc_provider_arn, args.oidc_issuer, karpenter_chart.NAMESPACE, karpenter_chart.SERVICE_ACCOUNT
+            ),
+            tags=tags,
+            opts=child,
+        )
         identity = aws.get_caller_identity_output()
         partition = aws.get_partition_output()
-        policy = pulumi.Output.all(partition.partition, identity.account_id, args.cluster_name, node_role.arn,
-                                   self.queue.arn).apply(
-            lambda a: karpenter_iam.controller_policy(a[0], settings.region, a[1], a[2], a[3], a[4]))
-        controller_policy = aws.iam.RolePolicy(f"{name}-controller-policy", role=controller_role.id, policy=policy,
-                                               opts=child)
+        policy = pulumi.Output.all(
+            partition.partition, identity.account_id, args.cluster_name, node_role.arn, self.queue.arn
+        ).apply(lambda a: karpenter_iam.controller_policy(a[0], settings.region, a[1], a[2], a[3], a[4]))
+        controller_policy = aws.iam.RolePolicy(
+            f"{name}-controller-policy", role=controller_role.id, policy=policy, opts=child
+        )
 
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
         self.crd_release = k8s.helm.v3.Release(
@@ -105,7 +135,8 @@ class WorkerCapacity(pulumi.ComponentResource):
             chart=versions.KARPENTER_CRD_CHART,
             version=versions.KARPENTER_VERSION,
             namespace=karpenter_chart.NAMESPACE,
-            opts=k8s_opts)
+            opts=k8s_opts,
+        )
         self.release = k8s.helm.v3.Release(
             f"{name}-karpenter",
             name=karpenter_chart.RELEASE_NAME,
@@ -113,16 +144,25 @@ class WorkerCapacity(pulumi.ComponentResource):
             version=versions.KARPENTER_VERSION,
             namespace=karpenter_chart.NAMESPACE,
             skip_crds=True,  # the CRDs are the karpenter-crd release's
-            values=karpenter_chart.values(args.cluster_name, self.queue.name, controller_role.arn,
-                                          settings.system_node_count),
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(
-                depends_on=[self.crd_release, args.system_nodes, controller_policy, access, *rules, *node_policies])))
+            values=karpenter_chart.values(
+                args.cluster_name, self.queue.name, controller_role.arn, settings.system_node_count
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                pulumi.ResourceOptions(
+                    depends_on=[self.crd_release, args.system_nodes, controller_policy, access, *rules, *node_policies]
+                ),
+            ),
+        )
 
         self.node_class = KubernetesObject(
             f"{name}-node-class",
             specs.node_class(args.pool, profile.name, args.private_subnet_ids, args.node_security_group_id, tags),
-            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])))
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])),
+        )
         self.node_pool = KubernetesObject(
-            f"{name}-node-pool", specs.node_pool(args.pool),
-            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.node_class])))
+            f"{name}-node-pool",
+            specs.node_pool(args.pool),
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.node_class])),
+        )
         self.register_outputs({"interruptionQueue": self.queue.name, "nodePool": specs.WORKER_POOL})

@@ -64,7 +64,7 @@ class Cluster(pulumi.ComponentResource):
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     node_security_group_id: pulumi.Output[str]
-    system_nodes: eks.ManagedNodeGroup        # the on-demand system group; workers come from Karpenter
+    system_nodes: eks.ManagedNodeGroup  # the on-demand system group; workers come from Karpenter
     provider: k8s.Provider
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
@@ -72,21 +72,41 @@ class Cluster(pulumi.ComponentResource):
         settings = args.settings
         child = pulumi.ResourceOptions(parent=self)
 
-        secrets_key = aws.kms.Key(f"{name}-secrets-key", description=f"{settings.project}/{settings.stack}: EKS secrets encryption",
-                                  enable_key_rotation=True, deletion_window_in_days=7, tags=aws_tags(settings), opts=child)
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets-key",
+            description=f"{settings.project}/{settings.stack}: EKS secrets encryption",
+            enable_key_rotation=True,
+            deletion_window_in_days=7,
+            tags=aws_tags(settings),
+            opts=child,
+        )
 
-        service_role = aws.iam.Role(f"{name}-service-role", assume_role_policy=iam.service_trust_policy("eks.amazonaws.com"),
-                                    tags=aws_tags(settings), opts=child)
-        service_policy = aws.iam.RolePolicyAttachment(f"{name}-service-eks-policy", role=service_role.name,
-                                                      policy_arn=f"{iam.AWS_MANAGED}/AmazonEKSClusterPolicy", opts=child)
-        service_kms = aws.iam.RolePolicy(f"{name}-service-kms", role=service_role.id,
-                                         policy=secrets_key.arn.apply(iam.kms_use_policy), opts=child)
+        service_role = aws.iam.Role(
+            f"{name}-service-role",
+            assume_role_policy=iam.service_trust_policy("eks.amazonaws.com"),
+            tags=aws_tags(settings),
+            opts=child,
+        )
+        service_policy = aws.iam.RolePolicyAttachment(
+            f"{name}-service-eks-policy",
+            role=service_role.name,
+            policy_arn=f"{iam.AWS_MANAGED}/AmazonEKSClusterPolicy",
+            opts=child,
+        )
+        service_kms = aws.iam.RolePolicy(
+            f"{name}-service-kms", role=service_role.id, policy=secrets_key.arn.apply(iam.kms_use_policy), opts=child
+        )
 
-        node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=iam.service_trust_policy("ec2.amazonaws.com"),
-                                 tags=aws_tags(settings), opts=child)
+        node_role = aws.iam.Role(
+            f"{name}-node-role",
+            assume_role_policy=iam.service_trust_policy("ec2.amazonaws.com"),
+            tags=aws_tags(settings),
+            opts=child,
+        )
         node_policies = [
-            aws.iam.RolePolicyAttachment(f"{name}-node-{policy}", role=node_role.name,
-                                         policy_arn=f"{iam.AWS_MANAGED}/{policy}", opts=child)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{policy}", role=node_role.name, policy_arn=f"{iam.AWS_MANAGED}/{policy}", opts=child
+            )
             for policy in NODE_POLICIES
         ]
 
@@ -100,15 +120,23 @@ class Cluster(pulumi.ComponentResource):
         admins = {
             f"admin-{index}": eks.AccessEntryArgs(
                 principal_arn=arn,
-                access_policies={"cluster-admin": eks.AccessPolicyAssociationArgs(
-                    policy_arn=CLUSTER_ADMIN_POLICY,
-                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
             for index, arn in enumerate(admin_arns)
         }
 
-        log_group = aws.cloudwatch.LogGroup(f"{name}-control-plane-logs", name=f"/aws/eks/{cluster_name}/cluster",
-                                            retention_in_days=settings.log_retention_days, tags=aws_tags(settings),
-                                            opts=child)
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=f"/aws/eks/{cluster_name}/cluster",
+            retention_in_days=settings.log_retention_days,
+            tags=aws_tags(settings),
+            opts=child,
+        )
 
         cluster = eks.Cluster(
             f"{name}-eks",
@@ -149,25 +177,37 @@ class Cluster(pulumi.ComponentResource):
             # No image_id: EKS then picks the AMI from ami_type and merges its own NodeConfig into ours.
             user_data=node_config.launch_template_user_data(),
             # EKS refuses diskSize on a node group that has a launch template: the root volume is here.
-            block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                device_name=NODE_ROOT_DEVICE,
-                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                    volume_size=settings.node_disk_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"),
-            )],
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name=NODE_ROOT_DEVICE,
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=settings.node_disk_gib,
+                        volume_type="gp3",
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
             # IMDSv2 only; a hop limit of 1 keeps the token response from crossing into a pod's
             # network namespace, so only host-network processes (kubelet, nodeadm, the VPC CNI, the
             # EFS CSI node plugin) reach the node role's credentials. Why nothing else needs IMDS:
             # docs/security.md.
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT),
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=NODE_IMDS_HOP_LIMIT
+            ),
             # The instances, volumes and network interfaces carry the stack's tags (node_tags.py).
             tag_specifications=node_tags.launch_tag_specifications(aws_tags(settings)),
             tags=aws_tags(settings),
             opts=child,
         )
 
-        def node_group(group_name: str, instance_type: str, ami_type: str, scaling: aws.eks.NodeGroupScalingConfigArgs,
-                       labels: dict[str, str]) -> eks.ManagedNodeGroup:
+        def node_group(
+            group_name: str,
+            instance_type: str,
+            ami_type: str,
+            scaling: aws.eks.NodeGroupScalingConfigArgs,
+            labels: dict[str, str],
+        ) -> eks.ManagedNodeGroup:
             # Every group boots from the same launch template (seccompDefault, IMDSv2 hop limit 1): it
             # names no AMI, so EKS picks each group's from its ami_type and merges its NodeConfig in.
             return eks.ManagedNodeGroup(
@@ -180,7 +220,8 @@ class Cluster(pulumi.ComponentResource):
                 # pulumi-eks defaults the node version to the cluster's only without a launch template.
                 version=settings.kubernetes_version,
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                    id=node_template.id, version=node_template.latest_version.apply(str)),
+                    id=node_template.id, version=node_template.latest_version.apply(str)
+                ),
                 scaling_config=scaling,
                 # the rendezvous store's disruption budget (infra/specs/rendezvous_store.py) holds a drain; an update
                 # that could not drain fails after 15 minutes unless forced (EKS user guide,
@@ -197,9 +238,12 @@ class Cluster(pulumi.ComponentResource):
         # preemption can only take worker nodes, which Karpenter launches (infra/components/capacity.py).
         count = settings.system_node_count
         self.system_nodes = node_group(
-            f"{name}-system-nodes", settings.system_node_instance_type, versions.NODE_AMI_TYPE,
+            f"{name}-system-nodes",
+            settings.system_node_instance_type,
+            versions.NODE_AMI_TYPE,
             aws.eks.NodeGroupScalingConfigArgs(desired_size=count, min_size=count, max_size=count),
-            gpu.system_node_labels())
+            gpu.system_node_labels(),
+        )
 
         # No deleteUnreachable: with it, any failure to reach the API (expired credentials, a blocked
         # CIDR) makes `refresh` drop every in-cluster object from the state (pulumi-kubernetes
@@ -213,5 +257,10 @@ class Cluster(pulumi.ComponentResource):
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
         self.node_security_group_id = cluster.node_security_group_id
-        self.register_outputs({"clusterName": self.eks_cluster_name, "oidcProviderArn": self.oidc_provider_arn,
-                               "nodeSecurityGroupId": self.node_security_group_id})
+        self.register_outputs(
+            {
+                "clusterName": self.eks_cluster_name,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "nodeSecurityGroupId": self.node_security_group_id,
+            }
+        )

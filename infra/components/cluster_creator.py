@@ -29,7 +29,7 @@ CREATOR_TAG = "elastic-training/cluster-creator"
 
 @dataclass(frozen=True)
 class Creator:
-    arn: str                                              # the creator's IAM ARN
+    arn: str  # the creator's IAM ARN
     cluster_tags: dict[str, str] = field(default_factory=dict)  # to pass to the EKS cluster
     warnings: list[str] = field(default_factory=list)
 
@@ -49,11 +49,16 @@ def cluster_creator(cluster_name: str, caller_arn: str, admin_arns: tuple[str, .
     if CREATOR_TAG in tags:
         creator = tags[CREATOR_TAG]
         return Creator(creator, {CREATOR_TAG: creator}, _caller_warnings(caller_arn, creator, admin_arns))
-    return Creator(iam_arn(caller_arn), {}, [
-        f"EKS cluster {cluster_name} carries no {CREATOR_TAG} tag (it was created before the stack recorded its "
-        f"creator), so the identity running this deployment ({caller_arn}) is taken as its creator; if another "
-        "principal created it, tag the cluster with its ARN (`aws eks tag-resource --resource-arn <cluster ARN> "
-        f"--tags {CREATOR_TAG}=<creator's IAM ARN>`) so that every deployer computes the same access entries"])
+    return Creator(
+        iam_arn(caller_arn),
+        {},
+        [
+            f"EKS cluster {cluster_name} carries no {CREATOR_TAG} tag (it was created before the stack recorded its "
+            f"creator), so the identity running this deployment ({caller_arn}) is taken as its creator; if another "
+            "principal created it, tag the cluster with its ARN (`aws eks tag-resource --resource-arn <cluster ARN> "
+            f"--tags {CREATOR_TAG}=<creator's IAM ARN>`) so that every deployer computes the same access entries"
+        ],
+    )
 
 
 def _caller_warnings(caller_arn: str, creator_arn: str, admin_arns: tuple[str, ...] | list[str]) -> list[str]:
@@ -61,6 +66,8 @@ def _caller_warnings(caller_arn: str, creator_arn: str, admin_arns: tuple[str, .
     caller = principal_of(caller_arn)
     if caller is None or caller == principal_of(creator_arn) or caller in {principal_of(arn) for arn in admin_arns}:
         return []
-    return [f"the identity running this deployment ({caller_arn}) is neither the cluster's creator ({creator_arn}) "
-            "nor in elastic-training:clusterAdminArns, so it has no access entry: the in-cluster steps will be refused; "
-            "add its IAM ARN to clusterAdminArns"]
+    return [
+        f"the identity running this deployment ({caller_arn}) is neither the cluster's creator ({creator_arn}) "
+        "nor in elastic-training:clusterAdminArns, so it has no access entry: the in-cluster steps will be refused; "
+        "add its IAM ARN to clusterAdminArns"
+    ]

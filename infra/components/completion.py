@@ -35,6 +35,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
 from infra.components import provider_errors, rendezvous_health, run_cost, scheduling
+
 # What the wait reads, and how: the reader module. Imported by name, so `completion.KubernetesCluster`
 # (the provider's reader) and the error types stay the wait's public names.
 from infra.components.kubernetes_reader import ApiError, KubernetesCluster, Snapshot, TransientApiError
@@ -84,8 +85,10 @@ def _last_failure(status: dict[str, Any]) -> tuple[str, str | None]:
     last = status.get("lastFailure") or {}
     if not last.get("pod"):
         return "", None
-    return (f"; last failure: worker {last['pod']} (index {last.get('index')}) exited {last.get('exitCode')} "
-            f"({last.get('reason') or 'Error'}, {last.get('action') or 'counted'})"), last["pod"]
+    return (
+        f"; last failure: worker {last['pod']} (index {last.get('index')}) exited {last.get('exitCode')} "
+        f"({last.get('reason') or 'Error'}, {last.get('action') or 'counted'})"
+    ), last["pod"]
 
 
 def _refused_pod(elasticjob: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
@@ -94,11 +97,14 @@ def _refused_pod(elasticjob: dict[str, Any], events: list[dict[str, Any]]) -> st
     since this ElasticJob was created count."""
     meta = elasticjob["metadata"]
     created = meta.get("creationTimestamp") or ""
-    mine = [event for event in events
-            if event.get("reason") == FAILED_CREATE_POD
-            and (event.get("involvedObject") or {}).get("kind") == "Job"
-            and (event.get("involvedObject") or {}).get("name") == meta["name"]
-            and (event.get("lastTimestamp") or event.get("eventTime") or "") >= created]
+    mine = [
+        event
+        for event in events
+        if event.get("reason") == FAILED_CREATE_POD
+        and (event.get("involvedObject") or {}).get("kind") == "Job"
+        and (event.get("involvedObject") or {}).get("name") == meta["name"]
+        and (event.get("lastTimestamp") or event.get("eventTime") or "") >= created
+    ]
     if not mine:
         return None
     latest = max(mine, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
@@ -125,15 +131,20 @@ def assess(snapshot: Snapshot, elapsed_seconds: float, timeout_seconds: float) -
     if refused:
         return Verdict("failed", f"ElasticJob {job}: the Job cannot create worker pods: {refused}")
     if elapsed_seconds > timeout_seconds:
-        phases = ", ".join(f"{p['metadata']['name']}={(p.get('status') or {}).get('phase', '?')}"
-                           for p in snapshot.pods) or "no worker pods"
-        return Verdict("failed", f"deadline exceeded: ElasticJob {job} did not succeed within "
-                                 f"{timeout_seconds / 60:.0f} minutes ({phases})")
+        phases = (
+            ", ".join(f"{p['metadata']['name']}={(p.get('status') or {}).get('phase', '?')}" for p in snapshot.pods)
+            or "no worker pods"
+        )
+        return Verdict(
+            "failed",
+            f"deadline exceeded: ElasticJob {job} did not succeed within {timeout_seconds / 60:.0f} minutes ({phases})",
+        )
     return Verdict("running")
 
 
-def _retrying(call: Callable[[], Any], window_seconds: float, clock: Callable[[], float],
-              sleep: Callable[[float], None]) -> Any:
+def _retrying(
+    call: Callable[[], Any], window_seconds: float, clock: Callable[[], float], sleep: Callable[[float], None]
+) -> Any:
     """call(), again after TransientApiError with exponential backoff, until it has failed for
     window_seconds; then the last TransientApiError propagates."""
     failing_since = None
@@ -160,8 +171,13 @@ def _log_tail(cluster: Cluster, pod: str | None) -> str:
     return f"\nLast {LOG_TAIL_LINES} lines of {pod}'s log:\n{log}"
 
 
-def _stop(cluster: Cluster, reason: str, clock: Callable[[], float], sleep: Callable[[float], None],
-          failed_pod: str | None = None) -> Verdict:
+def _stop(
+    cluster: Cluster,
+    reason: str,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    failed_pod: str | None = None,
+) -> Verdict:
     """A failed verdict: keep the end of the failed worker's log, delete the ElasticJob so its pods
     stop, and say so."""
     job = f"{cluster.namespace}/{cluster.name}"
@@ -169,15 +185,23 @@ def _stop(cluster: Cluster, reason: str, clock: Callable[[], float], sleep: Call
     try:
         _retrying(cluster.delete_elasticjob, DELETE_RETRY_SECONDS, clock, sleep)
     except (TransientApiError, ApiError) as error:
-        return Verdict("failed", f"{reason}. Deleting the ElasticJob failed too ({error}): its pods may still run; "
-                                 f"delete it with `kubectl delete elasticjob -n {cluster.namespace} {cluster.name}`{log}",
-                       failed_pod)
-    return Verdict("failed", f"{reason}. The ElasticJob {job} was deleted, so its pods stop "
-                             f"(run `pulumi up --refresh` to create it again){log}", failed_pod)
+        return Verdict(
+            "failed",
+            f"{reason}. Deleting the ElasticJob failed too ({error}): its pods may still run; "
+            f"delete it with `kubectl delete elasticjob -n {cluster.namespace} {cluster.name}`{log}",
+            failed_pod,
+        )
+    return Verdict(
+        "failed",
+        f"{reason}. The ElasticJob {job} was deleted, so its pods stop "
+        f"(run `pulumi up --refresh` to create it again){log}",
+        failed_pod,
+    )
 
 
-def _scheduling_problem(cluster: Cluster, pods: list[dict[str, Any]], watch: scheduling.SchedulingWatch,
-                        now: float) -> str | None:
+def _scheduling_problem(
+    cluster: Cluster, pods: list[dict[str, Any]], watch: scheduling.SchedulingWatch, now: float
+) -> str | None:
     """Why unschedulable workers will not run (infra/components/scheduling.py), read only while one is."""
     if not watch.unschedulable(pods):
         watch.since.clear()
@@ -189,9 +213,15 @@ def _scheduling_problem(cluster: Cluster, pods: list[dict[str, Any]], watch: sch
     return watch.verdict(pods, events, nodes, now)
 
 
-def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-             spec_hash: str = "", guard: Callable[[Snapshot], str | None] | None = None) -> Verdict:
+def wait_for(
+    cluster: Cluster,
+    timeout_seconds: float,
+    poll_seconds: float = POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    spec_hash: str = "",
+    guard: Callable[[Snapshot], str | None] | None = None,
+) -> Verdict:
     """Poll the cluster until the verdict is final; on failure the ElasticJob is deleted; never from a job made from
     another spec (spec_hash: spec_identity.py). `guard` (run_cost.py: the cost ceiling) may stop a running job."""
     start = clock()
@@ -200,21 +230,35 @@ def wait_for(cluster: Cluster, timeout_seconds: float, poll_seconds: float = POL
         try:
             snapshot = _retrying(cluster.read, API_RETRY_SECONDS, clock, sleep)
         except TransientApiError as error:
-            return _stop(cluster, f"the Kubernetes API kept failing for {API_RETRY_SECONDS // 60} minutes "
-                                  f"while waiting for ElasticJob {cluster.namespace}/{cluster.name} ({error})", clock, sleep)
+            return _stop(
+                cluster,
+                f"the Kubernetes API kept failing for {API_RETRY_SECONDS // 60} minutes "
+                f"while waiting for ElasticJob {cluster.namespace}/{cluster.name} ({error})",
+                clock,
+                sleep,
+            )
         except ApiError as error:
             if error.status == 404:
                 # Not transient: Pulumi created the ElasticJob before this wait started and the
                 # controller deletes one only past its ttlSecondsAfterFinished (the stack sets none),
                 # so it was deleted on purpose (a failed run, a user); asking again will not bring it back.
-                return Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name} does not exist ({error}); "
-                                         f"it is deleted when a run fails: run `pulumi up --refresh` to create it again")
-            return _stop(cluster, f"the Kubernetes API refused to show ElasticJob {cluster.namespace}/{cluster.name} "
-                                  f"({error})", clock, sleep)
+                return Verdict(
+                    "failed",
+                    f"ElasticJob {cluster.namespace}/{cluster.name} does not exist ({error}); "
+                    f"it is deleted when a run fails: run `pulumi up --refresh` to create it again",
+                )
+            return _stop(
+                cluster,
+                f"the Kubernetes API refused to show ElasticJob {cluster.namespace}/{cluster.name} ({error})",
+                clock,
+                sleep,
+            )
         stale = stale_spec(snapshot.elasticjob, spec_hash)  # an older spec's job says nothing about this one
         verdict = Verdict("failed", stale) if stale else assess(snapshot, clock() - start, timeout_seconds)
         blocked = _scheduling_problem(cluster, snapshot.pods, watch, clock()) if verdict.state == "running" else None
-        blocked = blocked or (store.problem(snapshot.store, snapshot.pods, clock()) if verdict.state == "running" else None)
+        blocked = blocked or (
+            store.problem(snapshot.store, snapshot.pods, clock()) if verdict.state == "running" else None
+        )
         if blocked:
             verdict = Verdict("failed", f"ElasticJob {cluster.namespace}/{cluster.name}: {blocked}")
         if verdict.state == "failed":
@@ -245,16 +289,22 @@ class WaitProvider(ResourceProvider):
 
 class _CompletionProvider(WaitProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
-        cluster = KubernetesCluster(props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"],
-                                    props.get("context") or "")
+        cluster = KubernetesCluster(
+            props["kubeconfig"], props["namespace"], props["name"], props["jobLabel"], props.get("context") or ""
+        )
         budget = run_cost.budget_for(props)
-        verdict = wait_for(cluster, float(props["timeoutSeconds"]), spec_hash=props.get("specHash") or "",
-                           guard=run_cost.guard(cluster, budget))
+        verdict = wait_for(
+            cluster,
+            float(props["timeoutSeconds"]),
+            spec_hash=props.get("specHash") or "",
+            guard=run_cost.guard(cluster, budget),
+        )
         if verdict.state != "succeeded":
             provider_errors.fail(verdict.message)  # one line and the log tail, no traceback
-        return CreateResult(id_=f"{props['namespace']}/{props['name']}",
-                            outs={**props, "result": verdict.message, "runCost": run_cost.final(cluster, budget)})
-
+        return CreateResult(
+            id_=f"{props['namespace']}/{props['name']}",
+            outs={**props, "result": verdict.message, "runCost": run_cost.final(cluster, budget)},
+        )
 
 
 class ElasticJobCompletion(Resource):
@@ -263,11 +313,37 @@ class ElasticJobCompletion(Resource):
     result: pulumi.Output[str]
     runCost: pulumi.Output[dict]  # as the provider names it; infra/components/run_cost.py: duration, node-hours, cost
 
-    def __init__(self, name: str, *, kubeconfig: pulumi.Input[str], namespace: str, elasticjob_name: str,
-                 job_label: str, timeout_seconds: int, spec_hash: pulumi.Input[str], context: str = "",
-                 region: str = "", max_run_cost_usd: float | None = None, opts: pulumi.ResourceOptions | None = None):
-        props = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace, "name": elasticjob_name,
-                 "jobLabel": job_label, "timeoutSeconds": timeout_seconds, "specHash": spec_hash, "result": None,
-                 "region": region, "maxRunCostUsd": max_run_cost_usd, "runCost": None}
-        super().__init__(_CompletionProvider(), name, props,
-                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))
+    def __init__(
+        self,
+        name: str,
+        *,
+        kubeconfig: pulumi.Input[str],
+        namespace: str,
+        elasticjob_name: str,
+        job_label: str,
+        timeout_seconds: int,
+        spec_hash: pulumi.Input[str],
+        context: str = "",
+        region: str = "",
+        max_run_cost_usd: float | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        props = {
+            "kubeconfig": kubeconfig,
+            "context": context,
+            "namespace": namespace,
+            "name": elasticjob_name,
+            "jobLabel": job_label,
+            "timeoutSeconds": timeout_seconds,
+            "specHash": spec_hash,
+            "result": None,
+            "region": region,
+            "maxRunCostUsd": max_run_cost_usd,
+            "runCost": None,
+        }
+        super().__init__(
+            _CompletionProvider(),
+            name,
+            props,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])),
+        )

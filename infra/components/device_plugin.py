@@ -26,8 +26,13 @@ class DevicePlugin(pulumi.ComponentResource):
     def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("DevicePlugin"), name, None, opts)
         self.daemonset = KubernetesObject(
-            f"{name}-daemonset", gpu.device_plugin_daemonset(),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.gpu_nodes]))
-        self.network_policy = KubernetesObject(f"{name}-deny-ingress", gpu.device_plugin_network_policy(),
-                                               pulumi.ResourceOptions(parent=self, provider=args.provider))
+            f"{name}-daemonset",
+            gpu.device_plugin_daemonset(),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.gpu_nodes]),
+        )
+        self.network_policy = KubernetesObject(
+            f"{name}-deny-ingress",
+            gpu.device_plugin_network_policy(),
+            pulumi.ResourceOptions(parent=self, provider=args.provider),
+        )
         self.register_outputs({})

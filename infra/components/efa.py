@@ -36,14 +36,26 @@ class Efa(pulumi.ComponentResource):
         # "An EFA requires a security group that allows all inbound and outbound traffic to and from the
         # security group itself" (EC2 User Guide, Get started with EFA, Step 1): the nodes' own group.
         aws.vpc.SecurityGroupIngressRule(
-            f"{name}-from-nodes", security_group_id=args.node_security_group_id,
-            referenced_security_group_id=args.node_security_group_id, ip_protocol=ALL_TRAFFIC,
-            description="EFA: all traffic from the node security group itself", tags=aws_tags(args.settings), opts=child)
+            f"{name}-from-nodes",
+            security_group_id=args.node_security_group_id,
+            referenced_security_group_id=args.node_security_group_id,
+            ip_protocol=ALL_TRAFFIC,
+            description="EFA: all traffic from the node security group itself",
+            tags=aws_tags(args.settings),
+            opts=child,
+        )
         aws.vpc.SecurityGroupEgressRule(
-            f"{name}-to-nodes", security_group_id=args.node_security_group_id,
-            referenced_security_group_id=args.node_security_group_id, ip_protocol=ALL_TRAFFIC,
-            description="EFA: all traffic to the node security group itself", tags=aws_tags(args.settings), opts=child)
+            f"{name}-to-nodes",
+            security_group_id=args.node_security_group_id,
+            referenced_security_group_id=args.node_security_group_id,
+            ip_protocol=ALL_TRAFFIC,
+            description="EFA: all traffic to the node security group itself",
+            tags=aws_tags(args.settings),
+            opts=child,
+        )
         self.daemonset = KubernetesObject(
-            f"{name}-device-plugin", efa.device_plugin_daemonset(),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.gpu_nodes]))
+            f"{name}-device-plugin",
+            efa.device_plugin_daemonset(),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.gpu_nodes]),
+        )
         self.register_outputs({})

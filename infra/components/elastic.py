@@ -41,27 +41,44 @@ class Elastic(pulumi.ComponentResource):
         self.crd = KubernetesObject(f"{name}-crd", specs.elasticjob_crd(), in_cluster)
         nodes = [args.nodes] if args.nodes is not None else []
         self.workload_namespace = KubernetesObject(
-            f"{name}-workload-ns", specs.namespace(settings.namespace, "workloads", specs.WORKLOAD_NAMESPACE_ENFORCE), in_cluster)
-        workload_policies = self._network_policies(name, network_policies.workload_network_policies(settings.namespace), args.provider,
-                                                   self.workload_namespace)
+            f"{name}-workload-ns",
+            specs.namespace(settings.namespace, "workloads", specs.WORKLOAD_NAMESPACE_ENFORCE),
+            in_cluster,
+        )
+        workload_policies = self._network_policies(
+            name, network_policies.workload_network_policies(settings.namespace), args.provider, self.workload_namespace
+        )
         self.workload_policies = workload_policies
-        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                          depends_on=[self.workload_namespace, *workload_policies])
+        after_ns = pulumi.ResourceOptions(
+            parent=self, provider=args.provider, depends_on=[self.workload_namespace, *workload_policies]
+        )
         after_ns_and_nodes = pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=nodes))
         # The store: its priority class (cluster-scoped) exists before its pod (rendezvous_store.py).
         priority = KubernetesObject(f"{name}-store-priorityclass", rendezvous_store.priority_class(), in_cluster)
         # The store runs the training image: an `imageUri` pinned by a tag gets the tag rows (suppressions.py).
-        store_objects = {obj["kind"]: obj for obj in specs.store_objects(settings.namespace, args.image, pull_policy(settings),
-                                                                         image_by_tag=image_by_tag(settings))}
+        store_objects = {
+            obj["kind"]: obj
+            for obj in specs.store_objects(
+                settings.namespace, args.image, pull_policy(settings), image_by_tag=image_by_tag(settings)
+            )
+        }
         KubernetesObject(f"{name}-store-service", store_objects["Service"], after_ns)
         KubernetesObject(f"{name}-store-poddisruptionbudget", store_objects["PodDisruptionBudget"], after_ns)
-        self.store = KubernetesObject(f"{name}-store-statefulset", store_objects["StatefulSet"], pulumi.ResourceOptions.merge(
-            after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority])))
+        self.store = KubernetesObject(
+            f"{name}-store-statefulset",
+            store_objects["StatefulSet"],
+            pulumi.ResourceOptions.merge(after_ns_and_nodes, pulumi.ResourceOptions(depends_on=[priority])),
+        )
 
         self.register_outputs({"rendezvousEndpoint": specs.rendezvous_endpoint(), "namespace": settings.namespace})
 
-    def _network_policies(self, name: str, policies: list[dict], provider: pulumi.ProviderResource,
-                          namespace: KubernetesObject) -> list[KubernetesObject]:
+    def _network_policies(
+        self, name: str, policies: list[dict], provider: pulumi.ProviderResource, namespace: KubernetesObject
+    ) -> list[KubernetesObject]:
         after_ns = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
-        return [KubernetesObject(f"{name}-networkpolicy-{obj['metadata']['namespace']}-{obj['metadata']['name']}", obj, after_ns)
-                for obj in policies]
+        return [
+            KubernetesObject(
+                f"{name}-networkpolicy-{obj['metadata']['namespace']}-{obj['metadata']['name']}", obj, after_ns
+            )
+            for obj in policies
+        ]

@@ -32,10 +32,17 @@ class ElasticController(pulumi.ComponentResource):
         super().__init__(component_type("ElasticController"), name, None, opts)
         settings = args.settings
         objects: list[KubernetesObject] = []
-        for obj in specs.controller_objects(settings.namespace, args.image_ref, settings.pvc_name, pull_policy(settings),
-                                            image_by_tag(settings)):
-            objects.append(KubernetesObject(
-                f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*args.depends_on, *objects])))
+        for obj in specs.controller_objects(
+            settings.namespace, args.image_ref, settings.pvc_name, pull_policy(settings), image_by_tag(settings)
+        ):
+            objects.append(
+                KubernetesObject(
+                    f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                    obj,
+                    pulumi.ResourceOptions(
+                        parent=self, provider=args.provider, depends_on=[*args.depends_on, *objects]
+                    ),
+                )
+            )
         self.deployment = objects[-1]
         self.register_outputs({"deployment": specs.CONTROLLER_NAME})

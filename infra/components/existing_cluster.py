@@ -28,7 +28,7 @@ class ExistingClusterArgs:
 class ExistingCluster(pulumi.ComponentResource):
     provider: k8s.Provider
     kubeconfig: str  # the file's path, `~` expanded
-    context: str     # "" is the file's current-context
+    context: str  # "" is the file's current-context
 
     def __init__(self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("ExistingCluster"), name, None, opts)
@@ -37,8 +37,12 @@ class ExistingCluster(pulumi.ComponentResource):
         # (pulumi-kubernetes ProviderArgs.kubeconfig); a path keeps credentials out of the state.
         self.kubeconfig = os.path.expanduser(settings.kubeconfig)
         self.context = settings.kube_context
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, context=self.context or None,
-                                     opts=pulumi.ResourceOptions(parent=self))
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            context=self.context or None,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.register_outputs({"kubeconfig": self.kubeconfig, "context": self.context})
 
 
@@ -62,7 +66,9 @@ class SharedVolume(pulumi.ComponentResource):
         # (pulumi/pulumi-kubernetes provider/pkg/await/awaiters.go untilCoreV1PersistentVolumeClaimReady).
         self.claim = KubernetesObject(
             f"{name}-pvc",
-            storage_specs.provisioned_claim(settings.pvc_name, settings.namespace, settings.storage_class_name,
-                                            settings.storage_access_mode),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]))
+            storage_specs.provisioned_claim(
+                settings.pvc_name, settings.namespace, settings.storage_class_name, settings.storage_access_mode
+            ),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]),
+        )
         self.register_outputs({"pvcName": settings.pvc_name})

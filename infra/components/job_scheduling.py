@@ -30,8 +30,13 @@ from pulumi.dynamic import CreateResult, Resource
 
 from infra.components import provider_errors, scheduling
 from infra.components.completion import API_RETRY_SECONDS, POLL_SECONDS, WaitProvider
-from infra.components.kubernetes_reader import (ApiError, KubernetesCluster, TransientApiError, _api_client,
-                                                 pod_scheduling_state)
+from infra.components.kubernetes_reader import (
+    ApiError,
+    KubernetesCluster,
+    TransientApiError,
+    _api_client,
+    pod_scheduling_state,
+)
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # How long the guard waits for its Job to appear: Pulumi creates the two side by side.
@@ -61,7 +66,9 @@ class JobCluster:
         return self._api_client.sanitize_for_serialization(job)
 
     def pods(self) -> list[dict[str, Any]]:
-        pods = self._call(self._core.list_namespaced_pod, self.namespace, label_selector=f"{JOB_NAME_LABEL}={self.name}")
+        pods = self._call(
+            self._core.list_namespaced_pod, self.namespace, label_selector=f"{JOB_NAME_LABEL}={self.name}"
+        )
         return [self._api_client.sanitize_for_serialization(pod) for pod in pods.items]
 
     def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
@@ -72,12 +79,19 @@ class JobCluster:
 
 
 def _finished(job: dict[str, Any]) -> bool:
-    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
 
 
-def guard(cluster: JobCluster, timeout_seconds: float, poll_seconds: float = POLL_SECONDS,
-          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> str | None:
+def guard(
+    cluster: JobCluster,
+    timeout_seconds: float,
+    poll_seconds: float = POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
     """Watch the Job until it finishes (None) or one of its pods can never run (the line saying why,
     after the Job was ended). API trouble is not the guard's to report: the Job's own await does."""
     start, failing_since = clock(), None
@@ -99,8 +113,10 @@ def guard(cluster: JobCluster, timeout_seconds: float, poll_seconds: float = POL
             failing_since = None
             if problem:
                 cluster.end_job()
-                return (f"Job {cluster.namespace}/{cluster.name}: {problem}. The Job was ended (activeDeadlineSeconds 1) "
-                        f"so `pulumi up` stops; fix the config and run `pulumi up` again")
+                return (
+                    f"Job {cluster.namespace}/{cluster.name}: {problem}. The Job was ended (activeDeadlineSeconds 1) "
+                    f"so `pulumi up` stops; fix the config and run `pulumi up` again"
+                )
         except (TransientApiError, ApiError):
             failing_since = clock() if failing_since is None else failing_since
             if clock() - failing_since >= API_RETRY_SECONDS:
@@ -118,14 +134,33 @@ class _GuardProvider(WaitProvider):
         return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=props)
 
 
-
 class JobSchedulingGuard(Resource):
     """Created when its Job finished or could not be watched; fails, with the scheduler's reason,
     when the Job's pod can never be scheduled."""
 
-    def __init__(self, name: str, *, kubeconfig: pulumi.Input[str], namespace: str, job_name: str, timeout_seconds: int,
-                 spec_hash: pulumi.Input[str], context: str = "", opts: pulumi.ResourceOptions | None = None):
-        props = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace, "name": job_name,
-                 "timeoutSeconds": timeout_seconds, "specHash": spec_hash}
-        super().__init__(_GuardProvider(), name, props,
-                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))
+    def __init__(
+        self,
+        name: str,
+        *,
+        kubeconfig: pulumi.Input[str],
+        namespace: str,
+        job_name: str,
+        timeout_seconds: int,
+        spec_hash: pulumi.Input[str],
+        context: str = "",
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        props = {
+            "kubeconfig": kubeconfig,
+            "context": context,
+            "namespace": namespace,
+            "name": job_name,
+            "timeoutSeconds": timeout_seconds,
+            "specHash": spec_hash,
+        }
+        super().__init__(
+            _GuardProvider(),
+            name,
+            props,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])),
+        )

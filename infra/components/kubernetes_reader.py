@@ -23,6 +23,7 @@ from elastic_training.elasticjob import VERSION as ELASTICJOB_VERSION
 @dataclass(frozen=True)
 class Snapshot:
     """The ElasticJob, its worker pods and its events, as API dicts (camelCase)."""
+
     elasticjob: dict[str, Any]
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -56,8 +57,9 @@ def _api_client(kubeconfig: str, context: str) -> Any:
     return config.new_client_from_config(config_file=os.path.expanduser(kubeconfig), context=context or None)
 
 
-def pod_scheduling_state(call: Callable[..., Any], core: Any, api_client: Any,
-                         namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+def pod_scheduling_state(
+    call: Callable[..., Any], core: Any, api_client: Any, namespace: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """The namespace's pod events (FailedScheduling, TriggeredScaleUp, ...) and the nodes, or None
     for the nodes when the kubeconfig's user may not list them (an existing cluster's)."""
     serialize = api_client.sanitize_for_serialization
@@ -85,17 +87,31 @@ class KubernetesCluster:
         self._core = client.CoreV1Api(self._api_client)
 
     def read(self) -> Snapshot:
-        elasticjob = self._call(self._custom.get_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION,
-                                self.namespace, ELASTICJOB_PLURAL, self.name)
+        elasticjob = self._call(
+            self._custom.get_namespaced_custom_object,
+            ELASTICJOB_GROUP,
+            ELASTICJOB_VERSION,
+            self.namespace,
+            ELASTICJOB_PLURAL,
+            self.name,
+        )
         # Template labels are copied onto the pods the ElasticJob's Job creates.
-        pods = self._call(self._core.list_namespaced_pod, self.namespace, label_selector=f"{self._job_label}={self.name}")
+        pods = self._call(
+            self._core.list_namespaced_pod, self.namespace, label_selector=f"{self._job_label}={self.name}"
+        )
         # The Job of the ElasticJob has its name (controller/render.py); its controller records FailedCreate there.
-        events = self._call(self._core.list_namespaced_event, self.namespace,
-                            field_selector=f"involvedObject.kind=Job,involvedObject.name={self.name}")
+        events = self._call(
+            self._core.list_namespaced_event,
+            self.namespace,
+            field_selector=f"involvedObject.kind=Job,involvedObject.name={self.name}",
+        )
         serialize = self._api_client.sanitize_for_serialization
-        store = rendezvous_health.read_store(self._call, self._api_client, self.namespace, (TransientApiError, ApiError))
-        return Snapshot(elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items],
-                        store)
+        store = rendezvous_health.read_store(
+            self._call, self._api_client, self.namespace, (TransientApiError, ApiError)
+        )
+        return Snapshot(
+            elasticjob, [serialize(pod) for pod in pods.items], [serialize(event) for event in events.items], store
+        )
 
     def scheduling_state(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         return pod_scheduling_state(self._call, self._core, self._api_client, self.namespace)
@@ -109,8 +125,14 @@ class KubernetesCluster:
     def worker_log_tail(self, pod: str, lines: int) -> str:
         # Raw body: the client's deserializer turns a body that is not JSON into the repr of its
         # bytes ("b'...'"; kubernetes/client/api_client.py deserialize, 36.0.3).
-        response = self._call(self._core.read_namespaced_pod_log, pod, self.namespace, container=WORKER_CONTAINER,
-                              tail_lines=lines, _preload_content=False)
+        response = self._call(
+            self._core.read_namespaced_pod_log,
+            pod,
+            self.namespace,
+            container=WORKER_CONTAINER,
+            tail_lines=lines,
+            _preload_content=False,
+        )
         return response.data.decode("utf-8", errors="replace")
 
     def delete_elasticjob(self) -> None:
@@ -119,8 +141,15 @@ class KubernetesCluster:
         # ElasticJob stays until its Job and pods are gone, so an ElasticJob of the same name created
         # next never meets them (its Job would be refused as already existing).
         try:
-            self._call(self._custom.delete_namespaced_custom_object, ELASTICJOB_GROUP, ELASTICJOB_VERSION,
-                       self.namespace, ELASTICJOB_PLURAL, self.name, propagation_policy="Foreground")
+            self._call(
+                self._custom.delete_namespaced_custom_object,
+                ELASTICJOB_GROUP,
+                ELASTICJOB_VERSION,
+                self.namespace,
+                ELASTICJOB_PLURAL,
+                self.name,
+                propagation_policy="Foreground",
+            )
         except ApiError as error:
             if error.status != 404:  # already gone is what we want
                 raise

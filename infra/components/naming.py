@@ -18,7 +18,6 @@ def aws_tags(settings: Settings, **extra: str) -> dict[str, str]:
     return {"project": settings.project, "stack": settings.stack, "managed-by": "pulumi", **extra}
 
 
-
 def eks_cluster_name(settings: Settings) -> str:
     """The EKS cluster's name, fixed before the cluster exists: its control-plane log group is named
     after it (/aws/eks/<name>/cluster) and must be created first. EKS names allow letters, digits,

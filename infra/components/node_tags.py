@@ -24,4 +24,6 @@ TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface")
 
 
 def launch_tag_specifications(tags: dict[str, str]) -> list[aws.ec2.LaunchTemplateTagSpecificationArgs]:
-    return [aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(tags)) for kind in TAGGED_AT_LAUNCH]
+    return [
+        aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(tags)) for kind in TAGGED_AT_LAUNCH
+    ]

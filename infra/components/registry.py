@@ -57,14 +57,29 @@ CONTENT_TAG_FILTER = f"{CONTENT_TAG_PREFIX}*"
 OWN_TAG_PREFIX = "own-"
 OWN_IMAGE_BASE_ARG = "ELASTIC_TRAINING_IMAGE"
 
-LIFECYCLE_POLICY = json.dumps({"rules": [
-    {"rulePriority": 1, "description": "Expire untagged images after 7 days",
-     "selection": {"tagStatus": "untagged", "countType": "sinceImagePushed", "countUnit": "days", "countNumber": 7},
-     "action": {"type": "expire"}},
-    {"rulePriority": 2, "description": "Keep the 20 most recent images",
-     "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": 20},
-     "action": {"type": "expire"}},
-]})
+LIFECYCLE_POLICY = json.dumps(
+    {
+        "rules": [
+            {
+                "rulePriority": 1,
+                "description": "Expire untagged images after 7 days",
+                "selection": {
+                    "tagStatus": "untagged",
+                    "countType": "sinceImagePushed",
+                    "countUnit": "days",
+                    "countNumber": 7,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 2,
+                "description": "Keep the 20 most recent images",
+                "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": 20},
+                "action": {"type": "expire"},
+            },
+        ]
+    }
+)
 
 
 def source_digest(root: Path = REPO_ROOT, inputs: tuple[str, ...] = IMAGE_INPUTS) -> str:
@@ -116,15 +131,21 @@ class Registry(pulumi.ComponentResource):
             # Immutable tags except the content tags, which a rebuild from another path pushes again
             # (module docstring).
             image_tag_mutability="IMMUTABLE_WITH_EXCLUSION",
-            image_tag_mutability_exclusion_filters=[aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
-                filter=CONTENT_TAG_FILTER, filter_type="WILDCARD")],
+            image_tag_mutability_exclusion_filters=[
+                aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
+                    filter=CONTENT_TAG_FILTER, filter_type="WILDCARD"
+                )
+            ],
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             encryption_configurations=[aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS")],
             # Without retainData, `pulumi destroy` deletes the repository with its images in it.
             force_delete=not settings.retain_data,
             tags=aws_tags(settings),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=settings.retain_data))
-        aws.ecr.LifecyclePolicy(f"{name}-trainer-lifecycle", repository=repository.name, policy=LIFECYCLE_POLICY, opts=child)
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=settings.retain_data),
+        )
+        aws.ecr.LifecyclePolicy(
+            f"{name}-trainer-lifecycle", repository=repository.name, policy=LIFECYCLE_POLICY, opts=child
+        )
         self.repository_url = repository.repository_url
 
         if settings.image_uri:
@@ -138,15 +159,21 @@ class Registry(pulumi.ComponentResource):
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
                 # The torch build follows the nodes: CUDA on GPU stacks (config.py, imageVariant).
                 build_args=build_args(image_variant(settings)),
-                tags=[pulumi.Output.concat(repository.repository_url, ":", content_tag(variant=image_variant(settings)))],
+                tags=[
+                    pulumi.Output.concat(repository.repository_url, ":", content_tag(variant=image_variant(settings)))
+                ],
                 push=True,
                 # pulumi-docker-build builds on `pulumi preview` unless told not to (buildOnPreview
                 # defaults to true, provider/internal/image.go). PR previews would need Docker and
                 # minutes of torch download per stack; tests.yml builds the image once instead.
                 build_on_preview=False,
-                registries=[docker_build.RegistryArgs(address=repository.repository_url,
-                                                      username=auth.user_name, password=auth.password)],
-                opts=child)
+                registries=[
+                    docker_build.RegistryArgs(
+                        address=repository.repository_url, username=auth.user_name, password=auth.password
+                    )
+                ],
+                opts=child,
+            )
             self.image_ref = pulumi.Output.concat(repository.repository_url, "@", image.digest)
 
         # The workloads' image: the user's own (imageContext, typically FROM ours) or ours. The
@@ -160,14 +187,26 @@ class Registry(pulumi.ComponentResource):
                 dockerfile=docker_build.DockerfileArgs(location=f"{settings.image_context}/Dockerfile"),
                 platforms=[docker_build.Platform(versions.IMAGE_PLATFORM)],
                 build_args={OWN_IMAGE_BASE_ARG: self.image_ref},
-                tags=[pulumi.Output.concat(repository.repository_url, ":",
-                                           own_tag(settings.image_context, image_variant(settings)))],
+                tags=[
+                    pulumi.Output.concat(
+                        repository.repository_url, ":", own_tag(settings.image_context, image_variant(settings))
+                    )
+                ],
                 push=True,
                 build_on_preview=False,
-                registries=[docker_build.RegistryArgs(address=repository.repository_url,
-                                                      username=auth.user_name, password=auth.password)],
-                opts=child)
+                registries=[
+                    docker_build.RegistryArgs(
+                        address=repository.repository_url, username=auth.user_name, password=auth.password
+                    )
+                ],
+                opts=child,
+            )
             self.workload_image_ref = pulumi.Output.concat(repository.repository_url, "@", own.digest)
 
-        self.register_outputs({"repositoryUrl": self.repository_url, "imageRef": self.image_ref,
-                               "workloadImageRef": self.workload_image_ref})
+        self.register_outputs(
+            {
+                "repositoryUrl": self.repository_url,
+                "imageRef": self.image_ref,
+                "workloadImageRef": self.workload_image_ref,
+            }
+        )

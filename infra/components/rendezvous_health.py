@@ -39,8 +39,9 @@ class StoreState:
     detail: str = ""  # why not, from its pods
 
 
-def read_store(call: Callable[..., Any], api_client: Any, namespace: str,
-               errors: tuple[type[Exception], ...]) -> StoreState | None:
+def read_store(
+    call: Callable[..., Any], api_client: Any, namespace: str, errors: tuple[type[Exception], ...]
+) -> StoreState | None:
     """The store's state, or None when it cannot be said (the API failed, or there is no StatefulSet at
     all: the stack creates it before any ElasticJob, so that is not this check's business).
     `call` is KubernetesCluster._call, which raises one of `errors`."""
@@ -50,8 +51,10 @@ def read_store(call: Callable[..., Any], api_client: Any, namespace: str,
     try:
         statefulset = serialize(call(client.AppsV1Api(api_client).read_namespaced_stateful_set, STATEFULSET, namespace))
         selector = ",".join(f"{key}={value}" for key, value in STORE_SELECTOR.items())
-        pods = [serialize(p) for p in call(client.CoreV1Api(api_client).list_namespaced_pod, namespace,
-                                           label_selector=selector).items]
+        pods = [
+            serialize(p)
+            for p in call(client.CoreV1Api(api_client).list_namespaced_pod, namespace, label_selector=selector).items
+        ]
     except errors:
         return None
     return store_state(statefulset, pods)
@@ -68,15 +71,20 @@ def _pod_detail(pod: dict[str, Any]) -> str:
     parts = [f"pod {pod['metadata']['name']} {status.get('phase', '?')}"]
     if pod["metadata"].get("deletionTimestamp"):
         node = (pod.get("spec") or {}).get("nodeName") or "?"
-        parts.append(f"being deleted on node {node} (a new store pod starts once it is gone: if that node is lost, "
-                     f"delete the Node; docs/troubleshooting.md)")
+        parts.append(
+            f"being deleted on node {node} (a new store pod starts once it is gone: if that node is lost, "
+            f"delete the Node; docs/troubleshooting.md)"
+        )
     elif status.get("phase") == "Running" and not any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []):
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    ):
         # On a node that stopped answering the pod stays, not ready, until its Node is deleted (it tolerates
         # the node's taints without end: infra/specs/elastic.py store_objects).
         node = (pod.get("spec") or {}).get("nodeName") or "?"
-        parts.append(f"not ready on node {node} (if that node stopped answering, a new store pod starts once the "
-                     f"Node is deleted; docs/troubleshooting.md)")
+        parts.append(
+            f"not ready on node {node} (if that node stopped answering, a new store pod starts once the "
+            f"Node is deleted; docs/troubleshooting.md)"
+        )
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and condition.get("message"):
             parts.append(condition["message"])
@@ -89,9 +97,13 @@ def _pod_detail(pod: dict[str, Any]) -> str:
 
 def gave_up_count(pods: list[dict[str, Any]]) -> int:
     """How many worker pods ended with exit 138 (the Job keeps failed pods)."""
-    return sum(1 for pod in pods for container in (pod.get("status") or {}).get("containerStatuses") or []
-               if container.get("name") == WORKER_CONTAINER
-               and ((container.get("state") or {}).get("terminated") or {}).get("exitCode") == GAVE_UP_CODE)
+    return sum(
+        1
+        for pod in pods
+        for container in (pod.get("status") or {}).get("containerStatuses") or []
+        if container.get("name") == WORKER_CONTAINER
+        and ((container.get("state") or {}).get("terminated") or {}).get("exitCode") == GAVE_UP_CODE
+    )
 
 
 @dataclass
@@ -112,6 +124,8 @@ class StoreWatch:
             return None
         gave_up = gave_up_count(pods)
         workers = f"; workers gave up on it (exit 138) {gave_up} times" if gave_up else ""
-        return (f"the rendezvous store {rendezvous_endpoint()} (StatefulSet {self.namespace}/{STATEFULSET}) has had "
-                f"no ready pod for {(now - self.since) / 60:.0f} minutes ({state.detail}){workers}; the workers "
-                f"cannot form a group without it")
+        return (
+            f"the rendezvous store {rendezvous_endpoint()} (StatefulSet {self.namespace}/{STATEFULSET}) has had "
+            f"no ready pod for {(now - self.since) / 60:.0f} minutes ({state.detail}){workers}; the workers "
+            f"cannot form a group without it"
+        )

@@ -32,15 +32,15 @@ from infra.specs.workloads import WORKER_CONTAINER
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
-EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"      # ON_DEMAND or SPOT
-KARPENTER_CAPACITY_LABEL = "karpenter.sh/capacity-type"   # on-demand or spot
+EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"  # ON_DEMAND or SPOT
+KARPENTER_CAPACITY_LABEL = "karpenter.sh/capacity-type"  # on-demand or spot
 
 
 @dataclass(frozen=True)
 class Node:
     name: str
     instance_type: str
-    capacity: str   # ON_DEMAND or SPOT
+    capacity: str  # ON_DEMAND or SPOT
     zone: str
 
 
@@ -51,8 +51,12 @@ def node_of(node: dict[str, Any]) -> Node:
     """A Node from the API server's node object (camelCase dict)."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     spot = labels.get(EKS_CAPACITY_LABEL) == "SPOT" or labels.get(KARPENTER_CAPACITY_LABEL) == "spot"
-    return Node(node["metadata"]["name"], labels.get(INSTANCE_TYPE_LABEL, ""), "SPOT" if spot else "ON_DEMAND",
-                labels.get(ZONE_LABEL, ""))
+    return Node(
+        node["metadata"]["name"],
+        labels.get(INSTANCE_TYPE_LABEL, ""),
+        "SPOT" if spot else "ON_DEMAND",
+        labels.get(ZONE_LABEL, ""),
+    )
 
 
 def _time(text: str | None) -> datetime | None:
@@ -104,19 +108,36 @@ def measure(pods: list[dict[str, Any]], nodes: dict[str, Node], price_of: PriceO
             unpriced.append(f"{name} ({machine.instance_type or 'instance type unknown'}, {machine.capacity})")
         else:
             cost += hours * price
-        rows.append({"node": name, "instanceType": machine.instance_type, "capacityType": machine.capacity, "zone": machine.zone,
-                     "hours": round(hours, 6), "hourlyUsd": price, "costUsd": None if price is None else round(hours * price, 6)})
+        rows.append(
+            {
+                "node": name,
+                "instanceType": machine.instance_type,
+                "capacityType": machine.capacity,
+                "zone": machine.zone,
+                "hours": round(hours, 6),
+                "hourlyUsd": price,
+                "costUsd": None if price is None else round(hours * price, 6),
+            }
+        )
     duration = (max(e for _, _, e in spans) - min(s for _, s, _ in spans)).total_seconds() if spans else 0.0
     note = "complete" if not unpriced else "lower bound: no price for " + "; ".join(unpriced)
-    return {"durationSeconds": round(duration, 3), "workerNodeHours": round(sum(r["hours"] for r in rows), 6),
-            "estimatedCostUsd": round(cost, 6), "nodes": rows, "unpriced": unpriced, "note": note}
+    return {
+        "durationSeconds": round(duration, 3),
+        "workerNodeHours": round(sum(r["hours"] for r in rows), 6),
+        "estimatedCostUsd": round(cost, 6),
+        "nodes": rows,
+        "unpriced": unpriced,
+        "note": note,
+    }
 
 
 def catalog_prices(region: str) -> PriceOf:
     """Node prices from the catalog table: On-Demand, or the Spot median over the region's zones."""
+
     def price_of(node: Node) -> float | None:
         lookup = instance_catalog.spot_median if node.capacity == "SPOT" else instance_catalog.on_demand
         return lookup(node.instance_type, region).usd
+
     return price_of
 
 
@@ -124,8 +145,12 @@ class RunBudget:
     """The wait's cost guard: `check(pods, nodes)` is None while the run's estimate is within the
     ceiling, else the one line the wait fails with. `last` keeps the latest measure."""
 
-    def __init__(self, ceiling_usd: float | None, price_of: PriceOf,
-                 now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+    def __init__(
+        self,
+        ceiling_usd: float | None,
+        price_of: PriceOf,
+        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
         self.ceiling, self._price_of, self._now = ceiling_usd, price_of, now
         self.last: dict[str, Any] | None = None
 
@@ -133,12 +158,15 @@ class RunBudget:
         self.last = measure(pods, nodes, self._price_of, self._now())
         if self.ceiling is None or self.last["estimatedCostUsd"] <= self.ceiling:
             return None
-        return (f"maxRunCostUsd exceeded: the run's worker nodes have cost an estimated "
-                f"${self.last['estimatedCostUsd']:.2f} ({self.last['workerNodeHours']:.2f} node-hours), "
-                f"more than the ceiling of ${self.ceiling:.2f}")
+        return (
+            f"maxRunCostUsd exceeded: the run's worker nodes have cost an estimated "
+            f"${self.last['estimatedCostUsd']:.2f} ({self.last['workerNodeHours']:.2f} node-hours), "
+            f"more than the ceiling of ${self.ceiling:.2f}"
+        )
 
 
 # --- the glue the wait's provider calls (infra/components/completion.py) ------------------------
+
 
 def budget_for(props: dict[str, Any]) -> RunBudget:
     ceiling = props.get("maxRunCostUsd")
@@ -154,11 +182,13 @@ def _measure_now(cluster: Any, budget: RunBudget, pods: list[dict[str, Any]]) ->
 def guard(cluster: Any, budget: RunBudget) -> Callable[[Any], str | None]:
     """The wait's guard for one snapshot. Nodes that cannot be read this time are read next time:
     a failed read never stops a run (the API errors are the wait's own business)."""
+
     def check(snapshot: Any) -> str | None:
         try:
             return _measure_now(cluster, budget, snapshot.pods)
         except Exception:  # noqa: BLE001 - any API trouble: measure again at the next poll
             return None
+
     return check
 
 

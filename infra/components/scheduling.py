@@ -40,22 +40,40 @@ from fractions import Fraction
 from typing import Any
 
 FAILED_SCHEDULING = "FailedScheduling"
-SCHEDULER = "default-scheduler"           # the reportingController of kube-scheduler's default profile
-TRIGGERED_SCALE_UP = "TriggeredScaleUp"   # cluster-autoscaler
-NOMINATED = "Nominated"                   # Karpenter
-UNSCHEDULABLE = "Unschedulable"           # v1.PodReasonUnschedulable
+SCHEDULER = "default-scheduler"  # the reportingController of kube-scheduler's default profile
+TRIGGERED_SCALE_UP = "TriggeredScaleUp"  # cluster-autoscaler
+NOMINATED = "Nominated"  # Karpenter
+UNSCHEDULABLE = "Unschedulable"  # v1.PodReasonUnschedulable
 UNSCHEDULABLE_GRACE_SECONDS = 5 * 60
 CAPACITY_WAIT_SECONDS = 30 * 60
 # Taints on a node that is still joining or briefly out (node lifecycle controller, cloud node
 # controller, kubectl cordon): a pod that fits such a node only waits for it.
-PASSING_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
-                            "node.kubernetes.io/unschedulable", "node.kubernetes.io/network-unavailable",
-                            "node.cloudprovider.kubernetes.io/uninitialized"})
+PASSING_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unschedulable",
+        "node.kubernetes.io/network-unavailable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
+)
 
-_SUFFIXES = {"m": Fraction(1, 1000), "": Fraction(1), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
-             "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10),
-             "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50),
-             "Ei": Fraction(2**60)}
+_SUFFIXES = {
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
 _QUANTITY = re.compile(r"([+-]?[0-9.]+)(?:[eE]([+-]?[0-9]+))?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?")
 
 
@@ -88,15 +106,19 @@ def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool
         if not toleration.get("key") and toleration.get("operator") == "Exists":
             return True
         if toleration.get("key") == taint.get("key") and (
-                toleration.get("operator") == "Exists" or toleration.get("value", "") == taint.get("value", "")):
+            toleration.get("operator") == "Exists" or toleration.get("value", "") == taint.get("value", "")
+        ):
             return True
     return False
 
 
 def _blocking_taints(pod: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
-    return [taint for taint in (node.get("spec") or {}).get("taints") or []
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint)]
+    return [
+        taint
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint)
+    ]
 
 
 def _fits_empty(pod: dict[str, Any], node: dict[str, Any], requests: dict[str, Fraction]) -> bool:
@@ -138,13 +160,21 @@ def _show(name: str, value: Fraction) -> str:
 
 def _events_of(pod: dict[str, Any], events: list[dict[str, Any]], reason: str) -> list[dict[str, Any]]:
     uid = pod["metadata"].get("uid")
-    mine = [e for e in events if e.get("reason") == reason
-            and (e.get("involvedObject") or {}).get("kind") == "Pod"
-            and (e.get("involvedObject") or {}).get("name") == pod["metadata"]["name"]
-            and (not uid or (e.get("involvedObject") or {}).get("uid") == uid)]
+    mine = [
+        e
+        for e in events
+        if e.get("reason") == reason
+        and (e.get("involvedObject") or {}).get("kind") == "Pod"
+        and (e.get("involvedObject") or {}).get("name") == pod["metadata"]["name"]
+        and (not uid or (e.get("involvedObject") or {}).get("uid") == uid)
+    ]
     # Newest last: a repeated events.k8s.io event keeps its first eventTime and counts in its series.
-    return sorted(mine, key=lambda e: ((e.get("series") or {}).get("lastObservedTime") or e.get("lastTimestamp")
-                                       or e.get("eventTime") or ""))
+    return sorted(
+        mine,
+        key=lambda e: (
+            (e.get("series") or {}).get("lastObservedTime") or e.get("lastTimestamp") or e.get("eventTime") or ""
+        ),
+    )
 
 
 def unschedulable_message(pod: dict[str, Any]) -> str | None:
@@ -153,8 +183,11 @@ def unschedulable_message(pod: dict[str, Any]) -> str | None:
     if status.get("phase") != "Pending" or pod["metadata"].get("deletionTimestamp"):
         return None
     for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
-                and condition.get("reason") == UNSCHEDULABLE:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == UNSCHEDULABLE
+        ):
             return condition.get("message") or UNSCHEDULABLE
     return None
 
@@ -174,14 +207,16 @@ def capacity_coming(pod: dict[str, Any], events: list[dict[str, Any]], joining: 
 class SchedulingWatch:
     """Remembers since when each worker has been unschedulable (the wait's own clock: events and
     conditions carry the API server's time, which need not agree with ours)."""
+
     since: dict[str, float] = field(default_factory=dict)
     noun: str = "worker"  # how the line names a pod: the ElasticJob's workers, a Job's pod
 
     def unschedulable(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [pod for pod in pods if unschedulable_message(pod)]
 
-    def verdict(self, pods: list[dict[str, Any]], events: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
-                now: float) -> str | None:
+    def verdict(
+        self, pods: list[dict[str, Any]], events: list[dict[str, Any]], nodes: list[dict[str, Any]] | None, now: float
+    ) -> str | None:
         """One line saying why the run cannot go on, or None while it may."""
         stuck = self.unschedulable(pods)
         self.since = {key: at for key, at in self.since.items() if key in {_key(p) for p in stuck}}
@@ -195,7 +230,9 @@ class SchedulingWatch:
                 return f"{self.noun} {name} can never be scheduled: {why}; the scheduler says: {scheduler}"
             if waited >= CAPACITY_WAIT_SECONDS:
                 wait = f"{CAPACITY_WAIT_SECONDS // 60} minutes"
-                detail = f"waiting for capacity that did not come ({coming})" if coming else "with no capacity on its way"
+                detail = (
+                    f"waiting for capacity that did not come ({coming})" if coming else "with no capacity on its way"
+                )
                 return f"{self.noun} {name} was not scheduled in {wait}, {detail}; the scheduler says: {scheduler}"
         return None
 
@@ -207,6 +244,9 @@ def _key(pod: dict[str, Any]) -> str:
 def _scheduler_says(pod: dict[str, Any], events: list[dict[str, Any]]) -> str:
     """The latest FailedScheduling message of the scheduler on the pod (Karpenter records events of
     that reason too, "Failed to schedule pod, ..."), else its PodScheduled condition's."""
-    latest = [e for e in _events_of(pod, events, FAILED_SCHEDULING)
-              if SCHEDULER in (e.get("reportingComponent"), (e.get("source") or {}).get("component"))]
+    latest = [
+        e
+        for e in _events_of(pod, events, FAILED_SCHEDULING)
+        if SCHEDULER in (e.get("reportingComponent"), (e.get("source") or {}).get("component"))
+    ]
     return (latest[-1].get("message") if latest else None) or unschedulable_message(pod) or UNSCHEDULABLE

@@ -38,8 +38,10 @@ def spec_hash_of(spec: dict[str, Any]) -> str:
 def with_spec_hash(elasticjob: dict[str, Any]) -> tuple[dict[str, Any], pulumi.Output[str]]:
     """(the ElasticJob with its spec's hash as an annotation, that hash); the spec may hold Outputs."""
     digest = pulumi.Output.from_input(elasticjob["spec"]).apply(spec_hash_of)
-    metadata = {**elasticjob["metadata"], "annotations": {**elasticjob["metadata"].get("annotations", {}),
-                                                          SPEC_HASH_ANNOTATION: digest}}
+    metadata = {
+        **elasticjob["metadata"],
+        "annotations": {**elasticjob["metadata"].get("annotations", {}), SPEC_HASH_ANNOTATION: digest},
+    }
     return {**elasticjob, "metadata": metadata}, digest
 
 
@@ -52,5 +54,7 @@ def stale_spec(elasticjob: dict[str, Any], expected: str) -> str | None:
     if found == expected:
         return None
     job = f"{meta.get('namespace')}/{meta.get('name')}"
-    return (f"ElasticJob {job} was made from another spec ({SPEC_HASH_ANNOTATION} {found or 'missing'}, this "
-            f"update's is {expected}): its result says nothing about this update")
+    return (
+        f"ElasticJob {job} was made from another spec ({SPEC_HASH_ANNOTATION} {found or 'missing'}, this "
+        f"update's is {expected}): its result says nothing about this update"
+    )

@@ -64,8 +64,12 @@ def worker_instance_types(node_instance_type: str, listed: list[str] | tuple[str
     never qualify (the rule of nodeInstanceType itself)."""
     if listed:
         return tuple(sorted(set(listed)))
-    same = [t for t in instance_catalog.carried() if _same_shape(t, node_instance_type)
-            and not (gpu_instances.is_gpu_family(t) and gpu_instances.nvidia_instance(t) is None)]
+    same = [
+        t
+        for t in instance_catalog.carried()
+        if _same_shape(t, node_instance_type)
+        and not (gpu_instances.is_gpu_family(t) and gpu_instances.nvidia_instance(t) is None)
+    ]
     return tuple(sorted(set(same) | {node_instance_type}))
 
 
@@ -74,30 +78,45 @@ def check_capacity(v: dict[str, Any]) -> None:
     node_type = v["node_instance_type"]
     listed = v["node_instance_types"]
     if listed and node_type not in listed:
-        raise ConfigError(f"{p}:nodeInstanceTypes", listed, f"must include nodeInstanceType ({node_type}), "
-                                                             "whose shape the workers are sized for")
+        raise ConfigError(
+            f"{p}:nodeInstanceTypes",
+            listed,
+            f"must include nodeInstanceType ({node_type}), whose shape the workers are sized for",
+        )
     for other in listed:
         if other != node_type and not _same_shape(other, node_type):
-            raise ConfigError(f"{p}:nodeInstanceTypes", listed,
-                              f"{other} ({_shape_text(other)}) is not of nodeInstanceType {node_type}'s shape "
-                              f"({_shape_text(node_type)}): every type of the pool must have the same vCPUs, "
-                              "memory, GPUs and GPU model")
+            raise ConfigError(
+                f"{p}:nodeInstanceTypes",
+                listed,
+                f"{other} ({_shape_text(other)}) is not of nodeInstanceType {node_type}'s shape "
+                f"({_shape_text(node_type)}): every type of the pool must have the same vCPUs, "
+                "memory, GPUs and GPU model",
+            )
     if v["capacity_type"] != SPOT:
         return
     types = worker_instance_types(node_type, listed)
     if len(types) < 2:
-        raise ConfigError(f"{p}:capacityType", SPOT,
-                          f"needs at least two instance types of one shape, and the pool has only {types[0]}: list "
-                          f"more in nodeInstanceTypes ({_shape_text(node_type)} each), so that a reclaimed type "
-                          "can be replaced by another")
+        raise ConfigError(
+            f"{p}:capacityType",
+            SPOT,
+            f"needs at least two instance types of one shape, and the pool has only {types[0]}: list "
+            f"more in nodeInstanceTypes ({_shape_text(node_type)} each), so that a reclaimed type "
+            "can be replaced by another",
+        )
     grace = v["worker_grace_seconds"]
     if grace > MAX_SPOT_WORKER_GRACE_SECONDS:
-        raise ConfigError(f"{p}:workerGraceSeconds", grace,
-                          f"must be <= {MAX_SPOT_WORKER_GRACE_SECONDS} with capacityType spot: the {SPOT_NOTICE_SECONDS} s "
-                          f"Spot notice less {NOTICE_DELIVERY_SECONDS} s for it to reach the worker")
+        raise ConfigError(
+            f"{p}:workerGraceSeconds",
+            grace,
+            f"must be <= {MAX_SPOT_WORKER_GRACE_SECONDS} with capacityType spot: the {SPOT_NOTICE_SECONDS} s "
+            f"Spot notice less {NOTICE_DELIVERY_SECONDS} s for it to reach the worker",
+        )
     needed = math.ceil(v["job_timeout_minutes"] / SPOT_SIZING_MINUTES)
     if v["max_restarts"] < needed:
-        raise ConfigError(f"{p}:maxRestarts", v["max_restarts"],
-                          f"must be >= {needed} with capacityType spot: each preemption costs every surviving worker "
-                          f"one restart, and a Spot run is sized for one every {SPOT_SIZING_MINUTES} minutes of its "
-                          f"{v['job_timeout_minutes']}-minute deadline (jobTimeoutMinutes)")
+        raise ConfigError(
+            f"{p}:maxRestarts",
+            v["max_restarts"],
+            f"must be >= {needed} with capacityType spot: each preemption costs every surviving worker "
+            f"one restart, and a Spot run is sized for one every {SPOT_SIZING_MINUTES} minutes of its "
+            f"{v['job_timeout_minutes']}-minute deadline (jobTimeoutMinutes)",
+        )

@@ -58,9 +58,11 @@ def epochs_warning(v: dict[str, Any]) -> str | None:
     if seconds <= deadline:
         return None
     fitting = math.floor((deadline - rate.first_step_seconds) / epoch_seconds)
-    return (f"config {PROJECT}:epochs={v['epochs']} cannot finish inside jobTimeoutMinutes={v['job_timeout_minutes']} "
-            f"({deadline} s) at the measured rate: {v['epochs']} epochs of {images} images at {rate.images_per_second:g} "
-            f"images/s per {instance.gpu} GPU ({done_as}, batch {v['batch_size']}; {rate.source}) on {gpus} GPUs "
-            f"(maxWorkers {v['max_workers']} x {instance.gpus}) take at least {seconds:.0f} s, {rate.first_step_seconds:g} s "
-            f"of it to the first step; set jobTimeoutMinutes to at least {math.ceil(seconds / 60)}"
-            + (f" or epochs to at most {fitting}" if fitting >= 1 else ""))
+    return (
+        f"config {PROJECT}:epochs={v['epochs']} cannot finish inside jobTimeoutMinutes={v['job_timeout_minutes']} "
+        f"({deadline} s) at the measured rate: {v['epochs']} epochs of {images} images at {rate.images_per_second:g} "
+        f"images/s per {instance.gpu} GPU ({done_as}, batch {v['batch_size']}; {rate.source}) on {gpus} GPUs "
+        f"(maxWorkers {v['max_workers']} x {instance.gpus}) take at least {seconds:.0f} s, {rate.first_step_seconds:g} s "
+        f"of it to the first step; set jobTimeoutMinutes to at least {math.ceil(seconds / 60)}"
+        + (f" or epochs to at most {fitting}" if fitting >= 1 else "")
+    )

@@ -41,5 +41,5 @@ def show_value(value: Any) -> str:
         items = f"{len(value)} item{'s' if len(value) != 1 else ''}"
         return f"{json.dumps(first)[:-1]}{', ' if first else ''}... ({items})]"
     if isinstance(value, str):
-        return f"{repr(value[:SHOWN_CHARACTERS // 2])[:-1]}...' ({len(value)} characters)"
+        return f"{repr(value[: SHOWN_CHARACTERS // 2])[:-1]}...' ({len(value)} characters)"
     return shown[:SHOWN_CHARACTERS] + "..."

@@ -58,7 +58,7 @@ class ReferenceError(ValueError):
 
 @dataclass(frozen=True)
 class ImageReference:
-    domain: str   # "" when the name has no domain part
+    domain: str  # "" when the name has no domain part
     path: str
     tag: str = ""
     digest: str = ""
@@ -73,7 +73,9 @@ def _validate_digest(digest: str) -> None:
     if not sep or not encoded:
         raise ReferenceError(ERR_DIGEST_INVALID_FORMAT)
     if algorithm not in REGISTERED_DIGESTS:
-        raise ReferenceError(ERR_DIGEST_UNSUPPORTED if _DIGEST_ANCHORED.fullmatch(digest) else ERR_DIGEST_INVALID_FORMAT)
+        raise ReferenceError(
+            ERR_DIGEST_UNSUPPORTED if _DIGEST_ANCHORED.fullmatch(digest) else ERR_DIGEST_INVALID_FORMAT
+        )
     if len(encoded) != REGISTERED_DIGESTS[algorithm]:
         raise ReferenceError(ERR_DIGEST_INVALID_LENGTH)
     if not re.fullmatch(r"[a-f0-9]+", encoded):

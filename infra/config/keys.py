@@ -28,12 +28,36 @@ PROJECT = "elastic-training"
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # family + generation + attributes, then size: c5.4xlarge, m6id.large, g5.12xlarge, p4d.24xlarge; the
 # attributes are letters, then optional "-" parts (m7i-flex, p6-b200, p6-b300).
-INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z]*(?:-[a-z0-9]+)*)\.(?P<size>[0-9]*[a-z]+)$")
+INSTANCE_TYPE = re.compile(
+    r"^(?P<family>[a-z]+)(?P<generation>[0-9]+)(?P<attributes>[a-z]*(?:-[a-z0-9]+)*)\.(?P<size>[0-9]*[a-z]+)$"
+)
 IAM_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$")
 # What CloudWatch Logs accepts as a retention (botocore 1.44.5, logs service model, shape `Days` of
 # PutRetentionPolicy: "Possible values are: 1, 3, 5, ... 3653"; "never expire" is no value there).
-CLOUDWATCH_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
-                                 2557, 2922, 3288, 3653)
+CLOUDWATCH_LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
 DATA_URL = re.compile(r"^(https|s3)://[^/\s]+/\S+$")
 
@@ -47,6 +71,7 @@ CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 
 # --- rules on single values -----------------------------------------------------------------
 # Each rule returns None when the value is fine, else the text of what is allowed.
+
 
 def _between(low: float, high: float) -> Callable[[Any], str | None]:
     return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
@@ -74,8 +99,11 @@ def _dns_label(max_len: int = 63) -> Callable[[str], str | None]:
     def rule(v: str) -> str | None:
         if len(v) <= max_len and DNS_1123_LABEL.fullmatch(v):
             return None
-        return (f"must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending "
-                f"with a letter or digit, at most {max_len} characters")
+        return (
+            f"must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending "
+            f"with a letter or digit, at most {max_len} characters"
+        )
+
     return rule
 
 
@@ -103,13 +131,17 @@ def _instance_type(v: str) -> str | None:
     # only, and the nodes run the x86-64 AMI and the training image (which also runs our ElasticJob
     # controller) is built for linux/amd64 only (infra/versions.py IMAGE_PLATFORM).
     if not shape.amd64:
-        return ("must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the "
-                "x86-64 EKS AMI and the training and controller image, built for linux/amd64 only")
+        return (
+            "must be an x86-64 instance type: EC2 lists it as arm64 only (Graviton), and the nodes run the "
+            "x86-64 EKS AMI and the training and controller image, built for linux/amd64 only"
+        )
     return None
 
 
-_NOT_WHOLE_NVIDIA = ("is a GPU type that is not an x86-64 type with whole NVIDIA GPUs in infra/aws/gpu_instances.py "
-                     "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge")
+_NOT_WHOLE_NVIDIA = (
+    "is a GPU type that is not an x86-64 type with whole NVIDIA GPUs in infra/aws/gpu_instances.py "
+    "(fractional-GPU and AMD-GPU types are not supported), e.g. g6.xlarge or g5.xlarge"
+)
 
 
 def _worker_instance_type(v: str) -> str | None:
@@ -167,8 +199,10 @@ def _cidrs(v: list[str]) -> str | None:
     if not v:
         return "must list at least one CIDR block (e.g. your office range, or 0.0.0.0/0)"
     if len(v) > EKS_PUBLIC_ACCESS_CIDRS_MAX:
-        return (f"lists {len(v)} CIDR blocks; EKS allows at most {EKS_PUBLIC_ACCESS_CIDRS_MAX} for the public "
-                "endpoint of a cluster (a quota it does not raise): merge neighbouring ranges into wider blocks")
+        return (
+            f"lists {len(v)} CIDR blocks; EKS allows at most {EKS_PUBLIC_ACCESS_CIDRS_MAX} for the public "
+            "endpoint of a cluster (a quota it does not raise): merge neighbouring ranges into wider blocks"
+        )
     for cidr in v:
         try:
             network = ipaddress.ip_network(cidr, strict=True)
@@ -215,8 +249,10 @@ WORKER_MEMORY_MIN_MIB = 1024
 
 
 def _worker_memory(v: str) -> str | None:
-    allowed = ("must be a memory quantity of at least 1Gi, such as 24Gi, 3072Mi or 16G (Ki, Mi, Gi, Ti, k, M, G, T; "
-               "a worker of this model needs about 900 MiB)")
+    allowed = (
+        "must be a memory quantity of at least 1Gi, such as 24Gi, 3072Mi or 16G (Ki, Mi, Gi, Ti, k, M, G, T; "
+        "a worker of this model needs about 900 MiB)"
+    )
     match = QUANTITY.fullmatch(v)
     if not match:
         return allowed
@@ -233,7 +269,9 @@ def _kubernetes_version(v: str) -> str | None:
     if v in versions.SUPPORTED_KUBERNETES_VERSIONS:
         return None  # one past its support is refused with its dates (relations.kubernetes_support)
     today = datetime.now(timezone.utc).date()
-    usable = [k for k in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(k, today) != versions.ENDED]
+    usable = [
+        k for k in versions.SUPPORTED_KUBERNETES_VERSIONS if versions.eks_support_phase(k, today) != versions.ENDED
+    ]
     problem = f"must be one of {', '.join(usable)}"
     # YAML reads an unquoted 1.40 as the number 1.4, and the Pulumi CLI passes the program "1.4".
     if re.fullmatch(r"[0-9]+\.[0-9]", v):
@@ -246,7 +284,9 @@ def _image_uri(v: str) -> str | None:
     # so the reference means the same to every runtime (no implied Docker Hub).
     if v == "":
         return None
-    allowed = "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
+    allowed = (
+        "must be empty (build images/ and push to ECR) or an image reference registry/repo[:tag][@sha256:<digest>]"
+    )
     try:
         named = image_reference.registry(v)
     except image_reference.ReferenceError as error:
@@ -270,8 +310,10 @@ def _data_source(v: str) -> str | None:
     synthetic = re.fullmatch(r"synthetic(?::([1-9][0-9]*))?", v)
     if synthetic and (synthetic[1] is None or int(synthetic[1]) <= MAX_SYNTHETIC_PER_CLASS):
         return None
-    return ("must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>' "
-            f"with 1 to {MAX_SYNTHETIC_PER_CLASS} images per class")
+    return (
+        "must be an https:// or s3:// URL of a CIFAR-10 python tarball, 'synthetic' or 'synthetic:<images per class>' "
+        f"with 1 to {MAX_SYNTHETIC_PER_CLASS} images per class"
+    )
 
 
 def _md5(v: str) -> str | None:
@@ -280,10 +322,10 @@ def _md5(v: str) -> str | None:
 
 @dataclass(frozen=True)
 class ConfigKey:
-    name: str           # key in the project namespace, as in `pulumi config set <name>`
-    field: str          # attribute on Settings
-    type: str           # Pulumi.yaml schema type: integer, boolean, string, array
-    default: Any        # as Pulumi.yaml declares it, of that type
+    name: str  # key in the project namespace, as in `pulumi config set <name>`
+    field: str  # attribute on Settings
+    type: str  # Pulumi.yaml schema type: integer, boolean, string, array
+    default: Any  # as Pulumi.yaml declares it, of that type
     description: str
     rule: Callable[[Any], str | None] | None = None
     parse: Callable[[str], Any] | None = None  # overrides PARSERS[type] (a number held in a string key)
@@ -316,142 +358,395 @@ def _kubeconfig_path(v: str) -> str | None:
 def _kube_context(v: str) -> str | None:
     # Empty: the kubeconfig's current-context. Context names are free text in a kubeconfig, but
     # never blank or multi-line.
-    return None if v == "" or (v.strip() == v and "\n" not in v) else "must be empty (the current context) or a context name of the kubeconfig"
+    return (
+        None
+        if v == "" or (v.strip() == v and "\n" not in v)
+        else "must be empty (the current context) or a context name of the kubeconfig"
+    )
 
 
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("target", "target", "string", EKS,
-              "Where the stack runs: `eks` creates the AWS platform (VPC, EKS, EFS, ECR); `existing` deploys into "
-              "the cluster of `kubeconfig`/`kubeContext` and creates no AWS resources.", _one_of(TARGETS)),
-    ConfigKey("kubeconfig", "kubeconfig", "string", "~/.kube/config",
-              "target existing only (refused on eks): path of the kubeconfig file of the cluster.", _kubeconfig_path),
-    ConfigKey("kubeContext", "kube_context", "string", "",
-              "target existing only (refused on eks): context of that kubeconfig to use; empty uses its current-context.", _kube_context),
+    ConfigKey(
+        "target",
+        "target",
+        "string",
+        EKS,
+        "Where the stack runs: `eks` creates the AWS platform (VPC, EKS, EFS, ECR); `existing` deploys into "
+        "the cluster of `kubeconfig`/`kubeContext` and creates no AWS resources.",
+        _one_of(TARGETS),
+    ),
+    ConfigKey(
+        "kubeconfig",
+        "kubeconfig",
+        "string",
+        "~/.kube/config",
+        "target existing only (refused on eks): path of the kubeconfig file of the cluster.",
+        _kubeconfig_path,
+    ),
+    ConfigKey(
+        "kubeContext",
+        "kube_context",
+        "string",
+        "",
+        "target existing only (refused on eks): context of that kubeconfig to use; empty uses its current-context.",
+        _kube_context,
+    ),
     # network + cluster
-    ConfigKey("availabilityZoneCount", "availability_zone_count", "integer", 2,
-              "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).", _between(2, 4)),
-    ConfigKey("kubernetesVersion", "kubernetes_version", "string", versions.DEFAULT_KUBERNETES_VERSION,
-              "EKS Kubernetes version (target existing: the cluster's version, which the manifests are checked against).",
-              _kubernetes_version),
-    ConfigKey("nodeInstanceType", "node_instance_type", "string", "c5.4xlarge",
-              "EC2 instance type of the training nodes (x86-64); a G/P type with NVIDIA GPUs makes a GPU stack.",
-              _worker_instance_type),
+    ConfigKey(
+        "availabilityZoneCount",
+        "availability_zone_count",
+        "integer",
+        2,
+        "Availability zones to spread subnets, nodes and EFS mount targets over (2-4).",
+        _between(2, 4),
+    ),
+    ConfigKey(
+        "kubernetesVersion",
+        "kubernetes_version",
+        "string",
+        versions.DEFAULT_KUBERNETES_VERSION,
+        "EKS Kubernetes version (target existing: the cluster's version, which the manifests are checked against).",
+        _kubernetes_version,
+    ),
+    ConfigKey(
+        "nodeInstanceType",
+        "node_instance_type",
+        "string",
+        "c5.4xlarge",
+        "EC2 instance type of the training nodes (x86-64); a G/P type with NVIDIA GPUs makes a GPU stack.",
+        _worker_instance_type,
+    ),
     # worker capacity (infra/config/capacity.py): Karpenter brings worker nodes up for a run only
-    ConfigKey("nodeInstanceTypes", "node_instance_types", "array", [],
-              "Instance types the worker pool may launch, all of nodeInstanceType's shape (vCPUs, memory, GPUs and "
-              "GPU model); empty: every type of that shape in the instance catalog.", _worker_instance_types),
-    ConfigKey("capacityType", "capacity_type", "string", "on-demand",
-              "Capacity of the worker nodes: on-demand or spot (several types of one shape, every zone of the stack, "
-              "price-capacity-optimized). Everything else runs on the on-demand system nodes.",
-              _one_of(("on-demand", "spot"))),
-    ConfigKey("nodeMaxCount", "node_max_count", "integer", 4,
-              "Most worker nodes at once (the worker pool's limit); there are none while no run needs them.",
-              _between(1, 100)),
-    ConfigKey("systemNodeInstanceType", "system_node_instance_type", "string", "m5.large",
-              "CPU instance type of the on-demand system node group (CoreDNS, metrics-server, Karpenter, the "
-              "controller, the rendezvous store, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
-              _system_instance_type),
-    ConfigKey("systemNodeCount", "system_node_count", "integer", 2,
-              "Nodes of the system node group (fixed size, on-demand).", _between(1, 10)),
-    ConfigKey("nodeDiskGiB", "node_disk_gib", "integer", 100, "Root volume size of each node in GiB.", _between(20, 16384)),
-    ConfigKey("apiAllowedCidrs", "api_allowed_cidrs", "array", ["0.0.0.0/0"],
-              "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on); at most "
-              f"{EKS_PUBLIC_ACCESS_CIDRS_MAX}, EKS's limit.", _cidrs),
-    ConfigKey("clusterAdminArns", "cluster_admin_arns", "array", [],
-              "Extra IAM role/user ARNs given cluster-admin through EKS access entries (the deployer always is).",
-              _principal_arns),
-    ConfigKey("logRetentionDays", "log_retention_days", "integer", 30,
-              "Days the EKS control-plane log group keeps its logs (the stack creates the group, so destroy removes it).",
-              _log_retention),
+    ConfigKey(
+        "nodeInstanceTypes",
+        "node_instance_types",
+        "array",
+        [],
+        "Instance types the worker pool may launch, all of nodeInstanceType's shape (vCPUs, memory, GPUs and "
+        "GPU model); empty: every type of that shape in the instance catalog.",
+        _worker_instance_types,
+    ),
+    ConfigKey(
+        "capacityType",
+        "capacity_type",
+        "string",
+        "on-demand",
+        "Capacity of the worker nodes: on-demand or spot (several types of one shape, every zone of the stack, "
+        "price-capacity-optimized). Everything else runs on the on-demand system nodes.",
+        _one_of(("on-demand", "spot")),
+    ),
+    ConfigKey(
+        "nodeMaxCount",
+        "node_max_count",
+        "integer",
+        4,
+        "Most worker nodes at once (the worker pool's limit); there are none while no run needs them.",
+        _between(1, 100),
+    ),
+    ConfigKey(
+        "systemNodeInstanceType",
+        "system_node_instance_type",
+        "string",
+        "m5.large",
+        "CPU instance type of the on-demand system node group (CoreDNS, metrics-server, Karpenter, the "
+        "controller, the rendezvous store, the CSI controller, the data-prep/test/export Jobs): never a worker node.",
+        _system_instance_type,
+    ),
+    ConfigKey(
+        "systemNodeCount",
+        "system_node_count",
+        "integer",
+        2,
+        "Nodes of the system node group (fixed size, on-demand).",
+        _between(1, 10),
+    ),
+    ConfigKey(
+        "nodeDiskGiB", "node_disk_gib", "integer", 100, "Root volume size of each node in GiB.", _between(20, 16384)
+    ),
+    ConfigKey(
+        "apiAllowedCidrs",
+        "api_allowed_cidrs",
+        "array",
+        ["0.0.0.0/0"],
+        "IPv4 CIDR blocks allowed to reach the public Kubernetes API endpoint (private access is always on); at most "
+        f"{EKS_PUBLIC_ACCESS_CIDRS_MAX}, EKS's limit.",
+        _cidrs,
+    ),
+    ConfigKey(
+        "clusterAdminArns",
+        "cluster_admin_arns",
+        "array",
+        [],
+        "Extra IAM role/user ARNs given cluster-admin through EKS access entries (the deployer always is).",
+        _principal_arns,
+    ),
+    ConfigKey(
+        "logRetentionDays",
+        "log_retention_days",
+        "integer",
+        30,
+        "Days the EKS control-plane log group keeps its logs (the stack creates the group, so destroy removes it).",
+        _log_retention,
+    ),
     # storage + names others refer to
-    ConfigKey("namespace", "namespace", "string", "training",
-              "Namespace of the training workloads, the PVC and the rendezvous store.", _workload_namespace),
-    ConfigKey("storageClassName", "storage_class_name", "string", "efs-sc",
-              "StorageClass of the shared volume: the EFS class the stack creates (eks), or an existing class of "
-              "the cluster (existing), e.g. kind's `standard`.", _dns_label(253)),
-    ConfigKey("storageAccessMode", "storage_access_mode", "string", READ_WRITE_MANY,
-              "Access mode of the shared volume: ReadWriteMany (EFS, NFS; workers on many nodes) or ReadWriteOnce "
-              "(target existing only: one node's disk, so every worker runs on that node).", _one_of(ACCESS_MODES)),
-    ConfigKey("persistentVolumeName", "persistent_volume_name", "string", "efs-pv", "PersistentVolume of the EFS file system.", _dns_label(253)),
-    ConfigKey("pvcName", "pvc_name", "string", "efs-pvc", "ReadWriteMany PersistentVolumeClaim the jobs mount.", _dns_label(253)),
-    ConfigKey("retainData", "retain_data", "boolean", False,
-              "Keep the EFS file system and the ECR repository (with their data) when the stack is destroyed.", None),
+    ConfigKey(
+        "namespace",
+        "namespace",
+        "string",
+        "training",
+        "Namespace of the training workloads, the PVC and the rendezvous store.",
+        _workload_namespace,
+    ),
+    ConfigKey(
+        "storageClassName",
+        "storage_class_name",
+        "string",
+        "efs-sc",
+        "StorageClass of the shared volume: the EFS class the stack creates (eks), or an existing class of "
+        "the cluster (existing), e.g. kind's `standard`.",
+        _dns_label(253),
+    ),
+    ConfigKey(
+        "storageAccessMode",
+        "storage_access_mode",
+        "string",
+        READ_WRITE_MANY,
+        "Access mode of the shared volume: ReadWriteMany (EFS, NFS; workers on many nodes) or ReadWriteOnce "
+        "(target existing only: one node's disk, so every worker runs on that node).",
+        _one_of(ACCESS_MODES),
+    ),
+    ConfigKey(
+        "persistentVolumeName",
+        "persistent_volume_name",
+        "string",
+        "efs-pv",
+        "PersistentVolume of the EFS file system.",
+        _dns_label(253),
+    ),
+    ConfigKey(
+        "pvcName",
+        "pvc_name",
+        "string",
+        "efs-pvc",
+        "ReadWriteMany PersistentVolumeClaim the jobs mount.",
+        _dns_label(253),
+    ),
+    ConfigKey(
+        "retainData",
+        "retain_data",
+        "boolean",
+        False,
+        "Keep the EFS file system and the ECR repository (with their data) when the stack is destroyed.",
+        None,
+    ),
     # workloads
-    ConfigKey("imageUri", "image_uri", "string", "",
-              "Prebuilt training image to use; empty builds images/ and pushes it to the stack's ECR repository "
-              "(target eks only; existing needs an image the cluster can pull, or one loaded into kind).", _image_uri),
-    ConfigKey("imageVariant", "image_variant", "string", "",
-              "torch build of the image: cpu or cuda; empty picks it from nodeInstanceType (cuda on G/P types). "
-              "Must be set (and match the nodes) when imageUri is given on a GPU stack.", _one_of(IMAGE_VARIANTS)),
-    ConfigKey("dataSource", "data_source", "string", CIFAR10_URL,
-              "Where data-prep gets CIFAR-10: https:// or s3:// tarball URL, or 'synthetic[:N]' for generated data.", _data_source),
-    ConfigKey("dataMd5", "data_md5", "string", CIFAR10_MD5,
-              "Expected MD5 of the dataSource tarball; empty skips the check (the official tarball's is the default).", _md5),
-    ConfigKey("runId", "run_id", "string", "run-1",
-              "Training run id: part of the Job/ElasticJob names and of the run directory on EFS. A new id is a new run.",
-              _dns_label(40)),
+    ConfigKey(
+        "imageUri",
+        "image_uri",
+        "string",
+        "",
+        "Prebuilt training image to use; empty builds images/ and pushes it to the stack's ECR repository "
+        "(target eks only; existing needs an image the cluster can pull, or one loaded into kind).",
+        _image_uri,
+    ),
+    ConfigKey(
+        "imageVariant",
+        "image_variant",
+        "string",
+        "",
+        "torch build of the image: cpu or cuda; empty picks it from nodeInstanceType (cuda on G/P types). "
+        "Must be set (and match the nodes) when imageUri is given on a GPU stack.",
+        _one_of(IMAGE_VARIANTS),
+    ),
+    ConfigKey(
+        "dataSource",
+        "data_source",
+        "string",
+        CIFAR10_URL,
+        "Where data-prep gets CIFAR-10: https:// or s3:// tarball URL, or 'synthetic[:N]' for generated data.",
+        _data_source,
+    ),
+    ConfigKey(
+        "dataMd5",
+        "data_md5",
+        "string",
+        CIFAR10_MD5,
+        "Expected MD5 of the dataSource tarball; empty skips the check (the official tarball's is the default).",
+        _md5,
+    ),
+    ConfigKey(
+        "runId",
+        "run_id",
+        "string",
+        "run-1",
+        "Training run id: part of the Job/ElasticJob names and of the run directory on EFS. A new id is a new run.",
+        _dns_label(40),
+    ),
     ConfigKey("workers", "workers", "integer", 2, "Training workers (pods) to start.", _between(1, 100)),
-    ConfigKey("workersPerNode", "workers_per_node", "integer", 1,
-              "Most training workers on one node: 1 spreads them one per node; with ReadWriteOnce storage it must "
-              "be at least maxWorkers (all workers share the volume's node).", _between(1, 100)),
-    ConfigKey("minWorkers", "min_workers", "integer", 1, "Fewest workers the elastic job keeps training with.", _between(1, 100)),
+    ConfigKey(
+        "workersPerNode",
+        "workers_per_node",
+        "integer",
+        1,
+        "Most training workers on one node: 1 spreads them one per node; with ReadWriteOnce storage it must "
+        "be at least maxWorkers (all workers share the volume's node).",
+        _between(1, 100),
+    ),
+    ConfigKey(
+        "minWorkers",
+        "min_workers",
+        "integer",
+        1,
+        "Fewest workers the elastic job keeps training with.",
+        _between(1, 100),
+    ),
     ConfigKey("maxWorkers", "max_workers", "integer", 2, "Most workers the elastic job admits.", _between(1, 100)),
-    ConfigKey("maxRestarts", "max_restarts", "integer", 3,
-              "Times each worker's torchrun may restart its workers (each re-formation after a lost or evicted "
-              "peer uses one): size it for the evictions a run should survive.", _between(0, 100)),
-    ConfigKey("workerGraceSeconds", "worker_grace_seconds", "integer", 45,
-              "Seconds a worker has between SIGTERM and SIGKILL (its terminationGracePeriodSeconds, and the worker "
-              "pool's node grace period); with capacityType spot at most 90, inside the 2-minute notice.",
-              _between(45, 3600)),
-    ConfigKey("checkpointEverySeconds", "checkpoint_every_seconds", "integer", 30,
-              "Seconds between time checkpoints within an epoch (jobs.training.train --checkpoint-every-seconds): the most "
-              "work a preemption can cost.", _between(10, 86400)),
+    ConfigKey(
+        "maxRestarts",
+        "max_restarts",
+        "integer",
+        3,
+        "Times each worker's torchrun may restart its workers (each re-formation after a lost or evicted "
+        "peer uses one): size it for the evictions a run should survive.",
+        _between(0, 100),
+    ),
+    ConfigKey(
+        "workerGraceSeconds",
+        "worker_grace_seconds",
+        "integer",
+        45,
+        "Seconds a worker has between SIGTERM and SIGKILL (its terminationGracePeriodSeconds, and the worker "
+        "pool's node grace period); with capacityType spot at most 90, inside the 2-minute notice.",
+        _between(45, 3600),
+    ),
+    ConfigKey(
+        "checkpointEverySeconds",
+        "checkpoint_every_seconds",
+        "integer",
+        30,
+        "Seconds between time checkpoints within an epoch (jobs.training.train --checkpoint-every-seconds): the most "
+        "work a preemption can cost.",
+        _between(10, 86400),
+    ),
     ConfigKey("epochs", "epochs", "integer", 10, "Training epochs.", _between(1, 1000)),
     ConfigKey("batchSize", "batch_size", "integer", 128, "Mini-batch size per worker.", _between(1, 65536)),
-    ConfigKey("precision", "precision", "string", "auto",
-              "Arithmetic of the training workers (jobs.training.train --precision): auto (bf16 autocast on a GPU "
-              "with bf16 units, TF32 on an older GPU, fp32 on the CPU), fp32, tf32 or bf16 (these two need a GPU "
-              "stack).", _one_of(PRECISIONS)),
+    ConfigKey(
+        "precision",
+        "precision",
+        "string",
+        "auto",
+        "Arithmetic of the training workers (jobs.training.train --precision): auto (bf16 autocast on a GPU "
+        "with bf16 units, TF32 on an older GPU, fp32 on the CPU), fp32, tf32 or bf16 (these two need a GPU "
+        "stack).",
+        _one_of(PRECISIONS),
+    ),
     # A string key: the Pulumi CLI has no number type, and a string key still takes `minAccuracy: 0.3`
     # in a stack file and `pulumi config set minAccuracy 0.3` (the CLI passes both as the text "0.3").
-    ConfigKey("minAccuracy", "min_accuracy", "string", "0.7",
-              "Test accuracy, a decimal from 0 to 1, below which the test Job, and so `pulumi up`, fails.",
-              _fraction, parse=parse_decimal),
-    ConfigKey("workerCpu", "worker_cpu", "string", "15",
-              "CPU request and limit of each training worker; workersPerNode of them must fit one node of "
-              "nodeInstanceType (checked before anything is created).", _quantity),
-    ConfigKey("workerMemory", "worker_memory", "string", "24Gi",
-              "Memory request and limit of each training worker; workersPerNode of them must fit one node of "
-              "nodeInstanceType (checked before anything is created); at least 1Gi.", _worker_memory),
-    ConfigKey("jobTimeoutMinutes", "job_timeout_minutes", "integer", 120,
-              "Deadline of each workload (data-prep, training, test) in minutes.", _between(5, 10080)),
+    ConfigKey(
+        "minAccuracy",
+        "min_accuracy",
+        "string",
+        "0.7",
+        "Test accuracy, a decimal from 0 to 1, below which the test Job, and so `pulumi up`, fails.",
+        _fraction,
+        parse=parse_decimal,
+    ),
+    ConfigKey(
+        "workerCpu",
+        "worker_cpu",
+        "string",
+        "15",
+        "CPU request and limit of each training worker; workersPerNode of them must fit one node of "
+        "nodeInstanceType (checked before anything is created).",
+        _quantity,
+    ),
+    ConfigKey(
+        "workerMemory",
+        "worker_memory",
+        "string",
+        "24Gi",
+        "Memory request and limit of each training worker; workersPerNode of them must fit one node of "
+        "nodeInstanceType (checked before anything is created); at least 1Gi.",
+        _worker_memory,
+    ),
+    ConfigKey(
+        "jobTimeoutMinutes",
+        "job_timeout_minutes",
+        "integer",
+        120,
+        "Deadline of each workload (data-prep, training, test) in minutes.",
+        _between(5, 10080),
+    ),
     # A string key for the same reason as minAccuracy; "" (the default) sets no ceiling.
-    ConfigKey("maxRunCostUsd", "max_run_cost_usd", "string", "",
-              "Ceiling in US dollars on the worker-node cost of a training run (node-hours x price, docs/costs.md): "
-              "the wait stops the run once its running estimate passes it. Empty: no ceiling.",
-              _positive_or_none, parse=parse_optional_usd),
+    ConfigKey(
+        "maxRunCostUsd",
+        "max_run_cost_usd",
+        "string",
+        "",
+        "Ceiling in US dollars on the worker-node cost of a training run (node-hours x price, docs/costs.md): "
+        "the wait stops the run once its running estimate passes it. Empty: no ceiling.",
+        _positive_or_none,
+        parse=parse_optional_usd,
+    ),
     # Your own training (infra/config/own_training.py); empty is today's CIFAR-10 job.
-    ConfigKey("trainingCommand", "training_command", "array", [],
-              "What every training worker runs under torchrun (jobs.elastic.agent), as a list: "
-              '["python", "-m", "mytrain", "--steps", "5"] or ["python", "train.py", ...]. Empty: the CIFAR-10 job.',
-              own_training.training_command_rule, parse=own_training.parse_training_command),
-    ConfigKey("imageContext", "image_context", "string", "",
-              "A folder of the project with a Dockerfile (typically FROM the project's image, passed as the build "
-              "argument ELASTIC_TRAINING_IMAGE): the stack builds it and the workloads run it (target eks only). "
-              "Empty: the project's image.", own_training.image_context_rule),
-    ConfigKey("dataPrepCommand", "data_prep_command", "array", [],
-              "The data-prep Job's command, as a list; it writes to $ELASTIC_TRAINING_DATA_DIR. Empty: the "
-              "CIFAR-10 preparation (dataSource).", own_training.command_rule, parse=own_training.parse_command),
-    ConfigKey("testCommand", "test_command", "array", [],
-              "The test Job's command, as a list; it writes $ELASTIC_TRAINING_RUN_DIR/metrics.json, whose gateMetric "
-              "must reach minGate. Empty: the CIFAR-10 evaluation.", own_training.command_rule,
-              parse=own_training.parse_command),
-    ConfigKey("gateMetric", "gate_metric", "string", "accuracy",
-              "The key of the run's metrics.json the test Job's gate reads.", own_training.gate_metric_rule),
-    ConfigKey("minGate", "min_gate", "string", "",
-              "The least value of gateMetric that passes the gate (a decimal); below it the test Job, and so "
-              "`pulumi up`, fails. Empty: minAccuracy's.", own_training.min_gate_rule,
-              parse=own_training.parse_optional_decimal),
+    ConfigKey(
+        "trainingCommand",
+        "training_command",
+        "array",
+        [],
+        "What every training worker runs under torchrun (jobs.elastic.agent), as a list: "
+        '["python", "-m", "mytrain", "--steps", "5"] or ["python", "train.py", ...]. Empty: the CIFAR-10 job.',
+        own_training.training_command_rule,
+        parse=own_training.parse_training_command,
+    ),
+    ConfigKey(
+        "imageContext",
+        "image_context",
+        "string",
+        "",
+        "A folder of the project with a Dockerfile (typically FROM the project's image, passed as the build "
+        "argument ELASTIC_TRAINING_IMAGE): the stack builds it and the workloads run it (target eks only). "
+        "Empty: the project's image.",
+        own_training.image_context_rule,
+    ),
+    ConfigKey(
+        "dataPrepCommand",
+        "data_prep_command",
+        "array",
+        [],
+        "The data-prep Job's command, as a list; it writes to $ELASTIC_TRAINING_DATA_DIR. Empty: the "
+        "CIFAR-10 preparation (dataSource).",
+        own_training.command_rule,
+        parse=own_training.parse_command,
+    ),
+    ConfigKey(
+        "testCommand",
+        "test_command",
+        "array",
+        [],
+        "The test Job's command, as a list; it writes $ELASTIC_TRAINING_RUN_DIR/metrics.json, whose gateMetric "
+        "must reach minGate. Empty: the CIFAR-10 evaluation.",
+        own_training.command_rule,
+        parse=own_training.parse_command,
+    ),
+    ConfigKey(
+        "gateMetric",
+        "gate_metric",
+        "string",
+        "accuracy",
+        "The key of the run's metrics.json the test Job's gate reads.",
+        own_training.gate_metric_rule,
+    ),
+    ConfigKey(
+        "minGate",
+        "min_gate",
+        "string",
+        "",
+        "The least value of gateMetric that passes the gate (a decimal); below it the test Job, and so "
+        "`pulumi up`, fails. Empty: minAccuracy's.",
+        own_training.min_gate_rule,
+        parse=own_training.parse_optional_decimal,
+    ),
 )
 
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}

@@ -31,9 +31,17 @@ from infra.config.parsers import QUANTITY, memory_mib
 # Kubernetes quantity suffixes as multipliers of one CPU (apimachinery resource.Quantity: decimal
 # SI k, M, G, T; binary Ki, Mi, Gi, Ti; m is a thousandth).
 # Fractions, not floats or Decimal's 28 digits: a 40-digit workerCpu must compare exactly.
-_CPU_UNITS = {"m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
-              "T": Fraction(10**12), "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
-              "Ti": Fraction(2**40)}
+_CPU_UNITS = {
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+}
 
 
 # What each of the data-prep, test and export Jobs requests (infra/specs/workloads.py SIDE_JOB_CPU and
@@ -47,15 +55,16 @@ SIDE_JOB_MEMORY_MIB = 4096
 @dataclass(frozen=True)
 class NodeRoom:
     """One node of a type, and what it leaves for pods."""
+
     instance_type: str
     vcpus: int
     memory_mib: int
     gpus: int
-    kubelet_cpu_millicores: int     # kubeReserved cpu
-    kubelet_memory_mib: int         # kubeReserved memory + evictionHard + the VM's own
+    kubelet_cpu_millicores: int  # kubeReserved cpu
+    kubelet_memory_mib: int  # kubeReserved memory + evictionHard + the VM's own
     daemonset_cpu_millicores: int
     daemonset_memory_mib: int
-    cpu_millicores: int             # for pods
+    cpu_millicores: int  # for pods
     memory_mib_for_pods: int
 
 
@@ -79,12 +88,18 @@ def node_room(instance_type: str) -> NodeRoom | None:
     max_pods = node_allocatable.eni_max_pods(limits.default_max_enis, limits.ipv4_addresses_per_interface)
     node = node_allocatable.allocatable(vcpus, memory, max_pods)
     for_pods = node_daemonsets.for_pods(node, gpu_node=gpu is not None)
-    return NodeRoom(instance_type=instance_type, vcpus=vcpus, memory_mib=memory, gpus=gpu.gpus if gpu else 0,
-                    kubelet_cpu_millicores=vcpus * 1000 - node.cpu_millicores,
-                    kubelet_memory_mib=memory - node.memory_mib,
-                    daemonset_cpu_millicores=node.cpu_millicores - for_pods.cpu_millicores,
-                    daemonset_memory_mib=node.memory_mib - for_pods.memory_mib,
-                    cpu_millicores=for_pods.cpu_millicores, memory_mib_for_pods=for_pods.memory_mib)
+    return NodeRoom(
+        instance_type=instance_type,
+        vcpus=vcpus,
+        memory_mib=memory,
+        gpus=gpu.gpus if gpu else 0,
+        kubelet_cpu_millicores=vcpus * 1000 - node.cpu_millicores,
+        kubelet_memory_mib=memory - node.memory_mib,
+        daemonset_cpu_millicores=node.cpu_millicores - for_pods.cpu_millicores,
+        daemonset_memory_mib=node.memory_mib - for_pods.memory_mib,
+        cpu_millicores=for_pods.cpu_millicores,
+        memory_mib_for_pods=for_pods.memory_mib,
+    )
 
 
 def check_worker_fits(v: dict[str, Any]) -> str | None:
@@ -93,22 +108,30 @@ def check_worker_fits(v: dict[str, Any]) -> str | None:
     instance_type, per_node = v["node_instance_type"], v["workers_per_node"]
     room = node_room(instance_type)
     if room is None:
-        return (f"config {PROJECT}:nodeInstanceType={instance_type!r} is not in the ENI limits table "
-                f"(infra/aws/eni_limits.csv), so whether a worker fits its node is not checked before `pulumi up`")
+        return (
+            f"config {PROJECT}:nodeInstanceType={instance_type!r} is not in the ENI limits table "
+            f"(infra/aws/eni_limits.csv), so whether a worker fits its node is not checked before `pulumi up`"
+        )
     workers = f"{per_node} worker{'s' if per_node > 1 else ''} per node"
     most_cpu = room.cpu_millicores // per_node
     if cpu_millicores(v["worker_cpu"]) > most_cpu:
-        raise ConfigError(f"{PROJECT}:workerCpu", v["worker_cpu"],
-                          f"must be at most {most_cpu}m for {workers}: one {instance_type} node gives pods "
-                          f"{room.cpu_millicores}m of its {room.vcpus} vCPUs (the kubelet keeps "
-                          f"{room.kubelet_cpu_millicores}m, the node's DaemonSets request {room.daemonset_cpu_millicores}m)")
+        raise ConfigError(
+            f"{PROJECT}:workerCpu",
+            v["worker_cpu"],
+            f"must be at most {most_cpu}m for {workers}: one {instance_type} node gives pods "
+            f"{room.cpu_millicores}m of its {room.vcpus} vCPUs (the kubelet keeps "
+            f"{room.kubelet_cpu_millicores}m, the node's DaemonSets request {room.daemonset_cpu_millicores}m)",
+        )
     most_memory = room.memory_mib_for_pods // per_node
     if memory_mib(v["worker_memory"]) > most_memory:
-        raise ConfigError(f"{PROJECT}:workerMemory", v["worker_memory"],
-                          f"must be at most {most_memory}Mi for {workers}: one {instance_type} node gives pods "
-                          f"{room.memory_mib_for_pods}Mi of its {room.memory_mib} MiB (the kubelet, its eviction "
-                          f"threshold and the VM keep {room.kubelet_memory_mib}Mi, the node's DaemonSets request "
-                          f"{room.daemonset_memory_mib}Mi)")
+        raise ConfigError(
+            f"{PROJECT}:workerMemory",
+            v["worker_memory"],
+            f"must be at most {most_memory}Mi for {workers}: one {instance_type} node gives pods "
+            f"{room.memory_mib_for_pods}Mi of its {room.memory_mib} MiB (the kubelet, its eviction "
+            f"threshold and the VM keep {room.kubelet_memory_mib}Mi, the node's DaemonSets request "
+            f"{room.daemonset_memory_mib}Mi)",
+        )
     return None
 
 
@@ -121,15 +144,23 @@ def _side_job_room(room: NodeRoom, system_nodes: int) -> tuple[int, int, Fractio
     blocked for the Job once the pods on it take more than `room - job` of its CPU or of its memory;
     a pod of (c, m) does at most max(c / cpu_margin, m / memory_margin) of that, so if these shares
     add up to less than the number of nodes, some node is always left with room for the Job."""
-    cpu = room.cpu_millicores - sum(p.cpu_millicores for p in system_pods.SYSTEM_PODS
-                                    if p.one_per_node and p.count(system_nodes))
-    memory = room.memory_mib_for_pods - sum(p.memory_mib for p in system_pods.SYSTEM_PODS
-                                            if p.one_per_node and p.count(system_nodes))
+    cpu = room.cpu_millicores - sum(
+        p.cpu_millicores for p in system_pods.SYSTEM_PODS if p.one_per_node and p.count(system_nodes)
+    )
+    memory = room.memory_mib_for_pods - sum(
+        p.memory_mib for p in system_pods.SYSTEM_PODS if p.one_per_node and p.count(system_nodes)
+    )
     cpu_margin, memory_margin = cpu - SIDE_JOB_CPU_MILLICORES + 1, memory - SIDE_JOB_MEMORY_MIB + 1
     if cpu_margin <= 0 or memory_margin <= 0:
         return cpu, memory, Fraction(system_nodes)  # not even a node with no other pod has the room
-    share = sum((max(Fraction(p.cpu_millicores, cpu_margin), Fraction(p.memory_mib, memory_margin)) * p.count(system_nodes)
-                 for p in system_pods.SYSTEM_PODS if not p.one_per_node), Fraction(0))
+    share = sum(
+        (
+            max(Fraction(p.cpu_millicores, cpu_margin), Fraction(p.memory_mib, memory_margin)) * p.count(system_nodes)
+            for p in system_pods.SYSTEM_PODS
+            if not p.one_per_node
+        ),
+        Fraction(0),
+    )
     return cpu, memory, share
 
 
@@ -145,20 +176,26 @@ def check_side_jobs_fit(v: dict[str, Any]) -> None:
     if share < count:
         return
     per_node = [p for p in system_pods.SYSTEM_PODS if p.one_per_node and p.count(count)]
-    others = [p for p in system_pods.SYSTEM_PODS if not p.one_per_node and p.count(count) and
-              (p.cpu_millicores or p.memory_mib)]
+    others = [
+        p
+        for p in system_pods.SYSTEM_PODS
+        if not p.one_per_node and p.count(count) and (p.cpu_millicores or p.memory_mib)
+    ]
     nodes = f"one of the {count} {instance_type} system nodes" if count > 1 else f"the one {instance_type} system node"
-    raise ConfigError(f"{PROJECT}:systemNodeInstanceType", instance_type,
-                      f"must leave the data-prep, test and export Jobs {SIDE_JOB_CPU_MILLICORES}m and "
-                      f"{SIDE_JOB_MEMORY_MIB}Mi on {nodes} (systemNodeCount {count}) however the system pods "
-                      f"spread: a node gives pods {room.cpu_millicores}m and {room.memory_mib_for_pods}Mi after its "
-                      f"DaemonSets, {cpu}m and {memory}Mi after "
-                      + ", ".join(f"{p.name} ({p.cpu_millicores}m, {p.memory_mib}Mi)" for p in per_node)
-                      + ", and the other system pods take "
-                      f"{sum(p.cpu_millicores * p.count(count) for p in others)}m and "
-                      f"{sum(p.memory_mib * p.count(count) for p in others)}Mi ("
-                      + ", ".join(f"{p.count(count)} x {p.name}" for p in others)
-                      + "): choose a larger systemNodeInstanceType or a larger systemNodeCount")
+    raise ConfigError(
+        f"{PROJECT}:systemNodeInstanceType",
+        instance_type,
+        f"must leave the data-prep, test and export Jobs {SIDE_JOB_CPU_MILLICORES}m and "
+        f"{SIDE_JOB_MEMORY_MIB}Mi on {nodes} (systemNodeCount {count}) however the system pods "
+        f"spread: a node gives pods {room.cpu_millicores}m and {room.memory_mib_for_pods}Mi after its "
+        f"DaemonSets, {cpu}m and {memory}Mi after "
+        + ", ".join(f"{p.name} ({p.cpu_millicores}m, {p.memory_mib}Mi)" for p in per_node)
+        + ", and the other system pods take "
+        f"{sum(p.cpu_millicores * p.count(count) for p in others)}m and "
+        f"{sum(p.memory_mib * p.count(count) for p in others)}Mi ("
+        + ", ".join(f"{p.count(count)} x {p.name}" for p in others)
+        + "): choose a larger systemNodeInstanceType or a larger systemNodeCount",
+    )
 
 
 def largest_worker(instance_type: str, per_node: int = 1) -> tuple[str, str] | None:

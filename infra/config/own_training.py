@@ -75,8 +75,10 @@ def training_command_rule(command: list[str]) -> str | None:
     if command == []:
         return None
     if _blank_item(command) or torchrun_target(command) is None:
-        return (f"must be [] (the CIFAR-10 job) or what every worker runs under torchrun, as a JSON list: "
-                f"{TRAINING_EXAMPLE}")
+        return (
+            f"must be [] (the CIFAR-10 job) or what every worker runs under torchrun, as a JSON list: "
+            f"{TRAINING_EXAMPLE}"
+        )
     return None
 
 
@@ -108,22 +110,34 @@ def min_gate_rule(value: float | None) -> str | None:
 def check_own_training(v: dict[str, Any], project: str, eks: str) -> None:
     """Rules between these keys and the others."""
     if v["image_context"] and v["target"] != eks:
-        raise ConfigError(f"{project}:imageContext", v["image_context"],
-                          "must be empty with target existing (there is no registry to push to): build the image "
-                          "yourself and set imageUri")
+        raise ConfigError(
+            f"{project}:imageContext",
+            v["image_context"],
+            "must be empty with target existing (there is no registry to push to): build the image "
+            "yourself and set imageUri",
+        )
     if v["image_context"] and v["image_uri"]:
-        raise ConfigError(f"{project}:imageContext", v["image_context"],
-                          "must be empty when imageUri is set (one image: built from imageContext, or imageUri)")
+        raise ConfigError(
+            f"{project}:imageContext",
+            v["image_context"],
+            "must be empty when imageUri is set (one image: built from imageContext, or imageUri)",
+        )
     if not v["test_command"] and v["min_gate"] is not None and not 0 <= v["min_gate"] <= 1:
         # The CIFAR-10 evaluation takes the gate as --min-accuracy, a fraction it checks only when the test Job
         # runs (jobs/results/evaluate.py), after the whole training.
-        raise ConfigError(f"{project}:minGate", v["min_gate"],
-                          "must be between 0 and 1 with the CIFAR-10 test command (testCommand empty): it gates "
-                          "accuracy, a fraction (0.7 means 70 %)")
+        raise ConfigError(
+            f"{project}:minGate",
+            v["min_gate"],
+            "must be between 0 and 1 with the CIFAR-10 test command (testCommand empty): it gates "
+            "accuracy, a fraction (0.7 means 70 %)",
+        )
     if not v["test_command"] and v["gate_metric"] != "accuracy":
-        raise ConfigError(f"{project}:gateMetric", v["gate_metric"],
-                          "must be accuracy with the CIFAR-10 test command (testCommand empty): it is what that "
-                          "evaluation writes to metrics.json")
+        raise ConfigError(
+            f"{project}:gateMetric",
+            v["gate_metric"],
+            "must be accuracy with the CIFAR-10 test command (testCommand empty): it is what that "
+            "evaluation writes to metrics.json",
+        )
 
 
 def gate(settings) -> float:

@@ -110,8 +110,12 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     # target existing creates nothing in AWS and calls no AWS API, so it needs no region; one that
     # is set anyway is still checked (a typo should not wait until someone switches to eks).
     if not region and values["target"] == EKS:
-        raise ConfigError("aws:region", region, "must be set to an AWS region of the commercial aws partition "
-                                                "such as us-west-2 (pulumi config set aws:region us-west-2)")
+        raise ConfigError(
+            "aws:region",
+            region,
+            "must be set to an AWS region of the commercial aws partition "
+            "such as us-west-2 (pulumi config set aws:region us-west-2)",
+        )
     # Regions of the commercial `aws` partition only, as botocore's partition data lists them.
     problem = regions.region_problem(region) if region else None
     if problem:
@@ -123,16 +127,24 @@ def load_settings(raw: Mapping[str, str], stack: str, today: date | None = None)
     if values["target"] == EXISTING:
         check_existing(values)
     if values["target"] == EKS:
-        support_warning = kubernetes_support(values["kubernetes_version"],
-                                              today if today is not None else datetime.now(timezone.utc).date())
+        support_warning = kubernetes_support(
+            values["kubernetes_version"], today if today is not None else datetime.now(timezone.utc).date()
+        )
         if support_warning:
             warnings.append(support_warning)
     if values["target"] == EKS and "0.0.0.0/0" in values["api_allowed_cidrs"]:
         warnings.append(
             f"config {PROJECT}:apiAllowedCidrs includes 0.0.0.0/0: the Kubernetes API endpoint is reachable "
-            "from the whole internet (still authenticated by IAM); list your own ranges to close it")
-    for field in ("api_allowed_cidrs", "cluster_admin_arns", "node_instance_types", "training_command",
-                  "data_prep_command", "test_command"):
+            "from the whole internet (still authenticated by IAM); list your own ranges to close it"
+        )
+    for field in (
+        "api_allowed_cidrs",
+        "cluster_admin_arns",
+        "node_instance_types",
+        "training_command",
+        "data_prep_command",
+        "test_command",
+    ):
         values[field] = tuple(values[field])
     return Settings(project=PROJECT, stack=stack, region=region, warnings=tuple(warnings), **values)
 
@@ -150,10 +162,12 @@ def _zone_count_warning(region: str, count: int) -> list[str]:
     known = sorted(instance_catalog.zone_ids(region) - zones.EKS_REFUSED_ZONE_IDS)
     if not known or len(known) >= count:
         return []
-    return [f"config {PROJECT}:availabilityZoneCount={count} but the zones known in {region} that EKS accepts are "
-            f"{len(known)} ({', '.join(known)}; infra/aws/data, less the zone IDs EKS refuses): `pulumi up` fails if the "
-            f"account has fewer usable zones; `elastic-training preflight` counts them, or set availabilityZoneCount "
-            f"to {len(known)}"]
+    return [
+        f"config {PROJECT}:availabilityZoneCount={count} but the zones known in {region} that EKS accepts are "
+        f"{len(known)} ({', '.join(known)}; infra/aws/data, less the zone IDs EKS refuses): `pulumi up` fails if the "
+        f"account has fewer usable zones; `elastic-training preflight` counts them, or set availabilityZoneCount "
+        f"to {len(known)}"
+    ]
 
 
 def _reject_unknown_keys(raw: Mapping[str, str]) -> None:
@@ -162,11 +176,14 @@ def _reject_unknown_keys(raw: Mapping[str, str]) -> None:
         namespace, _, name = full.partition(":")
         if namespace not in NAMESPACES:
             close = difflib.get_close_matches(namespace, NAMESPACES, n=1, cutoff=0.6)
-            hint = (f"did you mean {close[0]}:{name}?" if close
-                    else f"namespaces this program reads: {', '.join(NAMESPACES)}")
+            hint = (
+                f"did you mean {close[0]}:{name}?"
+                if close
+                else f"namespaces this program reads: {', '.join(NAMESPACES)}"
+            )
             raise ConfigError(full, raw[full], f"unknown config namespace '{namespace}' ({hint})")
-        if full.startswith(prefix) and full[len(prefix):] not in KEYS_BY_NAME:
-            name = full[len(prefix):]
+        if full.startswith(prefix) and full[len(prefix) :] not in KEYS_BY_NAME:
+            name = full[len(prefix) :]
             close = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)
             hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(KEYS_BY_NAME)}"
             raise ConfigError(full, raw[full], f"unknown key ({hint})")

@@ -71,8 +71,11 @@ class CliYamlLoader(yaml.SafeLoader):
                 key = self.construct_object(key_node, deep=True)
                 if isinstance(key, str) and key in seen:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"mapping key {json.dumps(key)} already defined at line {seen[key].start_mark.line + 1}",
-                        key_node.start_mark)
+                        None,
+                        None,
+                        f"mapping key {json.dumps(key)} already defined at line {seen[key].start_mark.line + 1}",
+                        key_node.start_mark,
+                    )
                 if isinstance(key, str):
                     seen[key] = key_node
         return super().construct_mapping(node, deep)
@@ -80,23 +83,33 @@ class CliYamlLoader(yaml.SafeLoader):
 
 CliYamlLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-CliYamlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                    list("tTfF"))
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+CliYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def _stack_value(full: str, value: Any) -> str:
     """One stack-file value as the program gets it, refused where the Pulumi CLI refuses it first."""
-    declared = KEYS_BY_NAME.get(full[len(PROJECT) + 1:]) if full.startswith(f"{PROJECT}:") else None
+    declared = KEYS_BY_NAME.get(full[len(PROJECT) + 1 :]) if full.startswith(f"{PROJECT}:") else None
     # The CLI type-checks a stack value against Pulumi.yaml (pulumi/pulumi pkg/workspace/config.go
     # validateStackConfigValue): only a YAML list is an array; a string, even of JSON, is a string.
     if declared is not None and declared.type == "array" and not isinstance(value, list):
-        raise ConfigError(full, value, 'must be a YAML list in the stack file, e.g. ["203.0.113.0/24"] '
-                                       "(the Pulumi CLI refuses any other value for a list key)")
+        raise ConfigError(
+            full,
+            value,
+            'must be a YAML list in the stack file, e.g. ["203.0.113.0/24"] '
+            "(the Pulumi CLI refuses any other value for a list key)",
+        )
     # ... and a YAML list or mapping is never a string (the program would get its JSON text).
     if declared is not None and declared.type == "string" and isinstance(value, (list, dict)):
-        raise ConfigError(full, value, "must be a plain value in the stack file, not a YAML list or mapping "
-                                       "(the Pulumi CLI refuses it for a string key)")
+        raise ConfigError(
+            full,
+            value,
+            "must be a plain value in the stack file, not a YAML list or mapping "
+            "(the Pulumi CLI refuses it for a string key)",
+        )
     # yaml.v3 reads 2026-01-01 as a time, which the CLI passes on as "2026-01-01 00:00:00 +0000 UTC".
     if isinstance(value, (datetime.date, datetime.datetime)):
         raise ConfigError(full, str(value), "must be quoted: unquoted, YAML reads it as a date")
@@ -105,7 +118,7 @@ def _stack_value(full: str, value: Any) -> str:
 
 def available_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
     """The stacks whose file can be opened: a dangling symlink is not one to suggest."""
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml") if p.is_file())
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml") if p.is_file())
 
 
 def yaml_problem(error: yaml.YAMLError) -> str:
@@ -113,7 +126,11 @@ def yaml_problem(error: yaml.YAMLError) -> str:
     problem = getattr(error, "problem", None) or str(error).splitlines()[0]
     mark, context, context_mark = (getattr(error, name, None) for name in ("problem_mark", "context", "context_mark"))
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-    opened = f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})" if context and context_mark else ""
+    opened = (
+        f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})"
+        if context and context_mark
+        else ""
+    )
     return f"{where}{problem}{opened}"
 
 
@@ -137,21 +154,31 @@ def stack_name(argument: str, stacks_dir: Path = STACKS_DIR) -> str:
         if match is None:
             raise StackConfigError(f"'{argument}' is not a stack file; allowed: {STACK_ALLOWED}")
         project_relative = stacks_dir.parent / path
-        in_stacks = (path.parent == Path(".") or path.resolve().parent == stacks_dir.resolve()
-                     or (not path.is_absolute() and not path.exists()
-                         and project_relative.resolve().parent == stacks_dir.resolve()))
+        in_stacks = (
+            path.parent == Path(".")
+            or path.resolve().parent == stacks_dir.resolve()
+            or (
+                not path.is_absolute()
+                and not path.exists()
+                and project_relative.resolve().parent == stacks_dir.resolve()
+            )
+        )
         if not in_stacks:
-            raise StackConfigError(f"{argument} is not in {shown(stacks_dir)}/, the project's stacks folder: Pulumi "
-                                   f"reads a stack's config only from there (Pulumi.yaml's stackConfigDir; project "
-                                   f"folder {shown(stacks_dir.parent)}); copy it to {shown(stacks_dir / path.name)} "
-                                   f"and name the stack {match['stack']}")
+            raise StackConfigError(
+                f"{argument} is not in {shown(stacks_dir)}/, the project's stacks folder: Pulumi "
+                f"reads a stack's config only from there (Pulumi.yaml's stackConfigDir; project "
+                f"folder {shown(stacks_dir.parent)}); copy it to {shown(stacks_dir / path.name)} "
+                f"and name the stack {match['stack']}"
+            )
         argument = match["stack"]
     if not STACK_NAME.fullmatch(argument):
         raise StackConfigError(f"'{argument}' is not a stack name; allowed: {STACK_ALLOWED}")
     file = stacks_dir / f"Pulumi.{argument}.yaml"
     if file.is_symlink() and not file.exists():
-        raise StackConfigError(f"{shown(file)} is a symbolic link to {file.readlink()}, which does not exist: "
-                               "point it at a stack file or remove it")
+        raise StackConfigError(
+            f"{shown(file)} is a symbolic link to {file.readlink()}, which does not exist: "
+            "point it at a stack file or remove it"
+        )
     if not file.is_file():
         stacks = available_stacks(stacks_dir)
         close = difflib.get_close_matches(argument, stacks, n=1)
@@ -168,26 +195,32 @@ def _stack_document(path: Path) -> dict[str, Any]:
     except OSError as error:
         raise StackConfigError(f"cannot read {shown(path)}: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
-        line = error.object[:error.start].count(b"\n") + 1
+        line = error.object[: error.start].count(b"\n") + 1
         raise StackConfigError(f"{path.name} is not UTF-8 text (line {line}): save it as UTF-8") from None
     try:
         document = yaml.load(text, Loader=CliYamlLoader)
     except yaml.YAMLError as error:
         raise StackConfigError(f"{path.name} is not valid YAML: {yaml_problem(error)}") from None
     if document is None:
-        raise StackConfigError(f"{path.name} is empty: a stack file needs a top-level `config:` mapping of keys to values "
-                               "(copy one of stacks/, docs/configuration.md)")
+        raise StackConfigError(
+            f"{path.name} is empty: a stack file needs a top-level `config:` mapping of keys to values "
+            "(copy one of stacks/, docs/configuration.md)"
+        )
     if not isinstance(document, dict):
-        raise StackConfigError(f"{path.name}: the file must be a mapping with a top-level `config:` key, not a "
-                               f"{type(document).__name__}")
+        raise StackConfigError(
+            f"{path.name}: the file must be a mapping with a top-level `config:` key, not a {type(document).__name__}"
+        )
     for key in document:
         if key not in STACK_FILE_KEYS:
             close = difflib.get_close_matches(str(key), STACK_FILE_KEYS, n=1)
             meant = f"did you mean {close[0]}?" if close else f"allowed: {', '.join(STACK_FILE_KEYS)}"
-            raise StackConfigError(f"{path.name}: unknown top-level key '{key}' ({meant}); the config keys go under `config:`")
+            raise StackConfigError(
+                f"{path.name}: unknown top-level key '{key}' ({meant}); the config keys go under `config:`"
+            )
     if "config" not in document:
-        raise StackConfigError(f"{path.name} has no top-level `config:` mapping, so it sets no config at all "
-                               "(docs/configuration.md)")
+        raise StackConfigError(
+            f"{path.name} has no top-level `config:` mapping, so it sets no config at all (docs/configuration.md)"
+        )
     return document
 
 

@@ -89,13 +89,13 @@ class WorkerShape:
 class WorkerPool:
     """The plain values the pool is built from (validated in infra/config before any resource)."""
 
-    capacity_type: str              # SPOT or ON_DEMAND
+    capacity_type: str  # SPOT or ON_DEMAND
     instance_types: tuple[str, ...]  # all of `shape`
-    zones: tuple[str, ...]          # every zone of the stack's private subnets
+    zones: tuple[str, ...]  # every zone of the stack's private subnets
     shape: WorkerShape
-    max_nodes: int                  # nodeMaxCount
-    grace_seconds: int              # the worker pods' terminationGracePeriodSeconds
-    disk_gib: int                   # nodeDiskGiB
+    max_nodes: int  # nodeMaxCount
+    grace_seconds: int  # the worker pods' terminationGracePeriodSeconds
+    disk_gib: int  # nodeDiskGiB
 
 
 def worker_taints(gpu_stack: bool) -> list[dict[str, str]]:
@@ -106,8 +106,10 @@ def worker_taints(gpu_stack: bool) -> list[dict[str, str]]:
 
 def worker_tolerations(gpu_stack: bool) -> list[dict[str, str]]:
     """The workers tolerate exactly the taints of their nodes."""
-    return [{"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]}
-            for t in worker_taints(gpu_stack)]
+    return [
+        {"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]}
+        for t in worker_taints(gpu_stack)
+    ]
 
 
 def worker_node_labels(gpu_stack: bool) -> dict[str, str]:
@@ -173,16 +175,19 @@ def node_pool(pool: WorkerPool) -> dict[str, Any]:
                 # A node with a terminationGracePeriod may be disrupted for drift even when a
                 # do-not-disrupt pod runs there (disruption.md, "TerminationGracePeriod"): no
                 # drift or underutilisation budget at all; empty nodes all go.
-                "budgets": [{"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
-                            {"nodes": "100%", "reasons": ["Empty"]}],
+                "budgets": [
+                    {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
+                    {"nodes": "100%", "reasons": ["Empty"]},
+                ],
             },
             "limits": _limits(pool),
         },
     }
 
 
-def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: Sequence[Any], security_group_id: Any,
-               tags: dict[str, str]) -> dict[str, Any]:
+def node_class(
+    pool: WorkerPool, instance_profile: Any, subnet_ids: Sequence[Any], security_group_id: Any, tags: dict[str, str]
+) -> dict[str, Any]:
     """`instance_profile` (its name), the subnet ids and the security group id are the stack's own
     (strings or Outputs). The stack creates the instance profile, so `pulumi destroy` removes it and
     Karpenter needs no IAM write permission at all (infra/aws/karpenter_iam.py)."""
@@ -199,11 +204,24 @@ def node_class(pool: WorkerPool, instance_profile: Any, subnet_ids: Sequence[Any
             "securityGroupSelectorTerms": [{"id": security_group_id}],
             # Karpenter appends its own NodeConfig part (cluster, labels, taints); nodeadm merges ours in.
             "userData": node_config.user_data(node_config.node_config()),
-            "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
-                                "httpPutResponseHopLimit": 1, "httpTokens": "required"},
-            "blockDeviceMappings": [{"deviceName": ROOT_DEVICE, "rootVolume": True,
-                                     "ebs": {"volumeSize": f"{pool.disk_gib}Gi", "volumeType": "gp3",
-                                             "encrypted": True, "deleteOnTermination": True}}],
+            "metadataOptions": {
+                "httpEndpoint": "enabled",
+                "httpProtocolIPv6": "disabled",
+                "httpPutResponseHopLimit": 1,
+                "httpTokens": "required",
+            },
+            "blockDeviceMappings": [
+                {
+                    "deviceName": ROOT_DEVICE,
+                    "rootVolume": True,
+                    "ebs": {
+                        "volumeSize": f"{pool.disk_gib}Gi",
+                        "volumeType": "gp3",
+                        "encrypted": True,
+                        "deleteOnTermination": True,
+                    },
+                }
+            ],
             "tags": tags,
         },
     }
@@ -217,8 +235,12 @@ def worker_shape(instance_type: str) -> WorkerShape:
     if shape is None:  # unreachable from user input: infra/config/keys.py checks the type first
         raise ValueError(f"{instance_type} is not an EC2 instance type: the worker pool's limits need its shape")
     nvidia = gpu_instances.nvidia_instance(instance_type)
-    return WorkerShape(vcpus=shape.vcpus, memory_mib=shape.memory_mib,
-                       gpus=nvidia.gpus if nvidia else 0, gpu_model=nvidia.gpu if nvidia else "")
+    return WorkerShape(
+        vcpus=shape.vcpus,
+        memory_mib=shape.memory_mib,
+        gpus=nvidia.gpus if nvidia else 0,
+        gpu_model=nvidia.gpu if nvidia else "",
+    )
 
 
 def worker_pool(settings: Settings, zones: list[str]) -> WorkerPool:
@@ -227,7 +249,12 @@ def worker_pool(settings: Settings, zones: list[str]) -> WorkerPool:
     "Elastic Fabric Adapter", EFA limitations: "EFA traffic can't cross Availability Zones or VPCs"),
     so that all workers of a run land where their EFA reaches each other."""
     pool_zones = zones[:1] if efa_interfaces_per_node(settings) else zones
-    return WorkerPool(capacity_type=settings.capacity_type, instance_types=worker_instance_types(settings),
-                      zones=tuple(pool_zones), shape=worker_shape(settings.node_instance_type),
-                      max_nodes=settings.node_max_count, grace_seconds=settings.worker_grace_seconds,
-                      disk_gib=settings.node_disk_gib)
+    return WorkerPool(
+        capacity_type=settings.capacity_type,
+        instance_types=worker_instance_types(settings),
+        zones=tuple(pool_zones),
+        shape=worker_shape(settings.node_instance_type),
+        max_nodes=settings.node_max_count,
+        grace_seconds=settings.worker_grace_seconds,
+        disk_gib=settings.node_disk_gib,
+    )

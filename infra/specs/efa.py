@@ -54,8 +54,10 @@ def network_path(instance_type: str, gpu_stack: bool) -> str:
     """One line: how the workers' collectives travel between nodes."""
     interfaces = efa_interfaces(instance_type, gpu_stack)
     if interfaces:
-        return (f"EFA: {instance_type} has {interfaces} EFA interface{'s' if interfaces > 1 else ''}; every worker "
-                f"requests them ({EFA_RESOURCE}), NCCL uses them through libfabric and the AWS OFI NCCL plugin")
+        return (
+            f"EFA: {instance_type} has {interfaces} EFA interface{'s' if interfaces > 1 else ''}; every worker "
+            f"requests them ({EFA_RESOURCE}), NCCL uses them through libfabric and the AWS OFI NCCL plugin"
+        )
     if not gpu_stack:
         return "TCP: a CPU stack's collectives (gloo) use TCP sockets"
     return f"TCP: {instance_type} has no EFA, so NCCL uses TCP sockets between nodes"
@@ -81,19 +83,27 @@ def device_plugin_daemonset() -> dict[str, Any]:
                     "priorityClassName": "system-node-critical",
                     "nodeSelector": {gpu.ACCELERATOR_LABEL: gpu.NVIDIA},
                     "hostNetwork": True,
-                    "containers": [{
-                        "name": PLUGIN_NAME,
-                        "image": versions.EFA_DEVICE_PLUGIN_IMAGE,
-                        "imagePullPolicy": "IfNotPresent",
-                        # The chart's values.yaml securityContext, as it is: the plugin opens the EFA
-                        # devices under /dev/infiniband of the host.
-                        "securityContext": {"allowPrivilegeEscalation": True, "privileged": True,
-                                            "runAsNonRoot": False, "runAsUser": 0},
-                        # Ours (the chart sets none), as the NVIDIA plugin's: every container here has both.
-                        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
-                                      "limits": {"cpu": "200m", "memory": "256Mi"}},
-                        "volumeMounts": [{"name": name, "mountPath": path} for name, path in host_paths.items()],
-                    }],
+                    "containers": [
+                        {
+                            "name": PLUGIN_NAME,
+                            "image": versions.EFA_DEVICE_PLUGIN_IMAGE,
+                            "imagePullPolicy": "IfNotPresent",
+                            # The chart's values.yaml securityContext, as it is: the plugin opens the EFA
+                            # devices under /dev/infiniband of the host.
+                            "securityContext": {
+                                "allowPrivilegeEscalation": True,
+                                "privileged": True,
+                                "runAsNonRoot": False,
+                                "runAsUser": 0,
+                            },
+                            # Ours (the chart sets none), as the NVIDIA plugin's: every container here has both.
+                            "resources": {
+                                "requests": {"cpu": "50m", "memory": "64Mi"},
+                                "limits": {"cpu": "200m", "memory": "256Mi"},
+                            },
+                            "volumeMounts": [{"name": name, "mountPath": path} for name, path in host_paths.items()],
+                        }
+                    ],
                     "volumes": [
                         {"name": "device-plugin", "hostPath": {"path": gpu.DEVICE_PLUGIN_DIR}},
                         {"name": "infiniband-volume", "hostPath": {"path": "/dev/infiniband/"}},

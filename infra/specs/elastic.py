@@ -13,8 +13,13 @@ import yaml
 from elastic_training.elasticjob import GROUP, PLURAL
 from infra.specs import rendezvous_store
 from infra.specs.labels import named_labels, object_meta
-from infra.specs.security import (RESTRICTED, container_security_context, pod_security_context, pod_security_labels,
-                                  resources)
+from infra.specs.security import (
+    RESTRICTED,
+    container_security_context,
+    pod_security_context,
+    pod_security_labels,
+    resources,
+)
 from infra.specs.suppressions import annotate
 
 CONTROLLER_NAME = "elasticjob-controller"
@@ -35,12 +40,14 @@ CRD_FILE = Path(__file__).resolve().parent.parent / "manifests" / "elasticjob-cr
 STORE_SELECTOR = {"app.kubernetes.io/name": STORE_NAME}
 
 
-def _one_pod_deployment(name: str, component: str, namespace_name: str, selector: dict[str, str],
-                        pod_spec: dict[str, Any]) -> dict[str, Any]:
+def _one_pod_deployment(
+    name: str, component: str, namespace_name: str, selector: dict[str, str], pod_spec: dict[str, Any]
+) -> dict[str, Any]:
     """A Deployment of one pod, replaced by Recreate in a rollout (the controller: its Lease, not the
     Deployment, keeps a second one from acting)."""
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": object_meta(name, component, namespace_name),
         "spec": {
             "replicas": 1,
@@ -102,8 +109,12 @@ def controller_role_rules() -> list[dict[str, Any]]:
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"],
-         "resourceNames": [CONTROLLER_LEASE]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "update"],
+            "resourceNames": [CONTROLLER_LEASE],
+        },
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]
 
@@ -122,93 +133,152 @@ def controller_job_policy(namespace_name: str) -> list[dict[str, Any]]:
     name = f"{CONTROLLER_NAME}-jobs-{namespace_name}"
     user = f"system:serviceaccount:{namespace_name}:{CONTROLLER_NAME}"
     pod = "object.spec.template.spec"
-    no_secret_env = ("(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))) && "
-                     "(!has(c.envFrom) || c.envFrom.all(e, !has(e.secretRef)))")
+    no_secret_env = (
+        "(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))) && "
+        "(!has(c.envFrom) || c.envFrom.all(e, !has(e.secretRef)))"
+    )
     rules = [
-        ("has(object.metadata.ownerReferences) && object.metadata.ownerReferences.size() == 1 && "
-         "object.metadata.ownerReferences.all(r, r.apiVersion == 'elastic.pytorch.org/v1alpha1' && "
-         "r.kind == 'ElasticJob' && r.name == object.metadata.name && has(r.controller) && r.controller)",
-         "the ElasticJob controller may only create Jobs owned by the ElasticJob of the same name"),
-        ("has(object.spec.completionMode) && object.spec.completionMode == 'Indexed' && "
-         "has(object.spec.podFailurePolicy) && has(object.spec.successPolicy) && has(object.spec.backoffLimitPerIndex)",
-         "the ElasticJob controller may only create the Indexed Jobs it renders (pod failure and success policy, "
-         "backoffLimitPerIndex)"),
-        ("has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) && "
-         "'elastic.pytorch.org/elasticjob' in object.spec.template.metadata.labels && "
-         "object.spec.template.metadata.labels['elastic.pytorch.org/elasticjob'] == object.metadata.name",
-         "the pods of a Job the ElasticJob controller creates must carry its ElasticJob's label"),
-        (f"has({pod}.automountServiceAccountToken) && {pod}.automountServiceAccountToken == false",
-         "the pods of a Job the ElasticJob controller creates get no API token (automountServiceAccountToken: false)"),
-        (f"!has({pod}.volumes) || {pod}.volumes.all(v, !has(v.secret) && "
-         "(!has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(s, !has(s.secret) && "
-         "!has(s.serviceAccountToken))))",
-         "the pods of a Job the ElasticJob controller creates mount no Secret"),
-        (f"{pod}.containers.all(c, {no_secret_env}) && "
-         f"(!has({pod}.initContainers) || {pod}.initContainers.all(c, {no_secret_env}))",
-         "the pods of a Job the ElasticJob controller creates read no Secret into their environment"),
+        (
+            "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.size() == 1 && "
+            "object.metadata.ownerReferences.all(r, r.apiVersion == 'elastic.pytorch.org/v1alpha1' && "
+            "r.kind == 'ElasticJob' && r.name == object.metadata.name && has(r.controller) && r.controller)",
+            "the ElasticJob controller may only create Jobs owned by the ElasticJob of the same name",
+        ),
+        (
+            "has(object.spec.completionMode) && object.spec.completionMode == 'Indexed' && "
+            "has(object.spec.podFailurePolicy) && has(object.spec.successPolicy) && has(object.spec.backoffLimitPerIndex)",
+            "the ElasticJob controller may only create the Indexed Jobs it renders (pod failure and success policy, "
+            "backoffLimitPerIndex)",
+        ),
+        (
+            "has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) && "
+            "'elastic.pytorch.org/elasticjob' in object.spec.template.metadata.labels && "
+            "object.spec.template.metadata.labels['elastic.pytorch.org/elasticjob'] == object.metadata.name",
+            "the pods of a Job the ElasticJob controller creates must carry its ElasticJob's label",
+        ),
+        (
+            f"has({pod}.automountServiceAccountToken) && {pod}.automountServiceAccountToken == false",
+            "the pods of a Job the ElasticJob controller creates get no API token (automountServiceAccountToken: false)",
+        ),
+        (
+            f"!has({pod}.volumes) || {pod}.volumes.all(v, !has(v.secret) && "
+            "(!has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(s, !has(s.secret) && "
+            "!has(s.serviceAccountToken))))",
+            "the pods of a Job the ElasticJob controller creates mount no Secret",
+        ),
+        (
+            f"{pod}.containers.all(c, {no_secret_env}) && "
+            f"(!has({pod}.initContainers) || {pod}.initContainers.all(c, {no_secret_env}))",
+            "the pods of a Job the ElasticJob controller creates read no Secret into their environment",
+        ),
     ]
     namespace_selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace_name}}
     policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
         "metadata": object_meta(name, "elastic-controller"),
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {"namespaceSelector": namespace_selector, "resourceRules": [
-                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]}]},
-            "matchConditions": [{"name": "the-elasticjob-controller", "expression": f"request.userInfo.username == '{user}'"}],
+            "matchConstraints": {
+                "namespaceSelector": namespace_selector,
+                "resourceRules": [
+                    {
+                        "apiGroups": ["batch"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["jobs"],
+                    }
+                ],
+            },
+            "matchConditions": [
+                {"name": "the-elasticjob-controller", "expression": f"request.userInfo.username == '{user}'"}
+            ],
             "validations": [{"expression": expression, "message": message} for expression, message in rules],
         },
     }
     binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": object_meta(name, "elastic-controller"),
-        "spec": {"policyName": name, "validationActions": ["Deny"],
-                 "matchResources": {"namespaceSelector": namespace_selector}},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": namespace_selector},
+        },
     }
     return [policy, binding]
 
 
-def controller_objects(namespace_name: str, image: Any, shared_claim: str, pull_policy: str = "IfNotPresent",
-                       image_by_tag: bool = False) -> list[dict[str, Any]]:
+def controller_objects(
+    namespace_name: str, image: Any, shared_claim: str, pull_policy: str = "IfNotPresent", image_by_tag: bool = False
+) -> list[dict[str, Any]]:
     """ServiceAccount, Role, RoleBinding and Deployment of our ElasticJob controller (`python -m
     controller` in the training image `image`), in the workload namespace, in apply order. One
     replica: a second would only wait on the Lease; a new pod of a rollout takes the Lease over once
     the old one releases it on SIGTERM."""
     component = "elastic-controller"
     ns = namespace_name
-    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": object_meta(CONTROLLER_NAME, component, ns),
-                       "automountServiceAccountToken": True}
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": object_meta(CONTROLLER_NAME, component, ns), "rules": controller_role_rules()}
+    service_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": object_meta(CONTROLLER_NAME, component, ns),
+        "automountServiceAccountToken": True,
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": object_meta(CONTROLLER_NAME, component, ns),
+        "rules": controller_role_rules(),
+    }
     binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
         "metadata": object_meta(CONTROLLER_NAME, component, ns),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CONTROLLER_NAME},
         "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER_NAME, "namespace": ns}],
     }
     # Recreate: the old pod releases the Lease on SIGTERM before the new one campaigns.
-    deployment = _one_pod_deployment(CONTROLLER_NAME, component, ns, {"app.kubernetes.io/name": CONTROLLER_NAME}, {
-        "serviceAccountName": CONTROLLER_NAME,
-        "securityContext": pod_security_context(),
-        "terminationGracePeriodSeconds": 10,
-        "containers": [{
-            "name": "controller",
-            "image": image,
-            "imagePullPolicy": pull_policy,
-            "command": ["python", "-m", "controller"],
-            "args": [f"--namespace={ns}", f"--shared-root={CONTROLLER_SHARED_MOUNT}", f"--shared-claim={shared_claim}"],
-            "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
-            "resources": resources("100m", "256Mi"),
-            "securityContext": container_security_context(),
-            "volumeMounts": [{"name": "shared", "mountPath": CONTROLLER_SHARED_MOUNT, "readOnly": True}],
-        }],
-        "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": shared_claim, "readOnly": True}}],
-    })
-    return [annotate(service_account), annotate(role), annotate(binding),
-            *(annotate(o) for o in controller_job_policy(ns)), annotate(deployment, image_by_tag=image_by_tag)]
+    deployment = _one_pod_deployment(
+        CONTROLLER_NAME,
+        component,
+        ns,
+        {"app.kubernetes.io/name": CONTROLLER_NAME},
+        {
+            "serviceAccountName": CONTROLLER_NAME,
+            "securityContext": pod_security_context(),
+            "terminationGracePeriodSeconds": 10,
+            "containers": [
+                {
+                    "name": "controller",
+                    "image": image,
+                    "imagePullPolicy": pull_policy,
+                    "command": ["python", "-m", "controller"],
+                    "args": [
+                        f"--namespace={ns}",
+                        f"--shared-root={CONTROLLER_SHARED_MOUNT}",
+                        f"--shared-claim={shared_claim}",
+                    ],
+                    "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                    "resources": resources("100m", "256Mi"),
+                    "securityContext": container_security_context(),
+                    "volumeMounts": [{"name": "shared", "mountPath": CONTROLLER_SHARED_MOUNT, "readOnly": True}],
+                }
+            ],
+            "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": shared_claim, "readOnly": True}}],
+        },
+    )
+    return [
+        annotate(service_account),
+        annotate(role),
+        annotate(binding),
+        *(annotate(o) for o in controller_job_policy(ns)),
+        annotate(deployment, image_by_tag=image_by_tag),
+    ]
 
 
-def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_tag: bool = False) -> list[dict[str, Any]]:
+def store_objects(
+    namespace_name: str, image: Any, pull_policy: str, image_by_tag: bool = False
+) -> list[dict[str, Any]]:
     """The rendezvous store: one pod of the training image serving a TCPStore in memory (no volume,
     so any system node in any zone can run it), at a priority above the workloads, behind a
     disruption budget (rendezvous_store.py). A restart empties it and the agents put their state
@@ -216,10 +286,13 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
     component = "rendezvous"
     selector = STORE_SELECTOR
     service = {
-        "apiVersion": "v1", "kind": "Service",
+        "apiVersion": "v1",
+        "kind": "Service",
         "metadata": object_meta(STORE_NAME, component, namespace_name),
-        "spec": {"selector": selector,
-                 "ports": [{"name": "store", "port": STORE_PORT, "targetPort": STORE_PORT, "protocol": "TCP"}]},
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "store", "port": STORE_PORT, "targetPort": STORE_PORT, "protocol": "TCP"}],
+        },
     }
     # A TCP connect is what the store's clients do; the store answers it once its socket listens.
     listening = {"tcpSocket": {"port": STORE_PORT}, "timeoutSeconds": 2}
@@ -242,31 +315,36 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
         # StatefulSet waits until the pod is gone (stateful_set_control.go). It would only kill, emptied, the
         # store of a node that comes back (review rdzv-1 item 3). A lost node's pod goes when its Node is deleted
         # (the pod garbage collector's orphan pass, podgc/gc_controller.go); the out-of-service taint still evicts.
-        "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute"}
-                        for taint in ("not-ready", "unreachable")],
+        "tolerations": [
+            {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute"}
+            for taint in ("not-ready", "unreachable")
+        ],
         "securityContext": pod_security_context(STORE_UID, STORE_UID),
-        "containers": [{
-            "name": "store",
-            "image": image,
-            "imagePullPolicy": pull_policy,
-            "command": ["python", "-m", "jobs.elastic.store_server"],
-            "args": ["--host=0.0.0.0", f"--port={STORE_PORT}"],
-            "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
-            "ports": [{"name": "store", "containerPort": STORE_PORT, "protocol": "TCP"}],
-            # Python and torch load in seconds; ready (in the Service) as soon as it listens.
-            "startupProbe": {**listening, "periodSeconds": 1, "failureThreshold": 120},
-            "readinessProbe": {**listening, "periodSeconds": 2},
-            "livenessProbe": {**listening, "periodSeconds": 10, "failureThreshold": 3},
-            # torch's import is most of its memory; the runs' keys are kilobytes.
-            "resources": resources("100m", "512Mi"),
-            "securityContext": container_security_context(),
-            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-        }],
+        "containers": [
+            {
+                "name": "store",
+                "image": image,
+                "imagePullPolicy": pull_policy,
+                "command": ["python", "-m", "jobs.elastic.store_server"],
+                "args": ["--host=0.0.0.0", f"--port={STORE_PORT}"],
+                "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                "ports": [{"name": "store", "containerPort": STORE_PORT, "protocol": "TCP"}],
+                # Python and torch load in seconds; ready (in the Service) as soon as it listens.
+                "startupProbe": {**listening, "periodSeconds": 1, "failureThreshold": 120},
+                "readinessProbe": {**listening, "periodSeconds": 2},
+                "livenessProbe": {**listening, "periodSeconds": 10, "failureThreshold": 3},
+                # torch's import is most of its memory; the runs' keys are kilobytes.
+                "resources": resources("100m", "512Mi"),
+                "securityContext": container_security_context(),
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            }
+        ],
         # The root filesystem is read-only; /tmp for whatever torch writes there.
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
     }
     statefulset = {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
         "metadata": object_meta(STORE_NAME, component, namespace_name),
         "spec": {
             "replicas": 1,
@@ -285,8 +363,11 @@ def store_objects(namespace_name: str, image: Any, pull_policy: str, image_by_ta
             "template": {"metadata": {"labels": named_labels(component, STORE_NAME)}, "spec": pod_spec},
         },
     }
-    return [annotate(service), rendezvous_store.disruption_budget(namespace_name, selector),
-            annotate(statefulset, image_by_tag=image_by_tag)]
+    return [
+        annotate(service),
+        rendezvous_store.disruption_budget(namespace_name, selector),
+        annotate(statefulset, image_by_tag=image_by_tag),
+    ]
 
 
 def rendezvous_endpoint() -> str:

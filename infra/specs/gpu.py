@@ -77,48 +77,64 @@ def device_plugin_network_policy() -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{DEVICE_PLUGIN_NAME}-deny-ingress", "namespace": DEVICE_PLUGIN_NAMESPACE,
-                     "labels": common_labels(DEVICE_PLUGIN_COMPONENT)},
-        "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": DEVICE_PLUGIN_NAME}},
-                 "policyTypes": ["Ingress"]},
+        "metadata": {
+            "name": f"{DEVICE_PLUGIN_NAME}-deny-ingress",
+            "namespace": DEVICE_PLUGIN_NAMESPACE,
+            "labels": common_labels(DEVICE_PLUGIN_COMPONENT),
+        },
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": DEVICE_PLUGIN_NAME}},
+            "policyTypes": ["Ingress"],
+        },
     }
 
 
 def device_plugin_daemonset() -> dict[str, Any]:
     labels = common_labels(DEVICE_PLUGIN_COMPONENT)
     selector = {"app.kubernetes.io/name": DEVICE_PLUGIN_NAME}
-    return annotate({
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": DEVICE_PLUGIN_NAME, "namespace": DEVICE_PLUGIN_NAMESPACE, "labels": {**labels, **selector}},
-        "spec": {
-            "selector": {"matchLabels": selector},
-            "updateStrategy": {"type": "RollingUpdate"},
-            "template": {
-                "metadata": {"labels": {**labels, **selector}},
-                "spec": {
-                    "nodeSelector": {ACCELERATOR_LABEL: NVIDIA},
-                    "tolerations": [gpu_toleration()],
-                    "priorityClassName": "system-node-critical",
-                    "automountServiceAccountToken": False,
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "nvidia-device-plugin-ctr",
-                        "image": versions.NVIDIA_DEVICE_PLUGIN_IMAGE,
-                        "imagePullPolicy": "IfNotPresent",
-                        "securityContext": {
-                            "allowPrivilegeEscalation": False,
-                            "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]},
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
-                        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
-                                      "limits": {"cpu": "200m", "memory": "256Mi"}},
-                        "volumeMounts": [{"name": "device-plugins", "mountPath": DEVICE_PLUGIN_DIR}],
-                    }],
-                    "volumes": [{"name": "device-plugins",
-                                 "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}}],
+    return annotate(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {
+                "name": DEVICE_PLUGIN_NAME,
+                "namespace": DEVICE_PLUGIN_NAMESPACE,
+                "labels": {**labels, **selector},
+            },
+            "spec": {
+                "selector": {"matchLabels": selector},
+                "updateStrategy": {"type": "RollingUpdate"},
+                "template": {
+                    "metadata": {"labels": {**labels, **selector}},
+                    "spec": {
+                        "nodeSelector": {ACCELERATOR_LABEL: NVIDIA},
+                        "tolerations": [gpu_toleration()],
+                        "priorityClassName": "system-node-critical",
+                        "automountServiceAccountToken": False,
+                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [
+                            {
+                                "name": "nvidia-device-plugin-ctr",
+                                "image": versions.NVIDIA_DEVICE_PLUGIN_IMAGE,
+                                "imagePullPolicy": "IfNotPresent",
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"},
+                                },
+                                "resources": {
+                                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                                    "limits": {"cpu": "200m", "memory": "256Mi"},
+                                },
+                                "volumeMounts": [{"name": "device-plugins", "mountPath": DEVICE_PLUGIN_DIR}],
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "device-plugins", "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}}
+                        ],
+                    },
                 },
             },
-        },
-    })
+        }
+    )

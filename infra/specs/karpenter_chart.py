@@ -12,8 +12,8 @@ from typing import Any
 from infra import versions
 from infra.specs import gpu
 
-NAMESPACE = "kube-system"          # where the Karpenter docs install it (KARPENTER_NAMESPACE)
-SERVICE_ACCOUNT = "karpenter"      # named here, so the IRSA trust policy can name it
+NAMESPACE = "kube-system"  # where the Karpenter docs install it (KARPENTER_NAMESPACE)
+SERVICE_ACCOUNT = "karpenter"  # named here, so the IRSA trust policy can name it
 RELEASE_NAME = "karpenter"
 # The CRDs' own release: the name, namespace and chart the upgrade guide installs them with
 # (aws/karpenter-provider-aws @ 1d927085 website/content/en/v1.14/upgrading/upgrade-guide.md, "CRD
@@ -47,8 +47,11 @@ def values(cluster_name: Any, queue_name: Any, role_arn: Any, system_node_count:
     """`cluster_name`, `queue_name` and `role_arn` are the stack's own (strings or Outputs)."""
     return {
         "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
-        "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT,
-                           "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "serviceAccount": {
+            "create": True,
+            "name": SERVICE_ACCOUNT,
+            "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+        },
         "replicas": replicas(system_node_count),
         "nodeSelector": {"kubernetes.io/os": "linux", **system_node_selector()},
         "controller": {

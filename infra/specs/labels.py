@@ -8,8 +8,11 @@ PART_OF = "elastic-training"
 
 
 def common_labels(component: str) -> dict[str, str]:
-    return {"app.kubernetes.io/component": component, "app.kubernetes.io/part-of": PART_OF,
-            "app.kubernetes.io/managed-by": "pulumi"}
+    return {
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/managed-by": "pulumi",
+    }
 
 
 def named_labels(component: str, name: str) -> dict[str, str]:

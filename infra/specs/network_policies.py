@@ -15,22 +15,29 @@ from infra.specs.suppressions import annotate
 # Labels of the training worker pods (the ElasticJob's pod template; the controller copies them
 # onto every worker pod). workloads.py builds the pods with them; the NetworkPolicies here admit them.
 # JOB_LABEL and TRAINING_COMPONENT: the platform's contract (elastic_training.elasticjob).
-TRAINING_PODS = {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT},
-                 "matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}]}
+TRAINING_PODS = {
+    "matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT},
+    "matchExpressions": [{"key": JOB_LABEL, "operator": "Exists"}],
+}
 
 
-def _network_policy(name: str, component: str, namespace_name: str, pod_selector: dict[str, Any],
-                    ingress: list[dict[str, Any]]) -> dict[str, Any]:
+def _network_policy(
+    name: str, component: str, namespace_name: str, pod_selector: dict[str, Any], ingress: list[dict[str, Any]]
+) -> dict[str, Any]:
     # No rules is written as no `ingress` field (the same policy: policyTypes still lists Ingress): the
     # API server drops an empty list, so `ingress: []` would read back different from what was sent
     # (tests/cluster/test_every_object_applies.py).
     spec: dict[str, Any] = {"podSelector": pod_selector, "policyTypes": ["Ingress"]}
     if ingress:
         spec["ingress"] = ingress
-    return annotate({
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": object_meta(name, component, namespace_name), "spec": spec,
-    })
+    return annotate(
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": object_meta(name, component, namespace_name),
+            "spec": spec,
+        }
+    )
 
 
 def deny_ingress_policy(namespace_name: str, component: str) -> dict[str, Any]:
@@ -38,8 +45,9 @@ def deny_ingress_policy(namespace_name: str, component: str) -> dict[str, Any]:
     (policies add up). It selects our pods by label rather than with `podSelector: {}`: the two
     are the same for the pods we create, and checkov's NetworkPolicy check only links a policy to
     pods through matchLabels."""
-    return _network_policy("deny-ingress", component, namespace_name,
-                           {"matchLabels": {"app.kubernetes.io/part-of": PART_OF}}, [])
+    return _network_policy(
+        "deny-ingress", component, namespace_name, {"matchLabels": {"app.kubernetes.io/part-of": PART_OF}}, []
+    )
 
 
 def workload_network_policies(namespace_name: str) -> list[dict[str, Any]]:
@@ -47,10 +55,18 @@ def workload_network_policies(namespace_name: str) -> list[dict[str, Any]]:
     rendezvous) is reachable only from training workers, on its port; training workers reach each
     other on any port (torchrun's TCPStore and gloo pick ports at run time); data-prep and test Jobs
     take no ingress at all."""
-    store = _network_policy("store-from-training", "rendezvous", namespace_name, {"matchLabels": STORE_SELECTOR},
-                            [{"from": [{"podSelector": TRAINING_PODS}],
-                              "ports": [{"protocol": "TCP", "port": STORE_PORT}]}])
-    peers = _network_policy("training-peers", TRAINING_COMPONENT, namespace_name,
-                            {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT}},
-                            [{"from": [{"podSelector": TRAINING_PODS}]}])
+    store = _network_policy(
+        "store-from-training",
+        "rendezvous",
+        namespace_name,
+        {"matchLabels": STORE_SELECTOR},
+        [{"from": [{"podSelector": TRAINING_PODS}], "ports": [{"protocol": "TCP", "port": STORE_PORT}]}],
+    )
+    peers = _network_policy(
+        "training-peers",
+        TRAINING_COMPONENT,
+        namespace_name,
+        {"matchLabels": {"app.kubernetes.io/component": TRAINING_COMPONENT}},
+        [{"from": [{"podSelector": TRAINING_PODS}]}],
+    )
     return [deny_ingress_policy(namespace_name, "workloads"), store, peers]

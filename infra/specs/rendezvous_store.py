@@ -23,13 +23,18 @@ PRIORITY_VALUE = 1000000
 def priority_class() -> dict[str, Any]:
     """Under node pressure the kubelet evicts lower-priority pods first, and a pending store may
     preempt a workload pod to get a node back: the store goes last and comes back first."""
-    return annotate({
-        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": object_meta(PRIORITY_CLASS, COMPONENT),
-        # globalDefault is left out (false is its default, and the API server drops a false it is sent,
-        # so it would read back different from what was sent: tests/cluster/test_every_object_applies.py).
-        "value": PRIORITY_VALUE, "preemptionPolicy": "PreemptLowerPriority",
-        "description": "The rendezvous store of the training runs: evicted last, scheduled first.",
-    })
+    return annotate(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": object_meta(PRIORITY_CLASS, COMPONENT),
+            # globalDefault is left out (false is its default, and the API server drops a false it is sent,
+            # so it would read back different from what was sent: tests/cluster/test_every_object_applies.py).
+            "value": PRIORITY_VALUE,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "description": "The rendezvous store of the training runs: evicted last, scheduled first.",
+        }
+    )
 
 
 def disruption_budget(namespace: str, selector: dict[str, str]) -> dict[str, Any]:
@@ -38,8 +43,15 @@ def disruption_budget(namespace: str, selector: dict[str, str]) -> dict[str, Any
     unless the update is forced (EKS user guide, "Understand each phase of node updates"): the
     system node group is updated with force (infra/components/cluster.py), so an update moves the
     store last. A store that is not Ready may always be evicted: a budget must not pin a broken one."""
-    return annotate({
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": object_meta("rendezvous-store", COMPONENT, namespace),
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": selector},
-                 "unhealthyPodEvictionPolicy": "AlwaysAllow"},
-    })
+    return annotate(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": object_meta("rendezvous-store", COMPONENT, namespace),
+            "spec": {
+                "minAvailable": 1,
+                "selector": {"matchLabels": selector},
+                "unhealthyPodEvictionPolicy": "AlwaysAllow",
+            },
+        }
+    )

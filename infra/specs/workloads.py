@@ -15,9 +15,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_training import run_directory
-from elastic_training.elasticjob import API_VERSION, JOB_LABEL, KIND, RUN_LABEL, TRAINING_COMPONENT, WORKER, WORKER_CONTAINER
-from infra.config import (EKS, Settings, data_md5_for, efa_interfaces_per_node, gpus_per_node, image_pull_policy,
-                          memory_mib, own_training, SYNTHETIC_DEFAULT_PER_CLASS)
+from elastic_training.elasticjob import (
+    API_VERSION,
+    JOB_LABEL,
+    KIND,
+    RUN_LABEL,
+    TRAINING_COMPONENT,
+    WORKER,
+    WORKER_CONTAINER,
+)
+from infra.config import (
+    EKS,
+    Settings,
+    data_md5_for,
+    efa_interfaces_per_node,
+    gpus_per_node,
+    image_pull_policy,
+    memory_mib,
+    own_training,
+    SYNTHETIC_DEFAULT_PER_CLASS,
+)
 from infra.specs import capacity, efa, gpu
 from infra.specs.elastic import RENDEZVOUS_BACKEND, rendezvous_endpoint
 from infra.specs.labels import common_labels
@@ -67,8 +84,9 @@ class WorkloadNames:
 
 
 def names(run_id: str) -> WorkloadNames:
-    return WorkloadNames(data_prep=f"prep-{run_id}", training=f"train-{run_id}", test=f"eval-{run_id}",
-                         export=f"export-{run_id}")
+    return WorkloadNames(
+        data_prep=f"prep-{run_id}", training=f"train-{run_id}", test=f"eval-{run_id}", export=f"export-{run_id}"
+    )
 
 
 def run_dir(run_id: str) -> str:
@@ -79,8 +97,10 @@ def run_environment(settings: Settings) -> list[dict[str, Any]]:
     """Where this run's directory and the prepared data are (elastic_training.run_directory): every
     workload's container gets them, whatever command it runs; the controller reads the run directory
     from the worker container's (controller/progress.py)."""
-    return [{"name": run_directory.RUN_DIR_ENV, "value": run_dir(settings.run_id)},
-            {"name": run_directory.DATA_DIR_ENV, "value": DATA_ROOT}]
+    return [
+        {"name": run_directory.RUN_DIR_ENV, "value": run_dir(settings.run_id)},
+        {"name": run_directory.DATA_DIR_ENV, "value": DATA_ROOT},
+    ]
 
 
 def rendezvous_id(settings: Settings, image: str) -> str:
@@ -89,10 +109,17 @@ def rendezvous_id(settings: Settings, image: str) -> str:
     The rendezvous store keeps a finished rendezvous closed until it restarts, so a re-created
     ElasticJob (new image, new sizes) must not reuse its predecessor's id; an unchanged spec keeps its id, so the same run
     renders the same object."""
-    shape = {"image": image, "workers": [settings.min_workers, settings.workers, settings.max_workers],
-             "epochs": settings.epochs, "batch": settings.batch_size, "cpu": settings.worker_cpu,
-             "memory": settings.worker_memory, "deadline": settings.job_timeout_minutes,
-             "checkpoint": settings.checkpoint_every_seconds, "grace": settings.worker_grace_seconds}
+    shape = {
+        "image": image,
+        "workers": [settings.min_workers, settings.workers, settings.max_workers],
+        "epochs": settings.epochs,
+        "batch": settings.batch_size,
+        "cpu": settings.worker_cpu,
+        "memory": settings.worker_memory,
+        "deadline": settings.job_timeout_minutes,
+        "checkpoint": settings.checkpoint_every_seconds,
+        "grace": settings.worker_grace_seconds,
+    }
     if settings.training_command:  # only when set: the CIFAR-10 job's runs keep their ids
         shape["command"] = list(settings.training_command)
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
@@ -112,8 +139,10 @@ def shm_size_limit(settings: Settings) -> str:
 
 def _volumes(settings: Settings, shm: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(volumes, mounts): the shared EFS claim, and in-memory /tmp (the root filesystem is read-only)."""
-    volumes = [{"name": "shared", "persistentVolumeClaim": {"claimName": settings.pvc_name}},
-               {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
+    volumes = [
+        {"name": "shared", "persistentVolumeClaim": {"claimName": settings.pvc_name}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+    ]
     mounts = [{"name": "shared", "mountPath": MOUNT_PATH}, {"name": "tmp", "mountPath": "/tmp"}]
     if shm:
         # DataLoader workers, gloo and NCCL share memory through /dev/shm (SHM_SIZE_LIMIT).
@@ -128,8 +157,17 @@ def pull_policy(settings: Settings) -> str:
     return image_pull_policy(settings.image_uri) if settings.image_uri else "IfNotPresent"
 
 
-def _container(name: str, image: Any, command: list[str], args: list[Any], cpu: str, memory: str,
-               mounts: list[dict[str, Any]], pull: str, env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _container(
+    name: str,
+    image: Any,
+    command: list[str],
+    args: list[Any],
+    cpu: str,
+    memory: str,
+    mounts: list[dict[str, Any]],
+    pull: str,
+    env: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     return {
         "name": name,
         "image": image,
@@ -159,26 +197,38 @@ def image_by_tag(settings: Settings) -> bool:
     return pinned_by_tag(settings.image_uri) if settings.image_uri else False
 
 
-def _job(name: str, component: str, settings: Settings, container: dict[str, Any], volumes: list[dict[str, Any]],
-         backoff_limit: int, **pod_extra: Any) -> dict[str, Any]:
+def _job(
+    name: str,
+    component: str,
+    settings: Settings,
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]],
+    backoff_limit: int,
+    **pod_extra: Any,
+) -> dict[str, Any]:
     labels = _labels(component, name, settings.run_id)
-    return annotate({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": settings.namespace,
-            "labels": labels,
-            # A Job that failed is replaced by the next `pulumi up` instead of being re-awaited.
-            "annotations": {"pulumi.com/replaceUnready": "true"},
+    return annotate(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": settings.namespace,
+                "labels": labels,
+                # A Job that failed is replaced by the next `pulumi up` instead of being re-awaited.
+                "annotations": {"pulumi.com/replaceUnready": "true"},
+            },
+            "spec": {
+                "backoffLimit": backoff_limit,
+                "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"restartPolicy": "Never", **_pod_spec([container], volumes, **pod_extra)},
+                },
+            },
         },
-        "spec": {
-            "backoffLimit": backoff_limit,
-            "activeDeadlineSeconds": settings.job_timeout_minutes * 60,
-            "template": {"metadata": {"labels": labels},
-                         "spec": {"restartPolicy": "Never", **_pod_spec([container], volumes, **pod_extra)}},
-        },
-    }, image_by_tag=image_by_tag(settings))
+        image_by_tag=image_by_tag(settings),
+    )
 
 
 def reads_from_s3(settings: Settings) -> bool:
@@ -194,12 +244,19 @@ def irsa_service_account(settings: Settings, name: str, component: str, role_arn
     """A workload's identity in AWS: IRSA maps the service account to an IAM role (whose policy
     says what it may do). The EKS pod identity webhook projects its web-identity token into the
     pod; the Kubernetes API token stays unmounted."""
-    return annotate({
-        "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": settings.namespace, "labels": common_labels(component),
-                     "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
-        "automountServiceAccountToken": False,
-    })
+    return annotate(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": name,
+                "namespace": settings.namespace,
+                "labels": common_labels(component),
+                "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+            },
+            "automountServiceAccountToken": False,
+        }
+    )
 
 
 def data_prep_service_account(settings: Settings, role_arn: Any) -> dict[str, Any]:
@@ -226,13 +283,26 @@ def data_prep_args(settings: Settings) -> list[str]:
 def data_prep_job(settings: Settings, image: Any) -> dict[str, Any]:
     volumes, mounts = _volumes(settings)
     region = aws_region_env(settings) if reads_from_s3(settings) else []
-    command, args = (list(settings.data_prep_command), []) if settings.data_prep_command else (
-        ["python", "-m", "jobs.data.prepare"], data_prep_args(settings))
-    container = _container("prepare", image, command, args,
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
-                           run_environment(settings) + region)
+    command, args = (
+        (list(settings.data_prep_command), [])
+        if settings.data_prep_command
+        else (["python", "-m", "jobs.data.prepare"], data_prep_args(settings))
+    )
+    container = _container(
+        "prepare",
+        image,
+        command,
+        args,
+        SIDE_JOB_CPU,
+        SIDE_JOB_MEMORY,
+        mounts,
+        pull_policy(settings),
+        run_environment(settings) + region,
+    )
     identity = {"serviceAccountName": DATA_PREP_SERVICE_ACCOUNT} if reads_from_s3(settings) else {}
-    return _job(names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity)
+    return _job(
+        names(settings.run_id).data_prep, "data-prep", settings, container, volumes, backoff_limit=2, **identity
+    )
 
 
 def training_args(settings: Settings, rdzv_id_arg: Any) -> list[Any]:
@@ -263,15 +333,21 @@ def training_target(settings: Settings) -> list[str]:
         assert target is not None, "the config checks refuse any other trainingCommand before anything renders"
         return target
     return [
-        "-m", "jobs.training.train",
-        "--data", DATA_DIR,
-        "--run-dir", run_dir(settings.run_id),
-        "--epochs", str(settings.epochs),
-        "--batch-size", str(settings.batch_size),
+        "-m",
+        "jobs.training.train",
+        "--data",
+        DATA_DIR,
+        "--run-dir",
+        run_dir(settings.run_id),
+        "--epochs",
+        str(settings.epochs),
+        "--batch-size",
+        str(settings.batch_size),
         # auto is the worker's own default: passed only when the stack asks for another.
         *(["--precision", settings.precision] if settings.precision != "auto" else []),
         # A time checkpoint within the epoch: what a preemption can cost at most.
-        "--checkpoint-every-seconds", str(settings.checkpoint_every_seconds),
+        "--checkpoint-every-seconds",
+        str(settings.checkpoint_every_seconds),
     ]
 
 
@@ -289,8 +365,13 @@ def worker_placement(settings: Settings, job_name: str) -> dict[str, Any]:
       existing cluster's nodes carry whatever labels their owner gave them, so none is required there."""
     placement: dict[str, Any] = {}
     if settings.workers_per_node == 1:
-        placement["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {JOB_LABEL: job_name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        placement["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {JOB_LABEL: job_name}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
     gpu_stack = gpus_per_node(settings) > 0
     if settings.target == EKS:
         placement["nodeSelector"] = capacity.worker_node_labels(gpu_stack)
@@ -306,8 +387,17 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
     labels = _labels(TRAINING_COMPONENT, name, settings.run_id)
     volumes, mounts = _volumes(settings, shm=True)
     env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}, *run_environment(settings)]
-    worker = _container(WORKER_CONTAINER, image, WORKER_COMMAND, training_args(settings, rdzv_id_arg),
-                        settings.worker_cpu, settings.worker_memory, mounts, pull_policy(settings), env)
+    worker = _container(
+        WORKER_CONTAINER,
+        image,
+        WORKER_COMMAND,
+        training_args(settings, rdzv_id_arg),
+        settings.worker_cpu,
+        settings.worker_memory,
+        mounts,
+        pull_policy(settings),
+        env,
+    )
     gpus = gpus_per_node(settings)
     if gpus:
         # Every GPU of the node (an extended resource: the limit is the request, Kubernetes docs
@@ -320,42 +410,53 @@ def elastic_job(settings: Settings, image: Any, rdzv_id_arg: Any) -> dict[str, A
         # that requests them (infra/specs/efa.py).
         for bound in ("requests", "limits"):
             worker["resources"][bound][efa.EFA_RESOURCE] = str(interfaces)
-    pod = _pod_spec([worker], volumes, **worker_placement(settings, name),
-                    terminationGracePeriodSeconds=settings.worker_grace_seconds)
+    pod = _pod_spec(
+        [worker],
+        volumes,
+        **worker_placement(settings, name),
+        terminationGracePeriodSeconds=settings.worker_grace_seconds,
+    )
     # No voluntary disruption (consolidation, drift) of a node while a worker runs there; our
     # controller puts the replica template, annotations included, in its Job (controller/render.py).
     template_metadata = {"labels": labels}
     if settings.target == EKS:
         template_metadata["annotations"] = capacity.worker_pod_annotations()
     # Our controller never writes the spec (controller/reconcile.py), so a refresh finds it as written.
-    return annotate({
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {"name": name, "namespace": settings.namespace, "labels": labels,
-                     # Completion is awaited by the ElasticJobCompletion resource, which can tell a
-                     # failed worker from a deadline; the provider's generic await cannot.
-                     "annotations": {"pulumi.com/skipAwait": "true"}},
-        "spec": {
-            "rdzvEndpoint": rendezvous_endpoint(),
-            "minReplicas": settings.min_workers,
-            "maxReplicas": settings.max_workers,
-            # No activeDeadlineSeconds: the deadline is ElasticJobCompletion's (jobTimeoutMinutes),
-            # which can tell a deadline from a failed worker (our controller would pass one on to
-            # its Job, controller/render.py).
-
-            # No cleanPodPolicy: our controller deletes a finished run's pods only with
-            # cleanPodPolicy All (controller/reconcile.py), so without one `kubectl logs` works
-            # after a successful run.
-            "replicaSpecs": {WORKER: {
-                "replicas": settings.workers,
-                # Our controller's Job runs the pods with restartPolicy Never whatever this says (its
-                # podFailurePolicy needs it, controller/render.py); ExitCode is the archived
-                # controller's name for the same behaviour, which the CRD still accepts.
-                "restartPolicy": "ExitCode",
-                "template": {"metadata": template_metadata, "spec": pod},
-            }},
-        },
-    })
+    return annotate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {
+                "name": name,
+                "namespace": settings.namespace,
+                "labels": labels,
+                # Completion is awaited by the ElasticJobCompletion resource, which can tell a
+                # failed worker from a deadline; the provider's generic await cannot.
+                "annotations": {"pulumi.com/skipAwait": "true"},
+            },
+            "spec": {
+                "rdzvEndpoint": rendezvous_endpoint(),
+                "minReplicas": settings.min_workers,
+                "maxReplicas": settings.max_workers,
+                # No activeDeadlineSeconds: the deadline is ElasticJobCompletion's (jobTimeoutMinutes),
+                # which can tell a deadline from a failed worker (our controller would pass one on to
+                # its Job, controller/render.py).
+                # No cleanPodPolicy: our controller deletes a finished run's pods only with
+                # cleanPodPolicy All (controller/reconcile.py), so without one `kubectl logs` works
+                # after a successful run.
+                "replicaSpecs": {
+                    WORKER: {
+                        "replicas": settings.workers,
+                        # Our controller's Job runs the pods with restartPolicy Never whatever this says (its
+                        # podFailurePolicy needs it, controller/render.py); ExitCode is the archived
+                        # controller's name for the same behaviour, which the CRD still accepts.
+                        "restartPolicy": "ExitCode",
+                        "template": {"metadata": template_metadata, "spec": pod},
+                    }
+                },
+            },
+        }
+    )
 
 
 def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
@@ -368,13 +469,18 @@ def worker_disruption_budget(settings: Settings) -> dict[str, Any]:
     The selector is the run's job label: the Job copies the template's labels onto every
     worker pod, and no other pod carries this training's name under that key."""
     name = names(settings.run_id).training
-    return annotate({
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": settings.namespace,
-                     "labels": _labels(TRAINING_COMPONENT, name, settings.run_id)},
-        "spec": {"minAvailable": settings.min_workers, "selector": {"matchLabels": {JOB_LABEL: name}}},
-    })
+    return annotate(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {
+                "name": name,
+                "namespace": settings.namespace,
+                "labels": _labels(TRAINING_COMPONENT, name, settings.run_id),
+            },
+            "spec": {"minAvailable": settings.min_workers, "selector": {"matchLabels": {JOB_LABEL: name}}},
+        }
+    )
 
 
 def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, Any]:
@@ -384,13 +490,38 @@ def test_job(settings: Settings, image: Any, run_cost: Any = None) -> dict[str, 
     cost = ["--run-cost", run_cost] if run_cost is not None else []
     gate = str(own_training.gate(settings))
     # An own testCommand runs under the gate on the metric it writes (jobs.results.gate); else the CIFAR-10 evaluation.
-    command, args = (["python", "-m", "jobs.results.gate", "--metric", settings.gate_metric, "--min", gate, *cost],
-                     ["--", *settings.test_command]) if settings.test_command else (
-        ["python", "-m", "jobs.results.evaluate"],
-        ["--data", DATA_DIR, "--model", f"{directory}/{run_directory.MODEL}",
-         "--metrics-out", f"{directory}/{run_directory.METRICS}", "--min-accuracy", gate, *cost])
-    container = _container("evaluate", image, command, args, SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings),
-                           run_environment(settings))
+    command, args = (
+        (
+            ["python", "-m", "jobs.results.gate", "--metric", settings.gate_metric, "--min", gate, *cost],
+            ["--", *settings.test_command],
+        )
+        if settings.test_command
+        else (
+            ["python", "-m", "jobs.results.evaluate"],
+            [
+                "--data",
+                DATA_DIR,
+                "--model",
+                f"{directory}/{run_directory.MODEL}",
+                "--metrics-out",
+                f"{directory}/{run_directory.METRICS}",
+                "--min-accuracy",
+                gate,
+                *cost,
+            ],
+        )
+    )
+    container = _container(
+        "evaluate",
+        image,
+        command,
+        args,
+        SIDE_JOB_CPU,
+        SIDE_JOB_MEMORY,
+        mounts,
+        pull_policy(settings),
+        run_environment(settings),
+    )
     # No retries: a model below the accuracy gate stays below it.
     return _job(names(settings.run_id).test, "evaluation", settings, container, volumes, backoff_limit=0)
 
@@ -404,9 +535,24 @@ def export_job(settings: Settings, image: Any, destination: Any) -> dict[str, An
     """python -m jobs.results.export: the run's model.pt, metrics.json (and history.jsonl) to `destination`
     (s3://<bucket>/runs/<runId>, a string or an Output of one)."""
     volumes, mounts = _volumes(settings)
-    container = _container("export", image, ["python", "-m", "jobs.results.export"],
-                           ["--run-dir", run_dir(settings.run_id), "--dest", destination],
-                           SIDE_JOB_CPU, SIDE_JOB_MEMORY, mounts, pull_policy(settings), aws_region_env(settings))
+    container = _container(
+        "export",
+        image,
+        ["python", "-m", "jobs.results.export"],
+        ["--run-dir", run_dir(settings.run_id), "--dest", destination],
+        SIDE_JOB_CPU,
+        SIDE_JOB_MEMORY,
+        mounts,
+        pull_policy(settings),
+        aws_region_env(settings),
+    )
     # Retries are safe: an object already there with the same checksum is not uploaded again.
-    return _job(names(settings.run_id).export, "export", settings, container, volumes, backoff_limit=2,
-                serviceAccountName=EXPORT_SERVICE_ACCOUNT)
+    return _job(
+        names(settings.run_id).export,
+        "export",
+        settings,
+        container,
+        volumes,
+        backoff_limit=2,
+        serviceAccountName=EXPORT_SERVICE_ACCOUNT,
+    )

@@ -110,7 +110,12 @@ def read_batch_file(path: Path, recorded: dict | None = None) -> tuple[np.ndarra
     """One data/test batch as (uint8 images N x 3 x 32 x 32, int64 labels)."""
     content = _read_pickle(path, recorded)
     data, labels = content.get("data"), content.get("labels")
-    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != PIXELS_PER_IMAGE:
+    if (
+        not isinstance(data, np.ndarray)
+        or data.dtype != np.uint8
+        or data.ndim != 2
+        or data.shape[1] != PIXELS_PER_IMAGE
+    ):
         raise DataError(f"{path}: 'data' must be a uint8 array of N x {PIXELS_PER_IMAGE} pixels")
     if not isinstance(labels, list) or len(labels) != len(data):
         raise DataError(f"{path}: 'labels' must be a list with one label per image ({len(data)})")
@@ -215,7 +220,9 @@ def synthetic_test_images_per_class(train_images_per_class: int) -> int:
     return max(1, train_images_per_class // 5)
 
 
-def write_synthetic(folder: Path, images_per_class: int, seed: int = 0, test_images_per_class: int | None = None) -> None:
+def write_synthetic(
+    folder: Path, images_per_class: int, seed: int = 0, test_images_per_class: int | None = None
+) -> None:
     """Write a complete CIFAR-10-format folder of generated images into `folder` (created).
     `images_per_class` training images per class; the test split gets a fifth of that as in
     CIFAR-10, unless `test_images_per_class` says otherwise (tests want a larger test split)."""
@@ -234,7 +241,9 @@ def write_synthetic(folder: Path, images_per_class: int, seed: int = 0, test_ima
         _write_batch(folder / name, f"training batch {number} of 5", labels, _generate_images(labels, prototypes, rng))
 
     test_labels = rng.permutation(np.repeat(np.arange(NUM_CLASSES), test_images_per_class))
-    _write_batch(folder / TEST_FILE, "testing batch 1 of 1", test_labels, _generate_images(test_labels, prototypes, rng))
+    _write_batch(
+        folder / TEST_FILE, "testing batch 1 of 1", test_labels, _generate_images(test_labels, prototypes, rng)
+    )
 
     _write_pickle(
         folder / META_FILE,

@@ -256,7 +256,9 @@ def build_parser() -> cli.ArgumentParser:
     )
     parser.add_argument("--dest", required=True, type=Path, help="folder that receives cifar-10-batches-py/ (required)")
     origin = parser.add_mutually_exclusive_group()
-    origin.add_argument("--source", type=_check_source, help=f"URL, local path or s3://bucket/key (default: {OFFICIAL_URL})")
+    origin.add_argument(
+        "--source", type=_check_source, help=f"URL, local path or s3://bucket/key (default: {OFFICIAL_URL})"
+    )
     origin.add_argument("--synthetic", type=_synthetic_count, metavar="N",
                         help="generate N images per class instead of downloading (default: download --source)")  # fmt: skip
     parser.add_argument("--md5", type=_md5_hex,

@@ -106,8 +106,11 @@ class GroupWatch:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        print("jobs.elastic.agent: error: no torchrun arguments (usage: python -m jobs.elastic.agent TORCHRUN_ARGS...; "
-              "`python -m jobs.elastic.agent --help` shows torchrun's)", file=sys.stderr)
+        print(
+            "jobs.elastic.agent: error: no torchrun arguments (usage: python -m jobs.elastic.agent TORCHRUN_ARGS...; "
+            "`python -m jobs.elastic.agent --help` shows torchrun's)",
+            file=sys.stderr,
+        )
         return 2
     try:
         torchrun_options.check(args)
@@ -122,8 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def forward_sigterm(signum, frame):
         nonlocal stopped
         if not stopped:
-            print("jobs.elastic.agent: SIGTERM: stopping torchrun and its workers; exiting 143 so that the "
-                  "controller recreates this worker", file=sys.stderr, flush=True)
+            print(
+                "jobs.elastic.agent: SIGTERM: stopping torchrun and its workers; exiting 143 so that the "
+                "controller recreates this worker",
+                file=sys.stderr,
+                flush=True,
+            )
         stopped = True
         if torchrun is not None:
             torchrun.send_signal(signal.SIGTERM)

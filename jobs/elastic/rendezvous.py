@@ -185,8 +185,9 @@ class ReseedingBackend(RendezvousBackend):
     """The round's state in one key of the store, put back from this node's last state when the
     store lost it (see the module docstring). States are base64 text; the token is that text."""
 
-    def __init__(self, store: ReconnectingStore, run_id: str, alive_for: timedelta,
-                 clock=lambda: datetime.now(timezone.utc)):
+    def __init__(
+        self, store: ReconnectingStore, run_id: str, alive_for: timedelta, clock=lambda: datetime.now(timezone.utc)
+    ):
         if not run_id:
             raise ValueError("The run id must be a non-empty string.")
         self._store = store
@@ -262,8 +263,9 @@ class ReseedingBackend(RendezvousBackend):
         state = pickle.loads(b64decode(value))
         now = self._clock()
         alive_since = answered - self._alive_for
-        state.last_heartbeats = {node: max(beat, now) if beat >= alive_since else beat
-                                 for node, beat in state.last_heartbeats.items()}
+        state.last_heartbeats = {
+            node: max(beat, now) if beat >= alive_since else beat for node, beat in state.last_heartbeats.items()
+        }
         return b64encode(pickle.dumps(state))
 
     # --- how the run ended (RunEnd) -----------------------------------------------------------
@@ -301,8 +303,10 @@ class ReseedingBackend(RendezvousBackend):
 
 def _said_put_back(value: bytes) -> None:
     state = pickle.loads(b64decode(value))
-    say(f"the rendezvous store lost this run's state; put back this node's last one (round {state.round}, "
-        f"{len(state.participants)} participants)")
+    say(
+        f"the rendezvous store lost this run's state; put back this node's last one (round {state.round}, "
+        f"{len(state.participants)} participants)"
+    )
 
 
 class OutlastingRendezvousHandler(DynamicRendezvousHandler):
@@ -328,10 +332,12 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
                 raise ArrivedAfterTheEnd(
                     f"the rendezvous {self._settings.run_id} closed while this node waited as a spare (its group was "
                     f"full at {self._settings.max_nodes} nodes): the group finished (node {end.node}, round {end.round}, "
-                    f"{end.at}), so there is nothing left for this node to do") from None
+                    f"{end.at}), so there is nothing left for this node to do"
+                ) from None
             raise SpareNotAdmitted(
                 f"the rendezvous {self._settings.run_id} closed while this node waited as a spare: its group was "
-                f"full at {self._settings.max_nodes} nodes (--nnodes MIN:MAX admits no more agents than MAX)") from None
+                f"full at {self._settings.max_nodes} nodes (--nnodes MIN:MAX admits no more agents than MAX)"
+            ) from None
         self._round, self._reforming = self._state_holder.state.round, False
         return info
 
@@ -341,9 +347,11 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
         if self._round is None or (state.round == self._round and self._this_node in state.participants):
             return waiting
         if not self._reforming:
-            say(f"this node is not in the rendezvous round it trains in any more (the store holds round "
+            say(
+                f"this node is not in the rendezvous round it trains in any more (the store holds round "
                 f"{state.round} with {len(state.participants)} participants): re-forming the group from the "
-                "last checkpoint")
+                "last checkpoint"
+            )
             self._reforming = True
         return max(waiting, 1)  # torch's agent restarts its workers and joins the next round
 
@@ -355,14 +363,17 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
             return RejoinedAfterTheEnd(
                 f"the rendezvous {run_id} was closed as finished (node {end.node}, round {end.round}, {end.at}) while "
                 f"this node re-joined it after its workers of round {self._round} stopped without finishing: the "
-                "rest of the group finished without them")
+                "rest of the group finished without them"
+            )
         if end is not None and end.outcome == FINISHED:
             return ArrivedAfterTheEnd(
                 f"the rendezvous {run_id} was closed before this node joined it: the group it was to join has finished "
-                f"(node {end.node}, round {end.round}, {end.at}), so there is nothing left for this node to do")
+                f"(node {end.node}, round {end.round}, {end.at}), so there is nothing left for this node to do"
+            )
         return ClosedWithoutFinishing(
             f"the rendezvous {run_id} is closed, and no agent recorded that its run finished (torch's own handler "
-            "closes it after a failed group too): the run failed, this node cannot join it, and a retry cannot either")
+            "closes it after a failed group too): the run failed, this node cannot join it, and a retry cannot either"
+        )
 
     def shutdown(self) -> bool:
         """Close the rendezvous only when this agent's run finished, saying so first (RunEnd).
@@ -381,14 +392,24 @@ class OutlastingRendezvousHandler(DynamicRendezvousHandler):
             self._stop_heartbeats()
             return False
         if ending is not None:
-            if not isinstance(ending, (ArrivedAfterTheEnd, ClosedWithoutFinishing, RejoinedAfterTheEnd, SpareNotAdmitted)):
-                say(f"leaving the rendezvous {self._settings.run_id} open ({type(ending).__name__}: this agent's run "
-                    "failed; the others may go on, and this worker's retry can join again)")
+            if not isinstance(
+                ending, (ArrivedAfterTheEnd, ClosedWithoutFinishing, RejoinedAfterTheEnd, SpareNotAdmitted)
+            ):
+                say(
+                    f"leaving the rendezvous {self._settings.run_id} open ({type(ending).__name__}: this agent's run "
+                    "failed; the others may go on, and this worker's retry can join again)"
+                )
             self._stop_heartbeats()
             return False
         try:
-            self._run_backend.record_end(RunEnd(FINISHED, repr(self._this_node), self._state_holder.state.round,
-                                                datetime.now(timezone.utc).isoformat()))
+            self._run_backend.record_end(
+                RunEnd(
+                    FINISHED,
+                    repr(self._this_node),
+                    self._state_holder.state.round,
+                    datetime.now(timezone.utc).isoformat(),
+                )
+            )
         except RendezvousError as error:  # the store away past its bound: torch's close below fails alike
             say(f"could not record that the run finished ({error})")
         return super().shutdown()  # torch's: a RendezvousError is logged, the agent still ends as it finished
@@ -408,18 +429,41 @@ def create_handler(params: RendezvousParameters) -> RendezvousHandler:
     host, port = parse_rendezvous_endpoint(params.endpoint, default_port=DEFAULT_PORT)
     outage = Outage(f"{host}:{port}", _config(params, OUTAGE_KEY) if params.get(OUTAGE_KEY) else STORE_OUTAGE_TIMEOUT)
     read_timeout = params.get_as_int("read_timeout", READ_TIMEOUT)  # None only for a default of None
-    store = ReconnectingStore(host, port, timedelta(seconds=READ_TIMEOUT if read_timeout is None else read_timeout), outage)
-    keep_alive_interval, keep_alive_max_attempt = _config(params, "keep_alive_interval"), _config(params, "keep_alive_max_attempt")
+    store = ReconnectingStore(
+        host, port, timedelta(seconds=READ_TIMEOUT if read_timeout is None else read_timeout), outage
+    )
+    keep_alive_interval, keep_alive_max_attempt = (
+        _config(params, "keep_alive_interval"),
+        _config(params, "keep_alive_max_attempt"),
+    )
     backend = ReseedingBackend(store, params.run_id, timedelta(seconds=keep_alive_interval * keep_alive_max_attempt))
-    timeout = RendezvousTimeout(*(timedelta(seconds=_config(params, f"{name}_timeout"))
-                                  for name in ("join", "last_call", "close", "heartbeat")))
+    timeout = RendezvousTimeout(
+        *(timedelta(seconds=_config(params, f"{name}_timeout")) for name in ("join", "last_call", "close", "heartbeat"))
+    )
     handler = OutlastingRendezvousHandler.from_backend(
-        params.run_id, store, backend, params.min_nodes, params.max_nodes, params.local_addr, timeout,
-        keep_alive_interval=keep_alive_interval, keep_alive_max_attempt=keep_alive_max_attempt)
+        params.run_id,
+        store,
+        backend,
+        params.min_nodes,
+        params.max_nodes,
+        params.local_addr,
+        timeout,
+        keep_alive_interval=keep_alive_interval,
+        keep_alive_max_attempt=keep_alive_max_attempt,
+    )
     handler._store_outage = outage
     handler._run_backend = backend
     return handler
 
 
-__all__ = ["ArrivedAfterTheEnd", "BACKEND", "ClosedWithoutFinishing", "DEFAULT_PORT", "RejoinedAfterTheEnd", "RunEnd",
-           "SpareNotAdmitted", "StoreUnavailable", "create_handler"]
+__all__ = [
+    "ArrivedAfterTheEnd",
+    "BACKEND",
+    "ClosedWithoutFinishing",
+    "DEFAULT_PORT",
+    "RejoinedAfterTheEnd",
+    "RunEnd",
+    "SpareNotAdmitted",
+    "StoreUnavailable",
+    "create_handler",
+]

@@ -72,11 +72,15 @@ class Outage:
         now = self.clock()
         if self.since is None:
             self.since = now
-            say(f"the rendezvous store {self.endpoint} is unreachable ({_first_line(error)}); the workers "
-                f"keep training; giving up after {self.bound_seconds:.0f} s")
+            say(
+                f"the rendezvous store {self.endpoint} is unreachable ({_first_line(error)}); the workers "
+                f"keep training; giving up after {self.bound_seconds:.0f} s"
+            )
         if now - self.since > self.bound_seconds:
-            self.gave_up = (f"the rendezvous store {self.endpoint} was unreachable for {now - self.since:.1f} s, "
-                            f"longer than store_outage_timeout={self.bound_seconds:.0f} s ({_first_line(error)})")
+            self.gave_up = (
+                f"the rendezvous store {self.endpoint} was unreachable for {now - self.since:.1f} s, "
+                f"longer than store_outage_timeout={self.bound_seconds:.0f} s ({_first_line(error)})"
+            )
             raise StoreUnavailable(self.gave_up)
 
     def end(self) -> bool:
@@ -97,9 +101,15 @@ def _first_line(error: BaseException) -> str:
 class ReconnectingStore(dist.Store):
     """A TCPStore client that connects again after its server went away (see the module docstring)."""
 
-    def __init__(self, host: str, port: int, read_timeout: timedelta, outage: Outage,
-                 sleep: Callable[[float], None] = time.sleep,
-                 wall_clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        read_timeout: timedelta,
+        outage: Outage,
+        sleep: Callable[[float], None] = time.sleep,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
         super().__init__()
         self.host, self.port = host, port
         self._read_timeout = read_timeout
@@ -117,8 +127,9 @@ class ReconnectingStore(dist.Store):
     def _connection(self) -> dist.TCPStore:
         with self._lock:
             if self._client is None:
-                client = dist.TCPStore(self.host, self.port, is_master=False,
-                                       timeout=timedelta(seconds=CONNECT_SECONDS))
+                client = dist.TCPStore(
+                    self.host, self.port, is_master=False, timeout=timedelta(seconds=CONNECT_SECONDS)
+                )
                 client.set_timeout(self._read_timeout)
                 self._client = client
             return self._client

@@ -46,8 +46,9 @@ def serve(host: str, port: int, stop: threading.Event) -> None:
         host_for_client = "::1" if listener.family == socket.AF_INET6 else "127.0.0.1"
     else:
         host_for_client = host
-    store = dist.TCPStore(host_for_client, bound, is_master=True, wait_for_workers=False,
-                          master_listen_fd=listener.fileno())
+    store = dist.TCPStore(
+        host_for_client, bound, is_master=True, wait_for_workers=False, master_listen_fd=listener.fileno()
+    )
     listener.detach()  # the store owns the socket now, and closes it
     print(f"{READY} {host}:{bound}", flush=True)
     while not stop.wait(1):
@@ -58,8 +59,9 @@ def serve(host: str, port: int, stop: threading.Event) -> None:
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m jobs.elastic.store_server", description=__doc__.splitlines()[0])
     parser.add_argument("--host", required=True, help="the address to listen on (0.0.0.0 in a pod)")
-    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
-                        help=f"the port (default {DEFAULT_PORT}; 0: any free one)")
+    parser.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any free one)"
+    )
     return parser
 
 

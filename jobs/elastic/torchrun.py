@@ -42,9 +42,13 @@ RETIRED_BACKENDS = ("etcd", "etcd-v2")
 def main(argv: Sequence[str] | None = None) -> int:
     args = torch_run.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.rdzv_backend in RETIRED_BACKENDS and not args.standalone:
-        print(f"jobs.elastic.torchrun: error: --rdzv_backend={args.rdzv_backend}: torch's etcd rendezvous is retired here "
-              f"(it needs the etcd v2 API); use --rdzv_backend={rendezvous.BACKEND} with the rendezvous store "
-              "(python -m jobs.elastic.store_server) as --rdzv_endpoint", file=sys.stderr, flush=True)
+        print(
+            f"jobs.elastic.torchrun: error: --rdzv_backend={args.rdzv_backend}: torch's etcd rendezvous is retired here "
+            f"(it needs the etcd v2 API); use --rdzv_backend={rendezvous.BACKEND} with the rendezvous store "
+            "(python -m jobs.elastic.store_server) as --rdzv_endpoint",
+            file=sys.stderr,
+            flush=True,
+        )
         return exit_codes.USAGE
     rendezvous_plugin.register()
     try:
@@ -58,8 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # torch's handler is still installed: a second SIGTERM now would escape this line as a traceback.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         code = 128 + int(stopped.sigval)
-        print(f"jobs.elastic.torchrun: stopped by {stopped.sigval.name}: the workers were stopped; exiting {code}",
-              file=sys.stderr, flush=True)
+        print(
+            f"jobs.elastic.torchrun: stopped by {stopped.sigval.name}: the workers were stopped; exiting {code}",
+            file=sys.stderr,
+            flush=True,
+        )
         return code
     except rendezvous.ArrivedAfterTheEnd as error:
         print(f"jobs.elastic.torchrun: {error}; exiting 0", file=sys.stderr, flush=True)

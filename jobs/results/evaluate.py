@@ -46,16 +46,34 @@ def fraction(text: str) -> float:
 
 
 def build_parser() -> cli.ArgumentParser:
-    parser = cli.ArgumentParser(prog="python -m jobs.results.evaluate", description="Accuracy of a trained model on the test split.")
+    parser = cli.ArgumentParser(
+        prog="python -m jobs.results.evaluate", description="Accuracy of a trained model on the test split."
+    )
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
-    parser.add_argument("--model", required=True, type=Path, help="RUN_DIR/model.pt written by jobs.training.train (required)")
+    parser.add_argument(
+        "--model", required=True, type=Path, help="RUN_DIR/model.pt written by jobs.training.train (required)"
+    )
     parser.add_argument("--metrics-out", type=Path, default=None,
                         help="JSON file to write (default: metrics.json next to --model)")  # fmt: skip
-    parser.add_argument("--min-accuracy", type=fraction, default=None, help="fail (exit 3) below this fraction, 0..1 (default: no gate; the stack's test Job passes minAccuracy)")
-    parser.add_argument("--run-cost", type=_run_cost, default=None,
-                        help="the training run's cost as the stack measured it (JSON object, infra/components/run_cost.py); "
-                             "kept in metrics.json and history.jsonl beside the model (default: none)")
-    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=500, help="images per forward pass (default: %(default)s)")
+    parser.add_argument(
+        "--min-accuracy",
+        type=fraction,
+        default=None,
+        help="fail (exit 3) below this fraction, 0..1 (default: no gate; the stack's test Job passes minAccuracy)",
+    )
+    parser.add_argument(
+        "--run-cost",
+        type=_run_cost,
+        default=None,
+        help="the training run's cost as the stack measured it (JSON object, infra/components/run_cost.py); "
+        "kept in metrics.json and history.jsonl beside the model (default: none)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=cli.bounded_int(1, MAX_BATCH_SIZE),
+        default=500,
+        help="images per forward pass (default: %(default)s)",
+    )
     return parser
 
 
@@ -66,7 +84,9 @@ def parse_args(argv: Sequence[str] | None):
 def load_model(path: Path, device: torch.device) -> tuple[WorkshopCNN, Normalization]:
     saved = checkpoint.load(path, "model")
     if saved.get("architecture") != ARCHITECTURE:
-        raise cli.JobError(f"{path} is not a {ARCHITECTURE} model written by jobs.training.train (a checkpoint.pt, perhaps?)")
+        raise cli.JobError(
+            f"{path} is not a {ARCHITECTURE} model written by jobs.training.train (a checkpoint.pt, perhaps?)"
+        )
     model = WorkshopCNN(num_classes=len(saved["class_names"]))
     try:
         model.load_state_dict(saved["state_dict"])
@@ -133,7 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics_path = args.metrics_out or args.model.parent / run_directory.METRICS
     test = data.load_split(args.data, "test", data_record.read(args.data) if args.data.is_dir() else None)
     if test.synthetic:
-        log.warning("WARNING: %s holds SYNTHETIC images, not CIFAR-10: this accuracy says nothing about CIFAR-10", args.data)
+        log.warning(
+            "WARNING: %s holds SYNTHETIC images, not CIFAR-10: this accuracy says nothing about CIFAR-10", args.data
+        )
     device = choose_device()
     if device.type == "cpu":
         configure_cpu_threads()
@@ -156,8 +178,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # The workshop's summary line, kept word for word for anyone who parses it.
     # One line: the workshop's words, as anyone who parses them expects, then the exact figures.
-    log.info("Accuracy of the network on the %d test images: %d %% (%.2f%%, %d of %d correct)", report["total"],
-             int(100 * report["accuracy"]), 100 * report["accuracy"], report["correct"], report["total"])
+    log.info(
+        "Accuracy of the network on the %d test images: %d %% (%.2f%%, %d of %d correct)",
+        report["total"],
+        int(100 * report["accuracy"]),
+        100 * report["accuracy"],
+        report["correct"],
+        report["total"],
+    )
     for name, result in report["per_class"].items():
         if result["total"]:
             log.info("  %-10s %6.2f%% (%d of %d)", name, 100 * result["accuracy"], result["correct"], result["total"])

@@ -130,8 +130,10 @@ def export(run_dir: Path, dest: Destination, s3: Any) -> list[tuple[str, bool]]:
         try:
             put(s3, dest.bucket, key, body, checksum)
         except OSError as error:  # the connection or the body broke off mid-request
-            raise cli.JobError(f"the upload of {dest.uri(path.name)} broke off ({str(error) or type(error).__name__}); "
-                               "S3 keeps no part of a PutObject: run the export again") from None
+            raise cli.JobError(
+                f"the upload of {dest.uri(path.name)} broke off ({str(error) or type(error).__name__}); "
+                "S3 keeps no part of a PutObject: run the export again"
+            ) from None
         log.info("%s uploaded, %d bytes, sha256 %s", dest.uri(path.name), len(body), checksum)
         results.append((dest.uri(path.name), True))
     return results
@@ -149,8 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = export(args.run_dir, args.dest, boto3.client("s3"))
     except ClientError as error:
         details = error.response.get("Error", {})
-        raise cli.JobError(f"S3 refused the export to {args.dest.uri('')}: "
-                           f"{details.get('Code', '?')}: {details.get('Message', error)}") from None
+        raise cli.JobError(
+            f"S3 refused the export to {args.dest.uri('')}: {details.get('Code', '?')}: {details.get('Message', error)}"
+        ) from None
     except BotoCoreError as error:
         raise cli.JobError(f"cannot reach S3 for {args.dest.uri('')}: {error}") from None
     for uri, _ in results:

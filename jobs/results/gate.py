@@ -33,8 +33,9 @@ def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m jobs.results.gate", description=__doc__.splitlines()[0])
     parser.add_argument("--metric", required=True, help="the key of metrics.json the gate reads (required)")
     parser.add_argument("--min", type=float, required=True, help="its least value that passes (required)")
-    parser.add_argument("--run-cost", type=_json_object, default=None, help="the run's cost record, kept in its history "
-                        "(default: none)")
+    parser.add_argument(
+        "--run-cost", type=_json_object, default=None, help="the run's cost record, kept in its history (default: none)"
+    )
     parser.add_argument("command", nargs="+", help="the test command, after --")
     return parser
 
@@ -66,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     value = _metric(path, args.metric)
     if args.run_cost:
         checkpoint.append_history(run_dir, {"event": history.RUN_COST, **args.run_cost})
-    checkpoint.append_history(run_dir, {"event": history.EVALUATED, "metric": args.metric, "value": value, "min": args.min})
+    checkpoint.append_history(
+        run_dir, {"event": history.EVALUATED, "metric": args.metric, "value": value, "min": args.min}
+    )
     if value < args.min:
         raise BelowGate(f"{args.metric} {value:g} in {path} is below the gate {args.min:g} (minGate)")
     log.info("%s %g reaches the gate %g", args.metric, value, args.min)

@@ -52,8 +52,10 @@ def check_finite_weights(model: nn.Module) -> None:
     """Once, before model.pt: a run resumed with every epoch done trains no step that would show it."""
     for name, tensor in model.state_dict().items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise NonFiniteLoss(f"the weights hold non-finite values ({name} holds non-finite values): "
-                                "model.pt is not written; the run's checkpoint came from a diverged run")
+            raise NonFiniteLoss(
+                f"the weights hold non-finite values ({name} holds non-finite values): "
+                "model.pt is not written; the run's checkpoint came from a diverged run"
+            )
 
 
 @dataclass
@@ -173,6 +175,10 @@ def train_one_epoch(
             after_step(epoch, position, lambda: torch.stack([loss_sum, correct.to(torch.float64),
                                                              torch.tensor(float(seen), dtype=torch.float64, device=device)]))  # fmt: skip
 
-    local = torch.stack([loss_sum, correct.to(torch.float64), torch.tensor(float(seen), dtype=torch.float64, device=device)])
+    local = torch.stack(
+        [loss_sum, correct.to(torch.float64), torch.tensor(float(seen), dtype=torch.float64, device=device)]
+    )
     loss_total, correct_total, seen_total = sum_over_workers(local).tolist()
-    return EpochResult(loss_total / seen_total, correct_total / seen_total, int(seen_total), time.perf_counter() - started)
+    return EpochResult(
+        loss_total / seen_total, correct_total / seen_total, int(seen_total), time.perf_counter() - started
+    )

@@ -92,8 +92,16 @@ def recover_epoch_line(run_dir: Path, saved: SavedState | None) -> bool:
     return True
 
 
-def save_checkpoint(run_dir: Path, model, optimizer, settings, normalization, num_images: int, progress: Progress,
-                    epoch_record: dict | None = None) -> None:
+def save_checkpoint(
+    run_dir: Path,
+    model,
+    optimizer,
+    settings,
+    normalization,
+    num_images: int,
+    progress: Progress,
+    epoch_record: dict | None = None,
+) -> None:
     """`epoch_record`: the history line of the epoch this checkpoint ends (see recover_epoch_line)."""
     extra = {"epoch_record": epoch_record} if epoch_record is not None else {}
     checkpoints.save_checkpoint(

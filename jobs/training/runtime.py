@@ -157,16 +157,20 @@ def resolve_precision(requested: str, device: torch.device) -> Precision:
         raise cli.UsageError(f"--precision {requested}: must be one of {', '.join(PRECISIONS)}")
     if device.type != "cuda":
         if requested in ("tf32", "bf16"):
-            raise cli.UsageError(f"--precision {requested} needs a CUDA GPU and this worker has none (it trains on the "
-                                 "CPU): use --precision auto or fp32")
+            raise cli.UsageError(
+                f"--precision {requested} needs a CUDA GPU and this worker has none (it trains on the "
+                "CPU): use --precision auto or fp32"
+            )
         return Precision("fp32", channels_last=False)
     name = requested
     if requested == "auto":
         name = "bf16" if cuda_supports_bf16(device) else "tf32"
     elif requested == "bf16" and not cuda_supports_bf16(device):
-        raise cli.UsageError(f"--precision bf16 needs a GPU of compute capability 8.0 or later; "
-                             f"{torch.cuda.get_device_name(device)} is {'.'.join(map(str, torch.cuda.get_device_capability(device)))}: "
-                             "use --precision auto, tf32 or fp32")
+        raise cli.UsageError(
+            f"--precision bf16 needs a GPU of compute capability 8.0 or later; "
+            f"{torch.cuda.get_device_name(device)} is {'.'.join(map(str, torch.cuda.get_device_capability(device)))}: "
+            "use --precision auto, tf32 or fp32"
+        )
     # channels_last pays where cuDNN runs the convolutions on tensor cores in half precision
     # (issue 40, H200, batch 512: bf16 111,519 images/s, bf16 + channels_last 118,431).
     return Precision(name, channels_last=name == "bf16")

@@ -145,47 +145,92 @@ def build_parser() -> cli.ArgumentParser:
         description="Train the workshop CNN on CIFAR-10 (run under torchrun for several workers).",
     )
     parser.add_argument("--data", required=True, type=Path, help="the cifar-10-batches-py folder (required)")
-    parser.add_argument("--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go (required)")
-    parser.add_argument("--epochs", type=cli.bounded_int(1, MAX_EPOCHS), default=10, help=f"passes over the training split, 1..{MAX_EPOCHS} (default: %(default)s)")
-    parser.add_argument("--batch-size", type=cli.bounded_int(1, MAX_BATCH_SIZE), default=None,
-                        help=f"images per step per worker, 1..{MAX_BATCH_SIZE} (default: {GPU_BATCH_SIZE} on a GPU, "
-                             f"{CPU_BATCH_SIZE} on the CPU)")
-    parser.add_argument("--lr", type=cli.bounded_float(0, MAX_LR, low_inclusive=False), default=None,
-                        help=f"peak learning rate, above 0 up to {MAX_LR:g} (default: by recipe; the improved recipe's "
-                             "0.05 scaled linearly with --batch-size / 128)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="auto",
-                        help="auto: bf16 autocast on a GPU with bf16 units (compute capability 8.0+), TF32 on an older "
-                             "GPU, fp32 on the CPU; fp32: strict float32 (no TF32); tf32 and bf16 need a GPU "
-                             "(default: %(default)s)")
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="improved",
-                        help="improved (normalisation, augmentation, warm-up + cosine) or the workshop's plain one (default: %(default)s)")
-    parser.add_argument("--seed", type=cli.bounded_int(0, MAX_SEED), default=0, help="shuffling, augmentation and initial weights, 0..2^63-1 (default: %(default)s)")
-    parser.add_argument("--log-every", type=cli.bounded_int(1, MAX_LOG_EVERY), default=50, help="steps between progress lines (default: %(default)s)")
+    parser.add_argument(
+        "--run-dir", required=True, type=Path, help="where checkpoint.pt, model.pt and history.jsonl go (required)"
+    )
+    parser.add_argument(
+        "--epochs",
+        type=cli.bounded_int(1, MAX_EPOCHS),
+        default=10,
+        help=f"passes over the training split, 1..{MAX_EPOCHS} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=cli.bounded_int(1, MAX_BATCH_SIZE),
+        default=None,
+        help=f"images per step per worker, 1..{MAX_BATCH_SIZE} (default: {GPU_BATCH_SIZE} on a GPU, "
+        f"{CPU_BATCH_SIZE} on the CPU)",
+    )
+    parser.add_argument(
+        "--lr",
+        type=cli.bounded_float(0, MAX_LR, low_inclusive=False),
+        default=None,
+        help=f"peak learning rate, above 0 up to {MAX_LR:g} (default: by recipe; the improved recipe's "
+        "0.05 scaled linearly with --batch-size / 128)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="auto: bf16 autocast on a GPU with bf16 units (compute capability 8.0+), TF32 on an older "
+        "GPU, fp32 on the CPU; fp32: strict float32 (no TF32); tf32 and bf16 need a GPU "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--recipe",
+        choices=sorted(RECIPES),
+        default="improved",
+        help="improved (normalisation, augmentation, warm-up + cosine) or the workshop's plain one (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=cli.bounded_int(0, MAX_SEED),
+        default=0,
+        help="shuffling, augmentation and initial weights, 0..2^63-1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-every",
+        type=cli.bounded_int(1, MAX_LOG_EVERY),
+        default=50,
+        help="steps between progress lines (default: %(default)s)",
+    )
     parser.add_argument(
         "--pg-timeout",
         type=cli.bounded_float(0, MAX_PG_TIMEOUT, low_inclusive=False),
         default=30.0,
         help="seconds a worker waits for a peer in a collective before failing, so its agent restarts the group; "
-             f"up to {MAX_PG_TIMEOUT:g} (default: %(default)s)",
+        f"up to {MAX_PG_TIMEOUT:g} (default: %(default)s)",
     )
     parser.add_argument(
-        "--checkpoint-every-seconds", type=cli.bounded_float(0, MAX_CHECKPOINT_EVERY_SECONDS),
+        "--checkpoint-every-seconds",
+        type=cli.bounded_float(0, MAX_CHECKPOINT_EVERY_SECONDS),
         default=CHECKPOINT_EVERY_SECONDS,
         help="also checkpoint mid-epoch after this many seconds of training since the last checkpoint; 0: only at "
-             "epoch ends. A worker lost without warning costs at most this much work (default: %(default)s)")
+        "epoch ends. A worker lost without warning costs at most this much work (default: %(default)s)",
+    )
     parser.add_argument(
-        "--save-on-sigterm", action=argparse.BooleanOptionalAction, default=True,
+        "--save-on-sigterm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="on SIGTERM (Spot notice, drain, re-formation) every worker stops after the current step, rank 0 "
-             "having checkpointed it; --no-save-on-sigterm: die at once as before (default: %(default)s)")
+        "having checkpointed it; --no-save-on-sigterm: die at once as before (default: %(default)s)",
+    )
     parser.add_argument(
-        "--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
+        "--cudnn-benchmark",
+        action=argparse.BooleanOptionalAction,
+        default=False,
         help="on a GPU, time cuDNN's convolution algorithms once per batch shape and keep the fastest instead of "
-             "taking cuDNN's heuristic choice; for this CNN on an H200 it cost 4 s at the first step and more in "
-             "the first epoch for 3 %% faster steps after (docs/gpu.md) (default: %(default)s)")
+        "taking cuDNN's heuristic choice; for this CNN on an H200 it cost 4 s at the first step and more in "
+        "the first epoch for 3 %% faster steps after (docs/gpu.md) (default: %(default)s)",
+    )
     parser.add_argument(
-        "--trace-samples", type=Path, default=None, metavar="DIR",
+        "--trace-samples",
+        type=Path,
+        default=None,
+        metavar="DIR",
         help="debugging: every worker writes the image indices of every step to DIR/samples-*.jsonl "
-             "(default: %(default)s, no trace)")
+        "(default: %(default)s, no trace)",
+    )
     return parser
 
 
@@ -242,9 +287,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.data, data_record.MANIFEST_NAME)  # fmt: skip
     split = data.load_split(args.data, "train", recorded)
     if split.synthetic:
-        log.warning("WARNING: %s holds SYNTHETIC images, not CIFAR-10 (see its %s file)", args.data, data.SYNTHETIC_MARKER)
+        log.warning(
+            "WARNING: %s holds SYNTHETIC images, not CIFAR-10 (see its %s file)", args.data, data.SYNTHETIC_MARKER
+        )
     if len(split.labels) < place.world_size:
-        raise cli.JobError(f"{args.data} has {len(split.labels)} training images, fewer than the {place.world_size} workers")
+        raise cli.JobError(
+            f"{args.data} has {len(split.labels)} training images, fewer than the {place.world_size} workers"
+        )
     saved = read_checkpoint(run_dir, settings, len(split.labels))
     clock.lap("data")
     warm_up.wait()
@@ -270,8 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Another worker went away mid-collective (a lost node, a killed pod): expected in an elastic run,
         # so one line, not a traceback; exit 1 lets torchrun re-form the group from the last checkpoint.
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise cli.JobError(f"another worker's process went away in the middle of a collective ({first}); "
-                           "torchrun re-forms the group from the last checkpoint") from None
+        raise cli.JobError(
+            f"another worker's process went away in the middle of a collective ({first}); "
+            "torchrun re-forms the group from the last checkpoint"
+        ) from None
     return cli.EXIT_OK
 
 

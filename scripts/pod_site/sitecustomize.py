@@ -36,6 +36,7 @@ if _ROOT:
                 run(module)
                 module.SERVICE_TOKEN_FILENAME = _ROOT + module.SERVICE_TOKEN_FILENAME
                 module.SERVICE_CERT_FILENAME = _ROOT + module.SERVICE_CERT_FILENAME
+
             spec.loader.exec_module = exec_module
             return spec
 

@@ -37,10 +37,13 @@ from infra.aws.principals import drop_creator, iam_arn, principal_of
 
 # --- zones ---------------------------------------------------------------------------------------
 
+
 def test_the_mocks_answer_like_an_account_with_local_and_wavelength_zones():
     us_east_1 = zones_of("us-east-1")
     assert {z.opt_in_status for z in us_east_1} == {"opt-in-not-required", "opted-in"}
-    assert any("-wl1-" in z.name for z in us_east_1) and any(re.fullmatch(r"us-east-1-[a-z]+-1a", z.name) for z in us_east_1)
+    assert any("-wl1-" in z.name for z in us_east_1) and any(
+        re.fullmatch(r"us-east-1-[a-z]+-1a", z.name) for z in us_east_1
+    )
     assert "use1-az3" in {z.zone_id for z in us_east_1}
     unfiltered = describe_availability_zones("us-east-1", {"state": "available"})
     # without the filter, a Local Zone sorts first (fact 13)
@@ -49,8 +52,13 @@ def test_the_mocks_answer_like_an_account_with_local_and_wavelength_zones():
 
 
 def test_zone_choice_skips_local_wavelength_and_refused_zones():
-    answer = describe_availability_zones("us-east-1", {"state": "available", "filters": [
-        {"name": zones.ONLY_AVAILABILITY_ZONES.name, "values": zones.ONLY_AVAILABILITY_ZONES.values}]})
+    answer = describe_availability_zones(
+        "us-east-1",
+        {
+            "state": "available",
+            "filters": [{"name": zones.ONLY_AVAILABILITY_ZONES.name, "values": zones.ONLY_AVAILABILITY_ZONES.values}],
+        },
+    )
     assert answer["names"] == [f"us-east-1{letter}" for letter in "abcdef"]
     usable = zones.usable_zone_names(answer["names"], answer["zoneIds"])
     assert usable == [f"us-east-1{letter}" for letter in "bcdef"]  # us-east-1a is use1-az3 in this account
@@ -61,26 +69,37 @@ def test_smoke_in_us_east_1_gets_subnets_only_in_zones_eks_accepts(synth_stack):
     smoke = synth_stack("smoke")
     subnet_zones = {s["inputs"]["availabilityZone"] for s in smoke.of_type("aws:ec2/subnet:Subnet")}
     assert subnet_zones == {"us-east-1b", "us-east-1c"}
-    refused = {z.name for z in zones_of("us-east-1") if z.zone_id in zones.EKS_REFUSED_ZONE_IDS or z.opt_in_status != "opt-in-not-required"}
+    refused = {
+        z.name
+        for z in zones_of("us-east-1")
+        if z.zone_id in zones.EKS_REFUSED_ZONE_IDS or z.opt_in_status != "opt-in-not-required"
+    }
     assert refused == {"us-east-1a", "us-east-1-bos-1a", "us-east-1-wl1-bos-wlz-1"} and not subnet_zones & refused
 
 
 def test_dev_in_us_west_2_skips_the_los_angeles_local_zone(dev):
-    assert {s["inputs"]["availabilityZone"] for s in dev.of_type("aws:ec2/subnet:Subnet")} == {"us-west-2a", "us-west-2b"}
+    assert {s["inputs"]["availabilityZone"] for s in dev.of_type("aws:ec2/subnet:Subnet")} == {
+        "us-west-2a",
+        "us-west-2b",
+    }
 
 
 # --- Deployments wait for the nodes ------------------------------------------------------------------
+
 
 def test_controller_and_store_deployments_depend_on_the_node_group(dev):
     nodes = dev.one("eks:index:ManagedNodeGroup")["urn"]
     deployments = [*dev.of_type("kubernetes:apps/v1:Deployment"), *dev.of_type("kubernetes:apps/v1:StatefulSet")]
     assert sorted((d["type"].rsplit(":", 1)[1], d["inputs"]["metadata"]["name"]) for d in deployments) == [
-        ("Deployment", "elasticjob-controller"), ("StatefulSet", "rendezvous-store")]
+        ("Deployment", "elasticjob-controller"),
+        ("StatefulSet", "rendezvous-store"),
+    ]
     for deployment in deployments:
         assert nodes in deployment["dependsOn"], deployment["name"]
 
 
 # --- control-plane log group -------------------------------------------------------------------------
+
 
 def test_the_stack_creates_the_control_plane_log_group_before_the_cluster(dev):
     cluster = dev.one("eks:index:Cluster")
@@ -102,14 +121,18 @@ def test_allowed_retentions_are_the_ones_cloudwatch_logs_accepts():
 
 # --- the cluster creator's own ARN in clusterAdminArns --------------------------------------------------------
 
-@pytest.mark.parametrize("arn, same", [
-    (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}", True),
-    (f"arn:aws:iam::{ACCOUNT_ID}:role/teams/ml/{DEPLOYER_ROLE}", True),      # the session ARN drops the path
-    (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE.upper()}", True),       # IAM names ignore case
-    (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}-readonly", False),
-    (f"arn:aws:iam::210987654321:role/{DEPLOYER_ROLE}", False),             # another account
-    (f"arn:aws:iam::{ACCOUNT_ID}:user/{DEPLOYER_ROLE}", False),             # a user is not the role
-])
+
+@pytest.mark.parametrize(
+    "arn, same",
+    [
+        (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}", True),
+        (f"arn:aws:iam::{ACCOUNT_ID}:role/teams/ml/{DEPLOYER_ROLE}", True),  # the session ARN drops the path
+        (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE.upper()}", True),  # IAM names ignore case
+        (f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}-readonly", False),
+        (f"arn:aws:iam::210987654321:role/{DEPLOYER_ROLE}", False),  # another account
+        (f"arn:aws:iam::{ACCOUNT_ID}:user/{DEPLOYER_ROLE}", False),  # a user is not the role
+    ],
+)
 def test_an_assumed_role_session_is_compared_as_its_role(arn, same):
     kept, warnings = drop_creator([arn], DEPLOYER_SESSION_ARN)
     assert (kept, len(warnings)) == (([], 1) if same else ([arn], 0))
@@ -119,9 +142,14 @@ def test_a_user_caller_matches_its_user_arn_with_or_without_path():
     caller = f"arn:aws:iam::{ACCOUNT_ID}:user/ops/alice"
     assert principal_of(caller) == principal_of(f"arn:aws:iam::{ACCOUNT_ID}:user/alice")
     assert principal_of(f"arn:aws:iam::{ACCOUNT_ID}:root") is None
-    assert drop_creator([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], caller) == ([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], [])
+    assert drop_creator([f"arn:aws:iam::{ACCOUNT_ID}:role/alice"], caller) == (
+        [f"arn:aws:iam::{ACCOUNT_ID}:role/alice"],
+        [],
+    )
     # the creator is recorded as the IAM principal: a session becomes its role, a user stays itself
-    assert iam_arn(DEPLOYER_SESSION_ARN) == f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}" and iam_arn(caller) == caller
+    assert (
+        iam_arn(DEPLOYER_SESSION_ARN) == f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}" and iam_arn(caller) == caller
+    )
 
 
 def test_synth_drops_the_creator_with_a_warning_and_takes_the_log_retention(tmp_path):
@@ -134,10 +162,12 @@ def test_synth_drops_the_creator_with_a_warning_and_takes_the_log_retention(tmp_
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "clusterAdminArns lists" in line]
     # no cluster yet: the deployer creates it, so it is the creator (its role, from the session ARN)
-    assert warnings == [f"warning: config {PROJECT}:clusterAdminArns lists {mine}, the cluster's creator "
-                        f"(arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}): EKS gave the creator an access entry of its "
-                        "own when it created the cluster (pulumi-eks sets bootstrapClusterCreatorAdminPermissions), "
-                        "so it is not added again"]
+    assert warnings == [
+        f"warning: config {PROJECT}:clusterAdminArns lists {mine}, the cluster's creator "
+        f"(arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}): EKS gave the creator an access entry of its "
+        "own when it created the cluster (pulumi-eks sets bootstrapClusterCreatorAdminPermissions), "
+        "so it is not added again"
+    ]
     rendered = load_synth(tmp_path / "out")
     entries = rendered.one("eks:index:Cluster")["inputs"]["accessEntries"]
     assert [entry["principalArn"] for entry in entries.values()] == [other]

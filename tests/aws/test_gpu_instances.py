@@ -12,7 +12,9 @@ import moto
 
 from infra.aws.gpu_instances import NVIDIA_INSTANCES, NvidiaInstance, is_gpu_family, nvidia_instance
 
-DATA = json.loads(gzip.decompress((Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read_bytes()))
+DATA = json.loads(
+    gzip.decompress((Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read_bytes())
+)
 
 
 def expected_table() -> dict[str, NvidiaInstance]:
@@ -23,9 +25,13 @@ def expected_table() -> dict[str, NvidiaInstance]:
             continue
         if any(g["Manufacturer"] != "NVIDIA" or g["Count"] < 1 for g in gpus):
             continue
-        table[name] = NvidiaInstance(gpus=sum(g["Count"] for g in gpus), gpu=gpus[0]["Name"],
-                                     gpu_memory_mib=gpus[0]["MemoryInfo"]["SizeInMiB"],
-                                     vcpus=info["VCpuInfo"]["DefaultVCpus"], memory_mib=info["MemoryInfo"]["SizeInMiB"])
+        table[name] = NvidiaInstance(
+            gpus=sum(g["Count"] for g in gpus),
+            gpu=gpus[0]["Name"],
+            gpu_memory_mib=gpus[0]["MemoryInfo"]["SizeInMiB"],
+            vcpus=info["VCpuInfo"]["DefaultVCpus"],
+            memory_mib=info["MemoryInfo"]["SizeInMiB"],
+        )
     return table
 
 
@@ -35,8 +41,12 @@ def test_the_table_is_motos_data():
 
 def test_the_two_candidates_of_the_gpu_stack():
     # What docs/gpu.md compares: one 24 GB-class GPU, 4 vCPUs, 16 GiB each.
-    assert nvidia_instance("g6.xlarge") == NvidiaInstance(gpus=1, gpu="L4", gpu_memory_mib=22888, vcpus=4, memory_mib=16384)
-    assert nvidia_instance("g5.xlarge") == NvidiaInstance(gpus=1, gpu="A10G", gpu_memory_mib=22888, vcpus=4, memory_mib=16384)
+    assert nvidia_instance("g6.xlarge") == NvidiaInstance(
+        gpus=1, gpu="L4", gpu_memory_mib=22888, vcpus=4, memory_mib=16384
+    )
+    assert nvidia_instance("g5.xlarge") == NvidiaInstance(
+        gpus=1, gpu="A10G", gpu_memory_mib=22888, vcpus=4, memory_mib=16384
+    )
 
 
 def test_gpu_counts_do_not_follow_names():

@@ -43,8 +43,12 @@ def _load_script():
 
 # --- the committed table and its loader ---------------------------------------------------------
 
+
 def test_the_table_names_its_source_and_commit():
-    assert (instance_catalog.REPOSITORY, instance_catalog.PATH) == ("skypilot-org/skypilot-catalog", "catalogs/v7/aws/vms.csv")
+    assert (instance_catalog.REPOSITORY, instance_catalog.PATH) == (
+        "skypilot-org/skypilot-catalog",
+        "catalogs/v7/aws/vms.csv",
+    )
     assert len(instance_catalog.COMMIT) == 40 and instance_catalog.READ_ON == "2026-11-24"
     # The stored copy had no commit metadata: no date is recorded, and the note says why.
     assert instance_catalog.COMMIT_DATE is None and "could not be read" in instance_catalog.COMMIT_DATE_NOTE
@@ -60,22 +64,25 @@ def test_shapes_and_prices_of_the_dev_node_as_the_catalog_lists_them():
 
 
 def test_a_zone_without_a_spot_price_is_left_out_not_zero():
-    summary, _ = instance_catalog.spot("g6.xlarge", "us-west-2")   # usw2-az2 has no Spot price in the catalog
+    summary, _ = instance_catalog.spot("g6.xlarge", "us-west-2")  # usw2-az2 has no Spot price in the catalog
     assert set(summary.by_zone) == {"usw2-az1", "usw2-az3", "usw2-az4"} and summary.low > 0
 
 
 def test_what_the_tables_cannot_price_is_unpriced_with_the_reason():
     # r9g (moto 5.2.5 describes it) is in none of the three tables: newer than all of them.
     absent = instance_catalog.on_demand("r9g.large", "us-east-1")
-    assert absent.usd is None and "in none of the price tables" in absent.reason and "refresh_prices.py" in absent.reason
+    assert (
+        absent.usd is None and "in none of the price tables" in absent.reason and "refresh_prices.py" in absent.reason
+    )
     assert not instance_catalog.listed("r9g.large")
-    elsewhere = instance_catalog.on_demand("g6.xlarge", "us-west-1")   # g6 is not offered there
+    elsewhere = instance_catalog.on_demand("g6.xlarge", "us-west-1")  # g6 is not offered there
     assert elsewhere.usd is None and "no price table lists g6.xlarge in us-west-1" in elsewhere.reason
     assert instance_catalog.spot_median("g6.xlarge", "us-west-1").usd is None
-    assert instance_catalog.shape("m6i.4xlarge") is None   # priced by the region table, not in the zone table
+    assert instance_catalog.shape("m6i.4xlarge") is None  # priced by the region table, not in the zone table
 
 
 # --- the region-wide tables (issue 39: every type in every region) ------------------------------
+
 
 @pytest.mark.parametrize("kind", ["c6a.8xlarge", "m7i.4xlarge", "g6.xlarge", "p4d.24xlarge", "m6i.4xlarge"])
 def test_every_type_a_newcomer_might_pick_is_priced_in_us_east_1(kind):
@@ -94,7 +101,11 @@ def test_us_east_1_on_demand_comes_from_karpenter_and_spot_from_ec2_instances_in
     summary, _ = instance_catalog.spot("c6a.8xlarge", "us-east-1")
     assert summary.by_zone == {} and len(summary.unnamed) == 5 and (summary.low, summary.high) == (0.4669, 0.5153)
     median = instance_catalog.spot_median("c6a.8xlarge", "us-east-1")
-    assert "ec2-instances-info" in median.source and "zones unnamed" in median.source and "median of 5 zones" in median.source
+    assert (
+        "ec2-instances-info" in median.source
+        and "zones unnamed" in median.source
+        and "median of 5 zones" in median.source
+    )
 
 
 def test_other_regions_come_from_the_region_table():
@@ -118,25 +129,46 @@ def test_a_type_with_on_demand_but_no_spot_says_spot_is_not_priced():
 def test_the_region_tables_name_their_modules_versions_and_dates():
     region = json.loads((catalog_build.DATA_DIR / "ec2_region_prices_source.json").read_text())
     assert (region["module"], region["version"], region["commitPrefix"], region["commitTime"]) == (
-        "github.com/cristim/ec2-instances-info", "v0.0.0-20250528091325-32acf84f42eb", "32acf84f42eb", "2025-05-28T09:13:25Z")
+        "github.com/cristim/ec2-instances-info",
+        "v0.0.0-20250528091325-32acf84f42eb",
+        "32acf84f42eb",
+        "2025-05-28T09:13:25Z",
+    )
     karpenter = json.loads((catalog_build.DATA_DIR / "ec2_on_demand_karpenter_source.json").read_text())
     assert (karpenter["version"], karpenter["generatedAt"], karpenter["generatedFor"]) == (
-        "v1.15.2", "2026-07-20T13:44:30Z", "us-east-1")
+        "v1.15.2",
+        "2026-07-20T13:44:30Z",
+        "us-east-1",
+    )
     from infra.aws.regions import commercial_regions
+
     rows = list(__import__("csv").DictReader((catalog_build.DATA_DIR / "ec2_region_prices.csv").open()))
     assert len(rows) == region["rows"] and {r["Region"] for r in rows} <= set(commercial_regions())
 
 
 def test_the_region_table_builder_reads_the_ec2instances_info_layout():
     from infra.aws import region_prices_build as build
-    data = json.dumps([{"instance_type": "m5.large", "pricing": {
-        "us-east-1": {"linux": {"ondemand": "0.096", "spot": ["0.038300", "0.031500"]}, "mswin": {"ondemand": "0.188"}},
-        "us-gov-west-1": {"linux": {"ondemand": "0.12"}},
-        "eu-west-1": {"linux": {"ondemand": "0.107"}}}}]).encode()
+
+    data = json.dumps(
+        [
+            {
+                "instance_type": "m5.large",
+                "pricing": {
+                    "us-east-1": {
+                        "linux": {"ondemand": "0.096", "spot": ["0.038300", "0.031500"]},
+                        "mswin": {"ondemand": "0.188"},
+                    },
+                    "us-gov-west-1": {"linux": {"ondemand": "0.12"}},
+                    "eu-west-1": {"linux": {"ondemand": "0.107"}},
+                },
+            }
+        ]
+    ).encode()
     table = build.build_region_table(data, {"us-east-1", "eu-west-1"}, {"module": "m"})
     assert table.rows == [
         {"InstanceType": "m5.large", "Region": "eu-west-1", "OnDemandUsd": "0.107", "SpotUsd": ""},
-        {"InstanceType": "m5.large", "Region": "us-east-1", "OnDemandUsd": "0.096", "SpotUsd": "0.0315;0.0383"}]
+        {"InstanceType": "m5.large", "Region": "us-east-1", "OnDemandUsd": "0.096", "SpotUsd": "0.0315;0.0383"},
+    ]
     assert table.source["withSpot"] == 1
     with pytest.raises(build.SourceError):
         build.build_region_table(b'{"not": "a list"}', {"us-east-1"}, {})
@@ -144,12 +176,17 @@ def test_the_region_table_builder_reads_the_ec2instances_info_layout():
 
 def test_the_karpenter_builder_reads_the_generated_go_map():
     from infra.aws import region_prices_build as build
-    text = ('package pricing\n\n// generated at 2026-07-20T13:44:30Z for us-east-1\n\n'
-            'var InitialOnDemandPricesAWS = map[string]map[ec2types.InstanceType]float64{\n\t// us-east-1\n'
-            '\t"us-east-1": {\n\t\t// a1 family\n\t\t"a1.2xlarge": 0.204000, "a1.large": 0.051000,\n\t},\n}\n')
+
+    text = (
+        'package pricing\n\n// generated at 2026-07-20T13:44:30Z for us-east-1\n\n'
+        'var InitialOnDemandPricesAWS = map[string]map[ec2types.InstanceType]float64{\n\t// us-east-1\n'
+        '\t"us-east-1": {\n\t\t// a1 family\n\t\t"a1.2xlarge": 0.204000, "a1.large": 0.051000,\n\t},\n}\n'
+    )
     table = build.build_karpenter_table(text, {})
-    assert table.rows == [{"InstanceType": "a1.2xlarge", "Region": "us-east-1", "OnDemandUsd": "0.204"},
-                          {"InstanceType": "a1.large", "Region": "us-east-1", "OnDemandUsd": "0.051"}]
+    assert table.rows == [
+        {"InstanceType": "a1.2xlarge", "Region": "us-east-1", "OnDemandUsd": "0.204"},
+        {"InstanceType": "a1.large", "Region": "us-east-1", "OnDemandUsd": "0.051"},
+    ]
     assert (table.source["generatedAt"], table.source["generatedFor"]) == ("2026-07-20T13:44:30Z", "us-east-1")
     assert build.pseudo_version_commit("v0.0.0-20250528091325-32acf84f42eb") == ("32acf84f42eb", "2025-05-28T09:13:25Z")
     assert build.pseudo_version_commit("v1.15.2") == (None, None)
@@ -157,8 +194,14 @@ def test_the_karpenter_builder_reads_the_generated_go_map():
 
 def test_the_refresh_script_rebuilds_the_region_tables_from_the_go_modules(tmp_path):
     script = _load_script()
-    data = json.dumps([{"instance_type": "c6a.8xlarge", "pricing": {
-        "eu-west-1": {"linux": {"ondemand": "1.31328", "spot": ["0.6549", "0.5919"]}}}}]).encode()
+    data = json.dumps(
+        [
+            {
+                "instance_type": "c6a.8xlarge",
+                "pricing": {"eu-west-1": {"linux": {"ondemand": "1.31328", "spot": ["0.6549", "0.5919"]}}},
+            }
+        ]
+    ).encode()
 
     def fetch(module, version, path):
         assert (module, version, path) == ("github.com/cristim/ec2-instances-info", "latest", "data/instances.json")
@@ -167,15 +210,23 @@ def test_the_refresh_script_rebuilds_the_region_tables_from_the_go_modules(tmp_p
     line = script.refresh_region_table("latest", tmp_path, "2026-11-28", fetch=fetch)
     assert "1 types in 1 regions" in line
     assert (tmp_path / "ec2_region_prices.csv").read_text() == (
-        "InstanceType,Region,OnDemandUsd,SpotUsd\nc6a.8xlarge,eu-west-1,1.31328,0.5919;0.6549\n")
+        "InstanceType,Region,OnDemandUsd,SpotUsd\nc6a.8xlarge,eu-west-1,1.31328,0.5919;0.6549\n"
+    )
     source = json.loads((tmp_path / "ec2_region_prices_source.json").read_text())
     assert source["commitPrefix"] == "32acf84f42eb" and source["readOn"] == "2026-11-28" and len(source["sha256"]) == 64
 
 
-@pytest.mark.parametrize("kind, on_demand, spot_zones", [
-    # Issue 39: these stacks said "NOT IN THE TOTALS: worker nodes". The rows are the catalog's at the
-    # recorded commit (ec2_catalog_source.json), us-west-2: On-Demand $/hour and the zones with a Spot price.
-    ("c6i.4xlarge", 0.68, 4), ("c7a.4xlarge", 0.82112, 4), ("g5.2xlarge", 1.212, 3), ("p5.48xlarge", 98.32, 4)])
+@pytest.mark.parametrize(
+    "kind, on_demand, spot_zones",
+    [
+        # Issue 39: these stacks said "NOT IN THE TOTALS: worker nodes". The rows are the catalog's at the
+        # recorded commit (ec2_catalog_source.json), us-west-2: On-Demand $/hour and the zones with a Spot price.
+        ("c6i.4xlarge", 0.68, 4),
+        ("c7a.4xlarge", 0.82112, 4),
+        ("g5.2xlarge", 1.212, 3),
+        ("p5.48xlarge", 98.32, 4),
+    ],
+)
 def test_the_types_newcomers_chose_are_priced(kind, on_demand, spot_zones):
     assert instance_catalog.on_demand(kind, "us-west-2").usd == on_demand
     summary, why = instance_catalog.spot(kind, "us-west-2")
@@ -215,43 +266,65 @@ def test_every_shape_agrees_with_the_ec2_instance_data_moto_ships():
 
 def test_one_on_demand_price_per_type_and_region_in_the_committed_table():
     rebuilt = catalog_build.build(
-        ({"InstanceType": r["InstanceType"], "AcceleratorName": "", "AcceleratorCount": "", "vCPUs": "1",
-          "MemoryGiB": "1", "GpuInfo": "", "Price": r["OnDemandUsd"], "SpotPrice": r["SpotUsd"],
-          "Region": r["Region"], "AvailabilityZone": r["AvailabilityZone"]}
-         for r in _committed_price_rows()), set(instance_catalog.carried()))
+        (
+            {
+                "InstanceType": r["InstanceType"],
+                "AcceleratorName": "",
+                "AcceleratorCount": "",
+                "vCPUs": "1",
+                "MemoryGiB": "1",
+                "GpuInfo": "",
+                "Price": r["OnDemandUsd"],
+                "SpotPrice": r["SpotUsd"],
+                "Region": r["Region"],
+                "AvailabilityZone": r["AvailabilityZone"],
+            }
+            for r in _committed_price_rows()
+        ),
+        set(instance_catalog.carried()),
+    )
     assert len(rebuilt.prices) == len(_committed_price_rows())
 
 
 def _committed_price_rows():
     import csv
+
     return list(csv.DictReader((catalog_build.DATA_DIR / catalog_build.PRICES_FILE).open()))
 
 
 # --- the builder ------------------------------------------------------------------------------
 
+
 def test_the_builder_keeps_the_carried_types_sorted_and_written_exactly():
     tables = catalog_build.build(catalog_build.read_catalog(SAMPLE), {"c5.4xlarge", "g6.xlarge"})
     assert tables.shapes == [
         {"InstanceType": "c5.4xlarge", "vCPUs": "16", "MemoryGiB": "32", "GPUs": "0", "GPU": ""},
-        {"InstanceType": "g6.xlarge", "vCPUs": "4", "MemoryGiB": "16", "GPUs": "1", "GPU": "L4"}]
-    assert [(r["InstanceType"], r["Region"], r["AvailabilityZone"], r["OnDemandUsd"], r["SpotUsd"]) for r in tables.prices] == [
+        {"InstanceType": "g6.xlarge", "vCPUs": "4", "MemoryGiB": "16", "GPUs": "1", "GPU": "L4"},
+    ]
+    assert [
+        (r["InstanceType"], r["Region"], r["AvailabilityZone"], r["OnDemandUsd"], r["SpotUsd"]) for r in tables.prices
+    ] == [
         ("c5.4xlarge", "ap-south-1", "aps1-az2", "0.68", ""),
         ("c5.4xlarge", "ap-south-1", "aps1-az3", "0.68", "0.166"),
         ("c5.4xlarge", "us-west-2", "usw2-az1", "0.68", "0.2256"),
         ("c5.4xlarge", "us-west-2", "usw2-az2", "0.68", "0.2329"),
         ("g6.xlarge", "us-west-2", "usw2-az1", "0.8048", "0.3814"),
-        ("g6.xlarge", "us-west-2", "usw2-az2", "0.8048", "")]
+        ("g6.xlarge", "us-west-2", "usw2-az2", "0.8048", ""),
+    ]
 
 
 def test_the_builder_refuses_another_layout_and_contradictions():
     with pytest.raises(catalog_build.CatalogError, match="not the catalog's vms.csv layout"):
         catalog_build.read_catalog(SAMPLE.replace("SpotPrice,", "Spot,"))
     contradicting = SAMPLE.replace("0.68,0.232900", "0.70,0.232900")
-    with pytest.raises(catalog_build.CatalogError, match="c5.4xlarge in us-west-2 costs 0.7 On-Demand, another zone 0.68"):
+    with pytest.raises(
+        catalog_build.CatalogError, match="c5.4xlarge in us-west-2 costs 0.7 On-Demand, another zone 0.68"
+    ):
         catalog_build.build(catalog_build.read_catalog(contradicting), {"c5.4xlarge"})
 
 
 # --- the refresh script -----------------------------------------------------------------------
+
 
 def _stacks(tmp_path: Path) -> Path:
     stacks = tmp_path / "stacks"
@@ -263,17 +336,45 @@ def _stacks(tmp_path: Path) -> Path:
 def test_refresh_from_a_local_copy_writes_the_tables_and_says_what_moved(tmp_path, capsys):
     script, data, stacks = _load_script(), tmp_path / "data", _stacks(tmp_path)
     (tmp_path / "vms.csv").write_text(SAMPLE)
-    assert script.main(["--csv", str(tmp_path / "vms.csv"), "--commit", "a" * 40, "--commit-date", "2026-11-20",
-                        "--data-dir", str(data), "--stacks-dir", str(stacks)]) == 0
+    assert (
+        script.main(
+            [
+                "--csv",
+                str(tmp_path / "vms.csv"),
+                "--commit",
+                "a" * 40,
+                "--commit-date",
+                "2026-11-20",
+                "--data-dir",
+                str(data),
+                "--stacks-dir",
+                str(stacks),
+            ]
+        )
+        == 0
+    )
     carried = {row.split(",")[0] for row in (data / "ec2_instances.csv").read_text().splitlines()[1:]}
-    assert carried == {"c5.4xlarge", "g6.xlarge"}   # the stack's type and a GPU-table type; a1.large is neither
+    assert carried == {"c5.4xlarge", "g6.xlarge"}  # the stack's type and a GPU-table type; a1.large is neither
     source = json.loads((data / "ec2_catalog_source.json").read_text())
     assert (source["commit"], source["commitDate"], source["rows"]) == ("a" * 40, "2026-11-20", 6)
     assert "added c5.4xlarge" in capsys.readouterr().out
 
     (tmp_path / "vms.csv").write_text(SAMPLE.replace(",0.68,", ",0.70,"))
-    assert script.main(["--csv", str(tmp_path / "vms.csv"), "--commit", "b" * 40, "--data-dir", str(data),
-                        "--stacks-dir", str(stacks)]) == 0
+    assert (
+        script.main(
+            [
+                "--csv",
+                str(tmp_path / "vms.csv"),
+                "--commit",
+                "b" * 40,
+                "--data-dir",
+                str(data),
+                "--stacks-dir",
+                str(stacks),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "c5.4xlarge in us-west-2: On-Demand $0.68 -> $0.7" in out and "added" not in out
 
@@ -282,8 +383,22 @@ def test_refresh_with_all_carries_every_type_of_the_copy(tmp_path, capsys):
     """Issue 39: every instance type, not the stacks' few (`--from-github --all` where GitHub is reachable)."""
     script, data, stacks = _load_script(), tmp_path / "data", _stacks(tmp_path)
     (tmp_path / "vms.csv").write_text(SAMPLE)
-    assert script.main(["--csv", str(tmp_path / "vms.csv"), "--commit", "a" * 40, "--all",
-                        "--data-dir", str(data), "--stacks-dir", str(stacks)]) == 0
+    assert (
+        script.main(
+            [
+                "--csv",
+                str(tmp_path / "vms.csv"),
+                "--commit",
+                "a" * 40,
+                "--all",
+                "--data-dir",
+                str(data),
+                "--stacks-dir",
+                str(stacks),
+            ]
+        )
+        == 0
+    )
     carried = {row.split(",")[0] for row in (data / "ec2_instances.csv").read_text().splitlines()[1:]}
     assert carried == {line.split(",")[0] for line in SAMPLE.splitlines()[1:] if line}
     assert "a1.large" in carried
@@ -322,8 +437,22 @@ def test_refresh_from_github_takes_the_newest_commit_and_its_date(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        assert _load_script().main(["--from-github", "--github-api", base, "--github-raw", base,
-                                    "--data-dir", str(tmp_path / "data"), "--stacks-dir", str(_stacks(tmp_path))]) == 0
+        assert (
+            _load_script().main(
+                [
+                    "--from-github",
+                    "--github-api",
+                    base,
+                    "--github-raw",
+                    base,
+                    "--data-dir",
+                    str(tmp_path / "data"),
+                    "--stacks-dir",
+                    str(_stacks(tmp_path)),
+                ]
+            )
+            == 0
+        )
     finally:
         server.shutdown()
     source = json.loads((tmp_path / "data" / "ec2_catalog_source.json").read_text())

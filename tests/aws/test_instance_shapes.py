@@ -44,25 +44,36 @@ def test_the_table_is_what_the_refresh_builds_from_the_installed_moto():
 
 def test_every_linux_type_is_there_and_only_mac_types_are_left_out():
     entries = shapes_build.read_moto_file(MOTO_FILE)
-    mac = {name for name, info in entries.items()
-           if set(info["ProcessorInfo"]["SupportedArchitectures"]) <= {"x86_64_mac", "arm64_mac"}}
+    mac = {
+        name
+        for name, info in entries.items()
+        if set(info["ProcessorInfo"]["SupportedArchitectures"]) <= {"x86_64_mac", "arm64_mac"}
+    }
     assert {"mac1.metal", "mac2.metal"} <= mac
     assert set(instance_shapes.table()) == set(entries) - mac
     assert len(instance_shapes.table()) > 1300
 
 
-@pytest.mark.parametrize("name, vcpus, memory_mib, gpus, gpu, architectures", [
-    # The issue's types, as DescribeInstanceTypes describes them.
-    ("c6i.4xlarge", 16, 32768, 0, None, ("x86_64",)),
-    ("t3.micro", 2, 1024, 0, None, ("x86_64",)),
-    ("p5.48xlarge", 192, 2097152, 8, "H100", ("x86_64",)),
-    ("p6-b200.48xlarge", 192, 2097152, 8, "B200", ("x86_64",)),
-    ("m6g.large", 2, 8192, 0, None, ("arm64",)),
-])
+@pytest.mark.parametrize(
+    "name, vcpus, memory_mib, gpus, gpu, architectures",
+    [
+        # The issue's types, as DescribeInstanceTypes describes them.
+        ("c6i.4xlarge", 16, 32768, 0, None, ("x86_64",)),
+        ("t3.micro", 2, 1024, 0, None, ("x86_64",)),
+        ("p5.48xlarge", 192, 2097152, 8, "H100", ("x86_64",)),
+        ("p6-b200.48xlarge", 192, 2097152, 8, "B200", ("x86_64",)),
+        ("m6g.large", 2, 8192, 0, None, ("arm64",)),
+    ],
+)
 def test_the_issue_types_have_their_shapes(name, vcpus, memory_mib, gpus, gpu, architectures):
     shape = instance_shapes.shape(name)
     assert (shape.vcpus, shape.memory_mib, shape.gpus, shape.gpu, shape.architectures) == (
-        vcpus, memory_mib, gpus, gpu, architectures)
+        vcpus,
+        memory_mib,
+        gpus,
+        gpu,
+        architectures,
+    )
     assert shape.amd64 == ("x86_64" in architectures)
 
 
@@ -70,18 +81,27 @@ def test_the_gpu_table_agrees_with_the_shapes():
     for name, nvidia in gpu_instances.NVIDIA_INSTANCES.items():
         shape = instance_shapes.shape(name)
         assert (shape.vcpus, shape.memory_mib, shape.gpus, shape.gpu, shape.gpu_manufacturer) == (
-            nvidia.vcpus, nvidia.memory_mib, nvidia.gpus, nvidia.gpu, "NVIDIA"), name
+            nvidia.vcpus,
+            nvidia.memory_mib,
+            nvidia.gpus,
+            nvidia.gpu,
+            "NVIDIA",
+        ), name
 
 
 def test_the_price_catalogs_shapes_agree_with_the_shapes():
     """SkyPilot's catalog slice has its own vCPUs/MemoryGiB/GPUs columns: same numbers, other source."""
     for name in instance_catalog.carried():
         priced, shape = instance_catalog.shape(name), instance_shapes.shape(name)
-        assert (priced.vcpus, priced.memory_gib * 1024, priced.gpus) == (shape.vcpus, shape.memory_mib, shape.gpus), name
+        assert (priced.vcpus, priced.memory_gib * 1024, priced.gpus) == (shape.vcpus, shape.memory_mib, shape.gpus), (
+            name
+        )
 
 
-@pytest.mark.parametrize("typed, meant", [("c5.4xlarg", "c5.4xlarge"), ("C5.4XLARGE", "c5.4xlarge"),
-                                          ("p5.48xlage", "p5.48xlarge"), ("m5.larg", "m5.large")])
+@pytest.mark.parametrize(
+    "typed, meant",
+    [("c5.4xlarg", "c5.4xlarge"), ("C5.4XLARGE", "c5.4xlarge"), ("p5.48xlage", "p5.48xlarge"), ("m5.larg", "m5.large")],
+)
 def test_a_misspelt_type_gets_the_type_it_meant(typed, meant):
     assert instance_shapes.shape(typed) is None
     assert instance_shapes.close_matches(typed)[0] == meant

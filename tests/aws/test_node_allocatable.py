@@ -121,10 +121,11 @@ def test_allocatable_memory_never_exceeds_what_a_real_m5_large_reports():
 
 
 def test_vm_overhead_is_rounded_up_and_exact_on_round_numbers():
-    assert node_allocatable.vm_overhead_mib(8192) == 615       # 614.4
-    assert node_allocatable.vm_overhead_mib(1000) == 75        # not 76 from a float's 75.00000000000001
-    assert node_allocatable.allocatable(16, 32768, 234) == Allocatable(cpu_millicores=15890,
-                                                                       memory_mib=32768 - 2458 - 2829 - 100)
+    assert node_allocatable.vm_overhead_mib(8192) == 615  # 614.4
+    assert node_allocatable.vm_overhead_mib(1000) == 75  # not 76 from a float's 75.00000000000001
+    assert node_allocatable.allocatable(16, 32768, 234) == Allocatable(
+        cpu_millicores=15890, memory_mib=32768 - 2458 - 2829 - 100
+    )
 
 
 if __name__ == "__main__":  # regenerate infra/aws/eni_limits.csv after a moto upgrade

@@ -19,19 +19,49 @@ from infra.aws.nvidia_gpus import EKS_AMI_NVIDIA_DRIVER, NVIDIA_GPUS, gpu_of, wh
 from infra.config import ConfigError, load_settings
 
 # "0x<device> <name>" lines of the two lists (nvidia-open-supported-devices-<branch>.txt).
-OPEN_580 = {"0x1EB8": "Tesla T4", "0x2237": "NVIDIA A10G", "0x20B0": "NVIDIA A100-SXM4-40GB",
-            "0x20B2": "NVIDIA A100-SXM4-80GB", "0x27B8": "NVIDIA L4", "0x26B9": "NVIDIA L40S",
-            "0x2330": "NVIDIA H100 80GB HBM3", "0x2335": "NVIDIA H200", "0x2901": "NVIDIA B200",
-            "0x3182": "NVIDIA B300 SXM6 AC", "0x2BB5": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}
+OPEN_580 = {
+    "0x1EB8": "Tesla T4",
+    "0x2237": "NVIDIA A10G",
+    "0x20B0": "NVIDIA A100-SXM4-40GB",
+    "0x20B2": "NVIDIA A100-SXM4-80GB",
+    "0x27B8": "NVIDIA L4",
+    "0x26B9": "NVIDIA L40S",
+    "0x2330": "NVIDIA H100 80GB HBM3",
+    "0x2335": "NVIDIA H200",
+    "0x2901": "NVIDIA B200",
+    "0x3182": "NVIDIA B300 SXM6 AC",
+    "0x2BB5": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+}
 OPEN_595_ONLY = {"0x2C3A": "NVIDIA RTX PRO 4500 Blackwell Server Edition"}
 # Which device each table GPU is (the instance data's GpuInfo name -> the lists' device).
-DEVICE = {"T4": "0x1EB8", "A10G": "0x2237", "A100": "0x20B0", "L4": "0x27B8", "L40S": "0x26B9", "H100": "0x2330",
-          "H200": "0x2335", "B200": "0x2901", "B300": "0x3182", "RTX PRO Server 6000": "0x2BB5",
-          "RTX PRO 4500": "0x2C3A"}
+DEVICE = {
+    "T4": "0x1EB8",
+    "A10G": "0x2237",
+    "A100": "0x20B0",
+    "L4": "0x27B8",
+    "L40S": "0x26B9",
+    "H100": "0x2330",
+    "H200": "0x2335",
+    "B200": "0x2901",
+    "B300": "0x3182",
+    "RTX PRO Server 6000": "0x2BB5",
+    "RTX PRO 4500": "0x2C3A",
+}
 # developer.nvidia.com/cuda-gpus (data-center column) and /cuda-legacy-gpus.
-COMPUTE_CAPABILITY = {"T4": "7.5", "A10G": "8.6", "A100": "8.0", "L4": "8.9", "L40S": "8.9", "H100": "9.0",
-                      "H200": "9.0", "B200": "10.0", "B300": "10.3", "RTX PRO Server 6000": "12.0",
-                      "RTX PRO 4500": "12.0", "V100": "7.0"}
+COMPUTE_CAPABILITY = {
+    "T4": "7.5",
+    "A10G": "8.6",
+    "A100": "8.0",
+    "L4": "8.9",
+    "L40S": "8.9",
+    "H100": "9.0",
+    "H200": "9.0",
+    "B200": "10.0",
+    "B300": "10.3",
+    "RTX PRO Server 6000": "12.0",
+    "RTX PRO 4500": "12.0",
+    "V100": "7.0",
+}
 
 
 def test_every_gpu_of_the_instance_table_has_an_architecture_and_a_driver():
@@ -58,11 +88,14 @@ def test_only_g7_and_volta_types_are_refused(instance_type):
         assert "pick " in refused and "\n" not in refused
 
 
-@pytest.mark.parametrize("instance_type, reason, pick", [
-    ("g7.48xlarge", "need NVIDIA driver 595 or later; the EKS NVIDIA AMI the nodes boot ships 580", "g7e"),
-    ("p3dn.24xlarge", "Volta GPUs (V100, compute capability 7.0)", "g4dn (T4) or newer"),
-    ("p3.16xlarge", "Volta GPUs (V100, compute capability 7.0)", "g4dn (T4) or newer"),
-])
+@pytest.mark.parametrize(
+    "instance_type, reason, pick",
+    [
+        ("g7.48xlarge", "need NVIDIA driver 595 or later; the EKS NVIDIA AMI the nodes boot ships 580", "g7e"),
+        ("p3dn.24xlarge", "Volta GPUs (V100, compute capability 7.0)", "g4dn (T4) or newer"),
+        ("p3.16xlarge", "Volta GPUs (V100, compute capability 7.0)", "g4dn (T4) or newer"),
+    ],
+)
 def test_config_refuses_them_in_one_line(instance_type, reason, pick):
     with pytest.raises(ConfigError) as refused:
         load_settings({"elastic-training:nodeInstanceType": instance_type}, "dev")
@@ -83,8 +116,11 @@ def test_the_gpu_page_table_is_the_module_table():
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "gpu.md").read_text()
     section = text.split("## Which NVIDIA GPUs can train here", 1)[1].split("\n## ", 1)[0]  # that section only
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
-            if line.startswith("| ") and not line.startswith("| GPU ")]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| GPU ")
+    ]
     families: dict[str, set[str]] = {}
     for instance_type, instance in NVIDIA_INSTANCES.items():
         families.setdefault(instance.gpu, set()).add(instance_type.split(".")[0])
@@ -95,6 +131,10 @@ def test_the_gpu_page_table_is_the_module_table():
     for name, gpu in NVIDIA_GPUS.items():
         _, shown_families, architecture, capability, driver, verdict = documented[name]
         assert set(shown_families.split(", ")) == families[name], name
-        assert (architecture, capability, int(driver)) == (gpu.architecture, "%d.%d" % gpu.compute_capability, gpu.driver)
+        assert (architecture, capability, int(driver)) == (
+            gpu.architecture,
+            "%d.%d" % gpu.compute_capability,
+            gpu.driver,
+        )
         example = min(t for t, instance in NVIDIA_INSTANCES.items() if instance.gpu == name)
         assert verdict.startswith("yes" if why_it_cannot_train(example) is None else "no: "), name

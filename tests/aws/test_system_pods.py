@@ -36,18 +36,28 @@ def a_node_is_always_left(instance_type: str, nodes: int, job: tuple[int, int]) 
     Placements where the system pods themselves do not fit are not ones the scheduler makes.
     Returns (answer, a placement that leaves no node when there is one)."""
     room = node_room(instance_type)
-    pinned = [(p.name, p.cpu_millicores, p.memory_mib) for p in system_pods.SYSTEM_PODS if p.one_per_node
-              for _ in range(p.count(nodes))]
-    floating = [(p.name, p.cpu_millicores, p.memory_mib) for p in system_pods.SYSTEM_PODS if not p.one_per_node
-                for _ in range(p.count(nodes))]
+    pinned = [
+        (p.name, p.cpu_millicores, p.memory_mib)
+        for p in system_pods.SYSTEM_PODS
+        if p.one_per_node
+        for _ in range(p.count(nodes))
+    ]
+    floating = [
+        (p.name, p.cpu_millicores, p.memory_mib)
+        for p in system_pods.SYSTEM_PODS
+        if not p.one_per_node
+        for _ in range(p.count(nodes))
+    ]
     for placement in itertools.product(range(nodes), repeat=len(floating)):
         on = [[] for _ in range(nodes)]
         for index, pod in enumerate(pinned):
             on[index].append(pod)
         for node, pod in zip(placement, floating):
             on[node].append(pod)
-        free = [(room.cpu_millicores - sum(c for _, c, _ in pods), room.memory_mib_for_pods - sum(m for _, _, m in pods))
-                for pods in on]
+        free = [
+            (room.cpu_millicores - sum(c for _, c, _ in pods), room.memory_mib_for_pods - sum(m for _, _, m in pods))
+            for pods in on
+        ]
         if any(cpu < 0 or memory < 0 for cpu, memory in free):
             continue
         if not any(cpu >= job[0] and memory >= job[1] for cpu, memory in free):
@@ -79,9 +89,17 @@ def test_config_accepts_a_system_group_only_where_a_node_is_always_left(instance
     """The config check's bound is sound: every group it accepts passes the exhaustive placement
     above. (It may refuse a group that would pass: none of these.)"""
     try:
-        load_settings({"aws:region": "us-west-2", f"{PROJECT}:workers": "1", f"{PROJECT}:minWorkers": "1",
-                       f"{PROJECT}:maxWorkers": "1", f"{PROJECT}:systemNodeInstanceType": instance_type,
-                       f"{PROJECT}:systemNodeCount": str(nodes)}, "t")
+        load_settings(
+            {
+                "aws:region": "us-west-2",
+                f"{PROJECT}:workers": "1",
+                f"{PROJECT}:minWorkers": "1",
+                f"{PROJECT}:maxWorkers": "1",
+                f"{PROJECT}:systemNodeInstanceType": instance_type,
+                f"{PROJECT}:systemNodeCount": str(nodes),
+            },
+            "t",
+        )
         accepted = True
     except ConfigError as error:
         assert "systemNodeInstanceType" in str(error)
@@ -98,23 +116,37 @@ def test_karpenter_row_is_the_chart_values_we_set():
 
 
 def test_our_deployments_rows_are_what_the_specs_render():
-    rendered = {m["metadata"]["name"]: m for m in elastic.store_objects("ns", "trainer:1", "IfNotPresent")
-                if m["kind"] == "StatefulSet"}
-    rendered.update({m["metadata"]["name"]: m for m in elastic.controller_objects("ns", "trainer:1", "efs-pvc")
-                     if m["kind"] == "Deployment"})
+    rendered = {
+        m["metadata"]["name"]: m
+        for m in elastic.store_objects("ns", "trainer:1", "IfNotPresent")
+        if m["kind"] == "StatefulSet"
+    }
+    rendered.update(
+        {
+            m["metadata"]["name"]: m
+            for m in elastic.controller_objects("ns", "trainer:1", "efs-pvc")
+            if m["kind"] == "Deployment"
+        }
+    )
     for name in (elastic.STORE_NAME, elastic.CONTROLLER_NAME):
         (row,) = [p for p in system_pods.SYSTEM_PODS if p.name == name]
         deployment = rendered[name]
-        assert node_daemonsets.pod_request(deployment["spec"]["template"]["spec"]) == (row.cpu_millicores, row.memory_mib)
+        assert node_daemonsets.pod_request(deployment["spec"]["template"]["spec"]) == (
+            row.cpu_millicores,
+            row.memory_mib,
+        )
         assert deployment["spec"]["replicas"] == row.replicas
 
 
-@pytest.mark.parametrize("name, containers, replicas", [
-    # kubernetes-sigs/metrics-server v0.8.0 manifests/base/deployment.yaml.
-    ("metrics-server", [("100m", "200Mi")], 1),
-    # kubernetes/kubernetes @ 008b3652 cluster/addons/dns/coredns/coredns.yaml.base; two replicas on EKS.
-    ("coredns", [("100m", "70Mi")], 2),
-])
+@pytest.mark.parametrize(
+    "name, containers, replicas",
+    [
+        # kubernetes-sigs/metrics-server v0.8.0 manifests/base/deployment.yaml.
+        ("metrics-server", [("100m", "200Mi")], 1),
+        # kubernetes/kubernetes @ 008b3652 cluster/addons/dns/coredns/coredns.yaml.base; two replicas on EKS.
+        ("coredns", [("100m", "70Mi")], 2),
+    ],
+)
 def test_the_add_on_rows_are_their_manifests(name, containers, replicas):
     (row,) = [p for p in system_pods.SYSTEM_PODS if p.name == name]
     pod = {"containers": [{"resources": {"requests": {"cpu": c, "memory": m}}} for c, m in containers]}

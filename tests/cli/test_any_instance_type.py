@@ -20,9 +20,11 @@ from infra.cli import preflight as preflight_command
 ISSUE_TYPES = ("c6i.4xlarge", "t3.micro", "p5.48xlarge", "p6-b200.48xlarge", "c5.4xlarg")
 # What config says of each on the dev stack (workerCpu 15, workerMemory 24Gi): t3.micro is too small
 # for dev's worker, c5.4xlarg is no type; the others load.
-REFUSED = {"t3.micro": "config elastic-training:workerCpu='15' is invalid: must be at most 1750m",
-           "c5.4xlarg": "config elastic-training:nodeInstanceType='c5.4xlarg' is invalid: is not an EC2 instance "
-                        "type offered for Linux; did you mean c5.4xlarge"}
+REFUSED = {
+    "t3.micro": "config elastic-training:workerCpu='15' is invalid: must be at most 1750m",
+    "c5.4xlarg": "config elastic-training:nodeInstanceType='c5.4xlarg' is invalid: is not an EC2 instance "
+    "type offered for Linux; did you mean c5.4xlarge",
+}
 
 
 def no_aws(service, region):
@@ -39,9 +41,11 @@ def run(main, argv, capsys) -> tuple[int, str, str]:
 @pytest.mark.parametrize("instance_type", ISSUE_TYPES)
 def test_cost_compare_and_preflight_answer_or_refuse_in_one_line(instance_type, capsys):
     override = f"nodeInstanceType={instance_type}"
-    commands = {"cost": (cost_command.main, ["dev", "-c", override]),
-                "compare": (compare.main, ["dev", "spot", "--a", override]),
-                "preflight": (lambda argv: preflight_command.main(argv, make_client=no_aws), ["dev", "-c", override])}
+    commands = {
+        "cost": (cost_command.main, ["dev", "-c", override]),
+        "compare": (compare.main, ["dev", "spot", "--a", override]),
+        "preflight": (lambda argv: preflight_command.main(argv, make_client=no_aws), ["dev", "-c", override]),
+    }
     for name, (main, argv) in commands.items():
         if instance_type not in REFUSED and name == "preflight":
             continue  # a type config accepts reaches AWS: tests/cli/test_preflight*.py
@@ -53,26 +57,41 @@ def test_cost_compare_and_preflight_answer_or_refuse_in_one_line(instance_type, 
             assert code == 0 and err == "", (name, err)
 
 
-@pytest.mark.parametrize("instance_type, why", [
-    ("x8aedz.6xlarge", "x8aedz.6xlarge is in none of the price tables"),       # newer than all three
-    ("m8i.4xlarge", "no price table lists m8i.4xlarge in us-west-2"),          # Karpenter's us-east-1 only
-    ("p6-b200.48xlarge", "no price table lists p6-b200.48xlarge in us-west-2")])
+@pytest.mark.parametrize(
+    "instance_type, why",
+    [
+        ("x8aedz.6xlarge", "x8aedz.6xlarge is in none of the price tables"),  # newer than all three
+        ("m8i.4xlarge", "no price table lists m8i.4xlarge in us-west-2"),  # Karpenter's us-east-1 only
+        ("p6-b200.48xlarge", "no price table lists p6-b200.48xlarge in us-west-2"),
+    ],
+)
 def test_cost_names_the_worker_nodes_it_cannot_price_beside_the_totals(instance_type, why, capsys):
     """A type no price table has in the stack's region is sized, and the cost says, right under its
     totals, that the workers are not in them and why."""
     code, out, _ = run(cost_command.main, ["dev", "-c", f"nodeInstanceType={instance_type}"], capsys)
     first, second = out.splitlines()[:2]
     assert code == 0 and "or more" in first and "lower bound: no price read for worker nodes" in first
-    assert second.startswith(f"  NOT IN THE TOTALS: worker nodes while a run trains: 2 x {instance_type} On-Demand: {why} ")
+    assert second.startswith(
+        f"  NOT IN THE TOTALS: worker nodes while a run trains: 2 x {instance_type} On-Demand: {why} "
+    )
 
 
-@pytest.mark.parametrize("stack, instance_type, region", [
-    ("dev", "c6a.8xlarge", "us-east-1"), ("dev", "m7i.4xlarge", "us-east-1"), ("dev", "m7i.4xlarge", "eu-west-1"),
-    ("gpu", "g6.xlarge", "us-east-1"), ("gpu", "p4d.24xlarge", "us-east-1"), ("gpu", "p4d.24xlarge", "eu-west-1")])
+@pytest.mark.parametrize(
+    "stack, instance_type, region",
+    [
+        ("dev", "c6a.8xlarge", "us-east-1"),
+        ("dev", "m7i.4xlarge", "us-east-1"),
+        ("dev", "m7i.4xlarge", "eu-west-1"),
+        ("gpu", "g6.xlarge", "us-east-1"),
+        ("gpu", "p4d.24xlarge", "us-east-1"),
+        ("gpu", "p4d.24xlarge", "eu-west-1"),
+    ],
+)
 def test_cost_prices_the_workers_of_any_type_in_its_region(stack, instance_type, region, capsys):
     """Issue 39: types outside the zone table said "NOT IN THE TOTALS: worker nodes"; the region tables price them."""
-    code, out, _ = run(cost_command.main, [stack, "-c", f"nodeInstanceType={instance_type}", "-c", f"aws:region={region}"],
-                       capsys)
+    code, out, _ = run(
+        cost_command.main, [stack, "-c", f"nodeInstanceType={instance_type}", "-c", f"aws:region={region}"], capsys
+    )
     assert code == 0 and "NOT IN THE TOTALS: worker nodes" not in out, out
     assert "worker nodes while a run trains: " in out and f"x {instance_type} On-Demand: $" in out
 
@@ -80,8 +99,9 @@ def test_cost_prices_the_workers_of_any_type_in_its_region(stack, instance_type,
 @pytest.mark.parametrize("instance_type", sorted(REFUSED))
 def test_synth_refuses_in_one_line_and_writes_nothing(instance_type, tmp_path, capsys):
     out_dir = tmp_path / "out"
-    code, out, err = run(infra.cli.synth.main, ["dev", "--out", str(out_dir), "-c", f"nodeInstanceType={instance_type}"],
-                         capsys)
+    code, out, err = run(
+        infra.cli.synth.main, ["dev", "--out", str(out_dir), "-c", f"nodeInstanceType={instance_type}"], capsys
+    )
     assert (code, err.count("\n")) == (2, 1) and REFUSED[instance_type] in err
     assert not out_dir.exists()
 
@@ -94,7 +114,9 @@ def test_synth_renders_a_type_outside_the_price_table(synth_stack, instance_type
     (pool,) = [m for m in synth.manifests if m["kind"] == "NodePool"]
     assert pool["spec"]["limits"] == {"cpu": str(4 * vcpus), "memory": f"{4 * memory_mib}Mi"}  # dev: nodeMaxCount 4
     # The pool: the type, and the priced types of exactly its shape (infra/config/capacity.py).
-    types = next(r for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"] == "node.kubernetes.io/instance-type")
+    types = next(
+        r for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"] == "node.kubernetes.io/instance-type"
+    )
     assert instance_type in types["values"]
     assert {instance_shapes.shape(t) for t in types["values"]} == {instance_shapes.shape(instance_type)}
 
@@ -102,7 +124,10 @@ def test_synth_renders_a_type_outside_the_price_table(synth_stack, instance_type
 @pytest.mark.parametrize("instance_type", ["c6i.4xlarge", "c7a.4xlarge", "g5.2xlarge", "p5.48xlarge"])
 def test_cost_prices_the_workers_of_the_types_newcomers_chose(instance_type, capsys):
     """Issue 39: these said "NOT IN THE TOTALS: worker nodes"; the table carries them now."""
-    code, out, _ = run(cost_command.main, ["dev", "-c", f"nodeInstanceType={instance_type}", "-c", "workerCpu=7",
-                                           "-c", "workerMemory=24Gi"], capsys)
+    code, out, _ = run(
+        cost_command.main,
+        ["dev", "-c", f"nodeInstanceType={instance_type}", "-c", "workerCpu=7", "-c", "workerMemory=24Gi"],
+        capsys,
+    )
     assert code == 0 and "NOT IN THE TOTALS" not in out and "or more" not in out.splitlines()[0]
     assert f"worker nodes while a run trains: 2 x {instance_type} On-Demand: $" in out

@@ -19,12 +19,19 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
     from jobs.data import prepare
     from jobs.training import train
 
-    return {"infra.cli.synth": synth.build_parser(), "infra.cli.preflight": preflight.build_parser(),
-            "jobs.data.prepare": prepare.build_parser(), "jobs.training.train": train.build_parser(),
-            "jobs.results.evaluate": evaluate.build_parser()}
+    return {
+        "infra.cli.synth": synth.build_parser(),
+        "infra.cli.preflight": preflight.build_parser(),
+        "jobs.data.prepare": prepare.build_parser(),
+        "jobs.training.train": train.build_parser(),
+        "jobs.results.evaluate": evaluate.build_parser(),
+    }
 
 
-@pytest.mark.parametrize("name", ["infra.cli.synth", "infra.cli.preflight", "jobs.data.prepare", "jobs.training.train", "jobs.results.evaluate"])
+@pytest.mark.parametrize(
+    "name",
+    ["infra.cli.synth", "infra.cli.preflight", "jobs.data.prepare", "jobs.training.train", "jobs.results.evaluate"],
+)
 def test_every_option_has_help_with_its_default(name):
     parser = parsers()[name]
     for action in parser._actions:  # argparse keeps no public list of them
@@ -34,7 +41,8 @@ def test_every_option_has_help_with_its_default(name):
         label = "/".join(action.option_strings) or action.dest
         assert text, f"{name} {label}: no help text"
         assert re.search(r"\((default|required)\b|\(required\)|default: ", text), (
-            f"{name} {label}: the help must say its default (or that it is required): {text!r}")
+            f"{name} {label}: the help must say its default (or that it is required): {text!r}"
+        )
         if action.default not in (None, False, [], argparse.SUPPRESS) and not action.required:
             assert str(action.default) in text, f"{name} {label}: help does not show the default {action.default!r}"
 
@@ -43,5 +51,9 @@ def test_the_jobs_page_and_evaluate_agree_on_min_accuracy():
     from jobs.results import evaluate
 
     assert evaluate.build_parser().get_default("min_accuracy") is None
-    row = next(line for line in (ROOT / "docs" / "commands" / "jobs.md").read_text().splitlines() if line.startswith("| evaluate |"))
+    row = next(
+        line
+        for line in (ROOT / "docs" / "commands" / "jobs.md").read_text().splitlines()
+        if line.startswith("| evaluate |")
+    )
     assert "[--min-accuracy F]" in row and "no gate by default" in row and "[--min-accuracy 0.7]" not in row

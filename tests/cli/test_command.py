@@ -71,8 +71,9 @@ def test_no_command_prints_the_overview_and_fails(capsys):
     assert "commands:" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("preflight_exit, pulumi_runs", [(1, False), (2, False), (0, True)],
-                         ids=["check-failed", "bad-config", "all-passed"])
+@pytest.mark.parametrize(
+    "preflight_exit, pulumi_runs", [(1, False), (2, False), (0, True)], ids=["check-failed", "bad-config", "all-passed"]
+)
 def test_up_checks_offline_then_preflight_then_runs_pulumi(project, capsys, preflight_exit, pulumi_runs):
     root, log = project
     asked = []
@@ -87,7 +88,10 @@ def test_up_checks_offline_then_preflight_then_runs_pulumi(project, capsys, pref
     if pulumi_runs:
         assert status == 0
         assert (root / ".pulumi-state").is_dir(), "the file backend's directory exists before pulumi runs"
-        assert log.read_text().splitlines() == [f"{root} pulumi stack select --create dev", f"{root} pulumi up --stack dev"]
+        assert log.read_text().splitlines() == [
+            f"{root} pulumi stack select --create dev",
+            f"{root} pulumi up --stack dev",
+        ]
     else:
         assert status == preflight_exit and not log.exists()
         assert not (root / ".pulumi-state").exists()
@@ -97,7 +101,9 @@ def test_up_checks_offline_then_preflight_then_runs_pulumi(project, capsys, pref
 
 def test_up_stops_on_bad_config_before_preflight(project, capsys, monkeypatch):
     root, log = project
-    (root / "stacks" / "Pulumi.dev.yaml").write_text("config:\n  elastic-training:nodeMaxCount: zero\n  aws:region: us-west-2\n")
+    (root / "stacks" / "Pulumi.dev.yaml").write_text(
+        "config:\n  elastic-training:nodeMaxCount: zero\n  aws:region: us-west-2\n"
+    )
     assert deploy.up(["dev"], root=root, preflight=lambda argv: pytest.fail("preflight ran")) == 2
     assert "nodeMaxCount" in capsys.readouterr().err and not log.exists()
 
@@ -134,8 +140,18 @@ def test_local_runs_prepare_train_evaluate_with_the_jobs_own_command_lines():
     prepare, train, evaluate = local.steps(cifar10=False, epochs=None, python="py")
     assert prepare == ["py", "-m", "jobs.data.prepare", "--dest", "data/synthetic", "--synthetic", "100"]
     assert train[:6] == ["py", "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2"]
-    assert train[6:] == ["-m", "jobs.training.train", "--data", "data/synthetic/cifar-10-batches-py", "--run-dir", "runs/synthetic/run-1",
-                         "--epochs", "3", "--batch-size", "50"]
+    assert train[6:] == [
+        "-m",
+        "jobs.training.train",
+        "--data",
+        "data/synthetic/cifar-10-batches-py",
+        "--run-dir",
+        "runs/synthetic/run-1",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "50",
+    ]
     assert evaluate[-2:] == ["--metrics-out", "runs/synthetic/run-1/metrics.json"]
     cifar = local.steps(cifar10=True, epochs=2, python="py")
     assert cifar[0][-1] == "data/cifar10" and cifar[1][cifar[1].index("--epochs") + 1] == "2"
@@ -147,14 +163,18 @@ def test_the_jobs_accept_the_local_command_lines():
     from jobs.data import prepare
     from jobs.training import train
 
-    for (_, _, _module, *args), parser in zip([s for s in local.steps(False, None, "py") if s[2] != "torch.distributed.run"],
-                                             [prepare.build_parser(), evaluate.build_parser()]):
+    for (_, _, _module, *args), parser in zip(
+        [s for s in local.steps(False, None, "py") if s[2] != "torch.distributed.run"],
+        [prepare.build_parser(), evaluate.build_parser()],
+    ):
         parser.parse_args(args)
     train_args = local.steps(False, None, "py")[1]
-    train.build_parser().parse_args(train_args[train_args.index("jobs.training.train") + 1:])
+    train.build_parser().parse_args(train_args[train_args.index("jobs.training.train") + 1 :])
 
 
-@pytest.mark.parametrize("argv, message", [(["--epochs", "0"], "--epochs 0 is invalid"), (["--gpu"], "unrecognized arguments")])
+@pytest.mark.parametrize(
+    "argv, message", [(["--epochs", "0"], "--epochs 0 is invalid"), (["--gpu"], "unrecognized arguments")]
+)
 def test_local_bad_input_is_one_line(argv, message, capsys):
     assert local.main(argv) == 2
     err = capsys.readouterr().err

@@ -25,7 +25,9 @@ def test_the_difference_per_run_is_the_run_rates_difference_for_the_run_length(c
     result = json.loads(capsys.readouterr().out)
     dev, smoke = estimate("dev"), estimate("smoke")
     assert result["a"]["perRunUsd"] == pytest.approx(dev["runHourlyUsd"] / 2)
-    assert result["difference"]["perRunUsd"] == pytest.approx((smoke["runHourlyUsd"] - dev["runHourlyUsd"]) / 2, abs=1e-6)
+    assert result["difference"]["perRunUsd"] == pytest.approx(
+        (smoke["runHourlyUsd"] - dev["runHourlyUsd"]) / 2, abs=1e-6
+    )
     assert result["difference"]["dailyUsd"] == pytest.approx(smoke["dailyUsd"] - dev["dailyUsd"])
 
 
@@ -45,11 +47,17 @@ def test_each_stack_runs_for_its_own_ceiling_unless_told():
     assert "per run (120/45 min)" in "\n".join(compare.lines(("dev", "smoke"), result))
 
 
-@pytest.mark.parametrize("argv, phrase", [
-    (["dev", "nosuch"], "no stack file stacks/Pulumi.nosuch.yaml"),
-    (["dev", "smoke", "--run-minutes", "0"], "argument --run-minutes: must be a number of minutes above 0 and at most 100000, got 0"),
-    (["dev", "smoke", "--b", "nodeMaxCount=many"], "elastic-training:nodeMaxCount"),
-])
+@pytest.mark.parametrize(
+    "argv, phrase",
+    [
+        (["dev", "nosuch"], "no stack file stacks/Pulumi.nosuch.yaml"),
+        (
+            ["dev", "smoke", "--run-minutes", "0"],
+            "argument --run-minutes: must be a number of minutes above 0 and at most 100000, got 0",
+        ),
+        (["dev", "smoke", "--b", "nodeMaxCount=many"], "elastic-training:nodeMaxCount"),
+    ],
+)
 def test_bad_input_is_one_line(argv, phrase, capsys):
     assert compare.main(argv, today=DAY) == 2
     err = capsys.readouterr().err

@@ -29,9 +29,13 @@ def settings_of(stack: str, *overrides: str):
 def test_dev_total_is_the_sum_of_its_items(dev):
     written = json.loads((dev.directory / "cost.json").read_text())
     assert set(written) >= {"hourlyUsd", "dailyUsd", "items", "pricesFrom"}
-    assert all(set(item) == {"what", "quantity", "unitUsd", "unit", "hourlyUsd", "runHourlyUsd", "source"}
-               for item in written["items"])
-    assert written["hourlyUsd"] == pytest.approx(sum(i["hourlyUsd"] for i in written["items"] if i["hourlyUsd"] is not None))
+    assert all(
+        set(item) == {"what", "quantity", "unitUsd", "unit", "hourlyUsd", "runHourlyUsd", "source"}
+        for item in written["items"]
+    )
+    assert written["hourlyUsd"] == pytest.approx(
+        sum(i["hourlyUsd"] for i in written["items"] if i["hourlyUsd"] is not None)
+    )
     assert written["dailyUsd"] == pytest.approx(24 * written["hourlyUsd"])
     assert written["hourlyUsd"] > 0
 
@@ -64,8 +68,10 @@ def test_every_hourly_item_of_every_stack_is_priced(stack):
     """No stack in stacks/ bills an hour that the estimate cannot price: its totals are complete, not lower bounds."""
     estimate = cost.estimate(settings_of(stack), STANDARD_DAY)
     assert [i["what"] for i in estimate["items"] if i["quantity"] is not None and i["hourlyUsd"] is None] == []
-    assert estimate["note"] in ("complete for the hourly items",
-                                "target is not eks: the stack creates no AWS resources that bill by the hour")
+    assert estimate["note"] in (
+        "complete for the hourly items",
+        "target is not eks: the stack creates no AWS resources that bill by the hour",
+    )
 
 
 def _nodes(estimate):
@@ -102,19 +108,28 @@ def spot_settings(stack: str, *overrides: str):
     return SimpleNamespace(**{**vars(settings_of(stack, *overrides)), "capacity_type": "spot"})
 
 
-@pytest.mark.parametrize("region, table", [("us-east-1", "karpenter-provider-aws@v1.15.2"),
-                                           ("eu-west-1", "ec2-instances-info@v0.0.0-20250528091325-32acf84f42eb")])
+@pytest.mark.parametrize(
+    "region, table",
+    [
+        ("us-east-1", "karpenter-provider-aws@v1.15.2"),
+        ("eu-west-1", "ec2-instances-info@v0.0.0-20250528091325-32acf84f42eb"),
+    ],
+)
 def test_a_type_outside_the_zone_table_is_priced_from_the_region_tables(region, table):
     """Issue 39: c6a.8xlarge's workers were 'NOT IN THE TOTALS'; the region tables price them, On-Demand and Spot."""
     overrides = ("nodeInstanceType=c6a.8xlarge", f"aws:region={region}")
     settings = settings_of("dev", *overrides)
-    assert not [m for m in cost.missing_prices(settings) if "c6a.8xlarge" in m]   # eu-west-1's other items: prices.py
+    assert not [m for m in cost.missing_prices(settings) if "c6a.8xlarge" in m]  # eu-west-1's other items: prices.py
     estimate = cost.estimate(settings, STANDARD_DAY)
     nodes = _nodes(estimate)
     assert nodes["unitUsd"] > 0 and nodes["runHourlyUsd"] == round(2 * nodes["unitUsd"], 6) and table in nodes["source"]
     assert not any("worker nodes" in what for what in estimate["unpriced"])
     spot = _nodes(cost.estimate(spot_settings("dev", *overrides), STANDARD_DAY))
-    assert 0 < spot["unitUsd"] < nodes["unitUsd"] and "ec2-instances-info" in spot["source"] and "Spot median" in spot["source"]
+    assert (
+        0 < spot["unitUsd"] < nodes["unitUsd"]
+        and "ec2-instances-info" in spot["source"]
+        and "Spot median" in spot["source"]
+    )
 
 
 def test_a_spot_node_without_a_spot_price_is_unpriced_not_on_demand():
@@ -142,7 +157,9 @@ def test_a_spot_stack_prices_its_workers_at_spot_and_says_so():
 
 
 def test_live_prices_replace_the_table_and_name_their_source():
-    read = prices.Price(0.7, "instance-hour", "AWS Price List API (pricing.get_products, read 2026-11-22)", "2026-11-22")
+    read = prices.Price(
+        0.7, "instance-hour", "AWS Price List API (pricing.get_products, read 2026-11-22)", "2026-11-22"
+    )
     estimate = cost.estimate(settings_of("dev"), STANDARD_DAY, live=cost.LivePrices(on_demand={"c5.4xlarge": read}))
     assert (_nodes(estimate)["unitUsd"], _nodes(estimate)["source"]) == (0.7, read.source)
     assert estimate["pricesFrom"].startswith("AWS Price List API")
@@ -152,21 +169,33 @@ def test_live_service_prices_replace_the_table_for_that_run_only():
     """preflight's Price List answers for the non-EC2 items (infra/aws/live_service_prices.py) come before
     infra/aws/prices.py, as the nodes' answers come before the catalog; the table itself is unchanged."""
     api = "AWS Price List API (pricing.get_products, read 2026-11-22)"
-    live = cost.LivePrices(services={"nat-gateway": prices.Price(0.05, "NAT-gateway-hour", f"{api}; usagetype "
-                                                                 "USW2-NatGateway-Hours", "2026-11-22"),
-                                     "ecr-storage": prices.Price(0.1, "GB-month", f"{api}; usagetype "
-                                                                 "USW2-TimedStorage-ByteHrs", "2026-11-22")})
-    offline, estimate = cost.estimate(settings_of("dev"), STANDARD_DAY), cost.estimate(settings_of("dev"), STANDARD_DAY, live=live)
-    nat, ecr = (next(i for i in estimate["items"] if i["what"].startswith(what)) for what in ("NAT gateway", "ECR storage"))
+    live = cost.LivePrices(
+        services={
+            "nat-gateway": prices.Price(
+                0.05, "NAT-gateway-hour", f"{api}; usagetype USW2-NatGateway-Hours", "2026-11-22"
+            ),
+            "ecr-storage": prices.Price(0.1, "GB-month", f"{api}; usagetype USW2-TimedStorage-ByteHrs", "2026-11-22"),
+        }
+    )
+    offline, estimate = (
+        cost.estimate(settings_of("dev"), STANDARD_DAY),
+        cost.estimate(settings_of("dev"), STANDARD_DAY, live=live),
+    )
+    nat, ecr = (
+        next(i for i in estimate["items"] if i["what"].startswith(what)) for what in ("NAT gateway", "ECR storage")
+    )
     assert (nat["unitUsd"], nat["source"], ecr["unitUsd"]) == (0.05, live.services["nat-gateway"].source, 0.1)
     assert estimate["hourlyUsd"] - offline["hourlyUsd"] == pytest.approx(0.05 - 0.045)
     assert "ECR storage, per GB of images (not in the totals)" in offline["unpriced"] and estimate["unpriced"] == []
     assert f"{api} for nat-gateway, ecr-storage; otherwise EC2 from" in estimate["pricesFrom"]
-    assert prices.PRICES[("ecr-storage", "us-west-2")].usd is None and prices.PRICES[("nat-gateway", "us-west-2")].usd == 0.045
+    assert (
+        prices.PRICES[("ecr-storage", "us-west-2")].usd is None
+        and prices.PRICES[("nat-gateway", "us-west-2")].usd == 0.045
+    )
 
 
 def test_a_run_costs_at_most_the_run_rate_for_the_job_timeout():
-    estimate = cost.estimate(settings_of("smoke"), STANDARD_DAY)   # jobTimeoutMinutes 45
+    estimate = cost.estimate(settings_of("smoke"), STANDARD_DAY)  # jobTimeoutMinutes 45
     assert estimate["runMaxMinutes"] == 45
     assert estimate["runMaxUsd"] == pytest.approx(estimate["runHourlyUsd"] * 45 / 60)
     assert cost.readme_cells(estimate)[2] == f"{cost.usd(estimate['runMaxUsd'])} (45 min)"
@@ -214,9 +243,10 @@ def test_stack_table_shows_the_cost_synth_writes(stack, where, synth_stack):
     rows = readme_stack_rows(where)
     assert stack in rows, f"{where}: the stack table has no row for `{stack}`"
     cells = list(cost.readme_cells(written))
-    assert rows[stack][-len(cells):] == cells, (
+    assert rows[stack][-len(cells) :] == cells, (
         f"{where} stack table, `{stack}`: the cost cells must be {cells!r} (from cost.json; "
-        "`.venv/bin/python scripts/docs.py` rewrites them)")
+        "`.venv/bin/python scripts/docs.py` rewrites them)"
+    )
 
 
 @pytest.mark.parametrize("where", STACK_TABLES)
@@ -289,7 +319,15 @@ def test_a_region_without_recorded_prices_names_every_item_it_bills():
     """eu-west-1: the catalog prices c5.4xlarge there, infra/aws/prices.py records nothing for the region."""
     missing = cost.missing_prices(settings_of("dev", "aws:region=eu-west-1"))
     assert [m.split(" in ")[0].removeprefix("no price recorded for ") for m in missing] == [
-        "eks-standard", "eks-extended", "nat-gateway", "public-ipv4", "ebs-gp3", "efs-standard", "ecr-storage", "nat-data"]
+        "eks-standard",
+        "eks-extended",
+        "nat-gateway",
+        "public-ipv4",
+        "ebs-gp3",
+        "efs-standard",
+        "ecr-storage",
+        "nat-data",
+    ]
     estimate = cost.estimate(settings_of("dev", "aws:region=eu-west-1"), STANDARD_DAY)
     assert _nodes(estimate)["unitUsd"] == 0.768 and estimate["note"].startswith("lower bound")
 
@@ -302,7 +340,11 @@ def test_an_item_outside_the_offline_table_says_that_preflight_reads_it():
     assert len(unpriced) == 7 and [i["what"] for i in unpriced] == estimate["unpriced"]  # all but the nodes
     for item in unpriced:
         assert item["source"].startswith("NOT RECORDED: no offline price for "), item
-        assert item["source"].endswith(" in eu-west-1 (infra/aws/prices.py records us-east-1 and us-west-2 only); "
-                                       "`elastic-training preflight` with AWS credentials reads it from the AWS Price "
-                                       "List API"), item
-    assert any("NOT IN THE TOTALS: NAT gateway: NOT RECORDED" in line and "preflight" in line for line in cost.lines(estimate))
+        assert item["source"].endswith(
+            " in eu-west-1 (infra/aws/prices.py records us-east-1 and us-west-2 only); "
+            "`elastic-training preflight` with AWS credentials reads it from the AWS Price "
+            "List API"
+        ), item
+    assert any(
+        "NOT IN THE TOTALS: NAT gateway: NOT RECORDED" in line and "preflight" in line for line in cost.lines(estimate)
+    )

@@ -31,16 +31,25 @@ from synth_support import REPO
 
 def real_local(root: Path, *argv: str, limit_file_bytes: int | None = None) -> subprocess.Popen:
     """`elastic-training local` over the real jobs, its runs and data under `root`."""
-    code = (f"import sys; from pathlib import Path; from infra.cli import local; "
-            f"sys.exit(local.main(sys.argv[1:], root=Path({str(root)!r})))")
+    code = (
+        f"import sys; from pathlib import Path; from infra.cli import local; "
+        f"sys.exit(local.main(sys.argv[1:], root=Path({str(root)!r})))"
+    )
 
     def limits():
         if limit_file_bytes is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_bytes, limit_file_bytes))
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", code, *argv], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=limits)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *argv],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=limits,
+    )
 
 
 @pytest.fixture
@@ -67,8 +76,10 @@ def test_ctrl_c_is_one_line_with_the_resume_command_and_resuming_needs_no_epochs
     assert process.returncode == 130, err
     lines = err.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in err + out, err
-    assert lines[1] == ("local: interrupted (Ctrl-C); run run-1 keeps what it saved. Resume it with: "
-                        "elastic-training local --run-id run-1")
+    assert lines[1] == (
+        "local: interrupted (Ctrl-C); run run-1 keeps what it saved. Resume it with: "
+        "elastic-training local --run-id run-1"
+    )
     assert (run / "checkpoint.pt").is_file() and not (run / "model.pt").exists()
 
     resumed = real_local(root, "--run-id", "run-1")
@@ -83,15 +94,20 @@ def test_ctrl_c_is_one_line_with_the_resume_command_and_resuming_needs_no_epochs
 def test_a_full_disk_is_one_line_and_exit_3(root):
     """The worker's own line (jobs/cli.py) was buried in gloo's and torchrun's tracebacks, and torchrun's
     exit status 1 replaced the documented 3."""
-    process = real_local(root, "--epochs", "1", limit_file_bytes=2 * 1024 * 1024)  # the data fits, a checkpoint does not
+    process = real_local(
+        root, "--epochs", "1", limit_file_bytes=2 * 1024 * 1024
+    )  # the data fits, a checkpoint does not
     out, err = process.communicate(timeout=600)
     assert process.returncode == exit_codes.CANNOT_CONTINUE, err
     lines = err.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in err, err
-    assert lines[1].startswith("local: jobs.training.train failed (exit 3): jobs.training.train: cannot write "
-                               "runs/synthetic/run-1/checkpoint.pt: File too large")
-    assert "Traceback" in (root / "runs" / "synthetic" / "run-1" / local.LOG_NAME).read_text(encoding="utf-8"), \
+    assert lines[1].startswith(
+        "local: jobs.training.train failed (exit 3): jobs.training.train: cannot write "
+        "runs/synthetic/run-1/checkpoint.pt: File too large"
+    )
+    assert "Traceback" in (root / "runs" / "synthetic" / "run-1" / local.LOG_NAME).read_text(encoding="utf-8"), (
         "the steps' own messages are kept in the run's log"
+    )
 
 
 def test_too_little_free_space_is_refused_before_an_epoch_is_spent(root, monkeypatch, capsys):
@@ -125,8 +141,10 @@ def test_a_run_id_that_does_not_exist_is_refused(root, recorded, capsys):
     started_run(root, "run-1", 3)
     assert local.main(["--run-id", "run-99"], root=root, step_runner=runner) == 2
     err = capsys.readouterr().err
-    assert err == (f"local: --run-id run-99: there is no run {root}/runs/synthetic/run-99 (runs there: run-1); "
-                   "leave out --run-id to start a new run\n")
+    assert err == (
+        f"local: --run-id run-99: there is no run {root}/runs/synthetic/run-99 (runs there: run-1); "
+        "leave out --run-id to start a new run\n"
+    )
     assert commands == [] and not (root / "runs" / "synthetic" / "run-99").exists()
 
 
@@ -134,8 +152,10 @@ def test_epochs_on_a_finished_run_are_refused_not_dropped(root, recorded, capsys
     commands, runner = recorded
     started_run(root, "run-1", 3, finished=True)
     assert local.main(["--run-id", "run-1", "--epochs", "5"], root=root, step_runner=runner) == 2
-    assert capsys.readouterr().err == ("local: --epochs 5: run run-1 is finished (3 epochs), so it only re-evaluates "
-                                       "and trains no more; leave out --run-id to train a new run with --epochs 5\n")
+    assert capsys.readouterr().err == (
+        "local: --epochs 5: run run-1 is finished (3 epochs), so it only re-evaluates "
+        "and trains no more; leave out --run-id to train a new run with --epochs 5\n"
+    )
     assert commands == []
 
 
@@ -186,14 +206,19 @@ def test_a_failing_step_is_one_line_with_its_own_error(root, capsys):
 
     assert local.main([], root=root, step_runner=fails) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines[1] == (f"local: jobs.data.prepare failed (exit 1): jobs.data.prepare: error: cannot reach the source "
-                        f"(all its messages: {root}/runs/synthetic/run-1/local.log)")
+    assert lines[1] == (
+        f"local: jobs.data.prepare failed (exit 1): jobs.data.prepare: error: cannot reach the source "
+        f"(all its messages: {root}/runs/synthetic/run-1/local.log)"
+    )
 
 
 def test_the_constants_local_repeats_are_the_jobs_own():
     """infra/ does not import jobs/ (tests/test_architecture.py); these are written twice."""
-    assert (local.FAILURE, local.USAGE, local.CANNOT_CONTINUE) == (exit_codes.FAILURE, exit_codes.USAGE,
-                                                                   exit_codes.CANNOT_CONTINUE)
+    assert (local.FAILURE, local.USAGE, local.CANNOT_CONTINUE) == (
+        exit_codes.FAILURE,
+        exit_codes.USAGE,
+        exit_codes.CANNOT_CONTINUE,
+    )
     assert local.PERMANENT_FAILURE_FILE_ENV == termination.PERMANENT_FAILURE_FILE_ENV
 
 
@@ -224,5 +249,6 @@ def test_a_file_where_the_runs_folder_goes_is_named(root, recorded, capsys):
     (root / "runs").mkdir()
     (root / "runs" / "synthetic").write_text("", encoding="utf-8")
     assert local.main([], root=root, step_runner=runner) == 2
-    assert capsys.readouterr().err == (f"local: {root}/runs/synthetic is a file, not the folder of the runs: move it away, "
-                                       "then rerun\n")
+    assert capsys.readouterr().err == (
+        f"local: {root}/runs/synthetic is a file, not the folder of the runs: move it away, then rerun\n"
+    )

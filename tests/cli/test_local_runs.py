@@ -26,8 +26,23 @@ def finished_run(root: Path, run_id: str) -> Path:
 
 def test_jobs_train_trains_nothing_where_a_model_is(tmp_path):
     run = finished_run(tmp_path, "run-1")
-    result = subprocess.run([sys.executable, "-m", "jobs.training.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
-                             "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jobs.training.train",
+            "--data",
+            str(tmp_path / "no-data"),
+            "--run-dir",
+            str(run),
+            "--epochs",
+            "1",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and "this run is finished, nothing to train" in result.stdout + result.stderr
 
 
@@ -39,8 +54,23 @@ def test_a_model_without_a_finished_record_gets_one_once(tmp_path):
     run = finished_run(tmp_path, "run-1")
     (run / "history.jsonl").write_text(json.dumps({"event": "start", "epochs_done": 0, "epochs": 1, "time": 1}) + "\n")
     for _ in range(2):
-        result = subprocess.run([sys.executable, "-m", "jobs.training.train", "--data", str(tmp_path / "no-data"),
-                                 "--run-dir", str(run), "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "jobs.training.train",
+                "--data",
+                str(tmp_path / "no-data"),
+                "--run-dir",
+                str(run),
+                "--epochs",
+                "1",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
     events = [json.loads(line)["event"] for line in (run / "history.jsonl").read_text().splitlines()]
     assert events == ["start", "finished"]
@@ -57,7 +87,9 @@ def test_a_second_call_is_a_new_run(tmp_path, recorded, capsys):
     assert local.main([], root=tmp_path, step_runner=runner) == 0
     assert run_dir(commands) == "runs/synthetic/run-2"
     assert not (tmp_path / run_dir(commands) / "model.pt").exists()  # so jobs.training.train trains
-    assert capsys.readouterr().err.startswith(f"local: run run-2 in {tmp_path}/runs/synthetic/run-2 (project folder {tmp_path})")
+    assert capsys.readouterr().err.startswith(
+        f"local: run run-2 in {tmp_path}/runs/synthetic/run-2 (project folder {tmp_path})"
+    )
 
 
 def test_run_id_goes_back_to_a_run(tmp_path, recorded):
@@ -80,8 +112,23 @@ def test_what_local_shows_of_a_finished_run_names_no_option_local_lacks(tmp_path
     import re
 
     run = finished_run(tmp_path, "run-1")
-    result = subprocess.run([sys.executable, "-m", "jobs.training.train", "--data", str(tmp_path / "no-data"), "--run-dir", str(run),
-                             "--epochs", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jobs.training.train",
+            "--data",
+            str(tmp_path / "no-data"),
+            "--run-dir",
+            str(run),
+            "--epochs",
+            "1",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     line = next(line for line in (result.stdout + result.stderr).splitlines() if "nothing to train" in line)
     local_options = {option for action in local.build_parser()._actions for option in action.option_strings}
     assert set(re.findall(r"--[\w-]+", line)) <= local_options, line

@@ -10,16 +10,24 @@ from infra.cli import local, local_script
 from infra.specs.elastic import RENDEZVOUS_BACKEND
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["--nproc", "2"], "local: --nproc and script arguments after `--` need --script or --module\n"),
-    (["--", "--steps", "5"], "local: --nproc and script arguments after `--` need --script or --module\n"),
-    (["--module", "my train"], "local: --module 'my train' is invalid: a Python module name such as mytrain or pkg.train\n"),
-    (["--script", "no-such.py"], "local: --script no-such.py: no such file\n"),
-    (["--module", "m", "--nproc", "0"], "local: --nproc 0 is invalid: must be a whole number from 1 to 16\n"),
-    (["--module", "m", "--nproc", "two"], "local: --nproc 'two' is invalid: must be a whole number from 1 to 16\n"),
-    (["--module", "m", "--epochs", "2"],
-     "local: --cifar10 and --epochs are the CIFAR-10 pipeline's; pass your script's own options after `--`\n"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["--nproc", "2"], "local: --nproc and script arguments after `--` need --script or --module\n"),
+        (["--", "--steps", "5"], "local: --nproc and script arguments after `--` need --script or --module\n"),
+        (
+            ["--module", "my train"],
+            "local: --module 'my train' is invalid: a Python module name such as mytrain or pkg.train\n",
+        ),
+        (["--script", "no-such.py"], "local: --script no-such.py: no such file\n"),
+        (["--module", "m", "--nproc", "0"], "local: --nproc 0 is invalid: must be a whole number from 1 to 16\n"),
+        (["--module", "m", "--nproc", "two"], "local: --nproc 'two' is invalid: must be a whole number from 1 to 16\n"),
+        (
+            ["--module", "m", "--epochs", "2"],
+            "local: --cifar10 and --epochs are the CIFAR-10 pipeline's; pass your script's own options after `--`\n",
+        ),
+    ],
+)
 def test_a_mistake_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, argv, line):
     monkeypatch.chdir(tmp_path)
     assert local.main(argv, root=tmp_path) == 2

@@ -45,7 +45,6 @@ IDS = preflight.CHECK_IDS
 # --- moto's server --------------------------------------------------------------------------------
 
 
-
 @pytest.fixture(scope="module")
 def moto_url():
     with running_moto_server() as url:
@@ -72,14 +71,18 @@ def aws_env(moto_url, monkeypatch, tmp_path):
 
 # --- local tools: stand-ins that print what the real ones print ---------------------------------------
 
+
 @pytest.fixture
 def tools(tmp_path):
     """`pulumi version` prints `v<semver>`, `aws --version` prints `aws-cli/<version> Python/...`,
     `docker buildx version` prints `github.com/docker/buildx v<version> <commit>`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    outputs = {"pulumi": "v3.272.0", "aws": "aws-cli/2.27.0 Python/3.13.3 Linux/6.8.0 exe/x86_64.ubuntu.24",
-               "docker": "github.com/docker/buildx v0.24.0 d0e5e86"}
+    outputs = {
+        "pulumi": "v3.272.0",
+        "aws": "aws-cli/2.27.0 Python/3.13.3 Linux/6.8.0 exe/x86_64.ubuntu.24",
+        "docker": "github.com/docker/buildx v0.24.0 d0e5e86",
+    }
     for name, text in outputs.items():
         path = bin_dir / name
         path.write_text(f"#!/bin/sh\necho '{text}'\n")
@@ -89,10 +92,21 @@ def tools(tmp_path):
 
 # --- the stubbed services -------------------------------------------------------------------------------
 
+
 def quota(code: str, value: float, name: str) -> dict[str, Any]:
-    return {"Quota": {"ServiceCode": "ec2", "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
-                      "QuotaArn": f"arn:aws:servicequotas:us-west-2:123456789012:ec2/{code}", "QuotaCode": code,
-                      "QuotaName": name, "Value": value, "Unit": "None", "Adjustable": True, "GlobalQuota": False}}
+    return {
+        "Quota": {
+            "ServiceCode": "ec2",
+            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "QuotaArn": f"arn:aws:servicequotas:us-west-2:123456789012:ec2/{code}",
+            "QuotaCode": code,
+            "QuotaName": name,
+            "Value": value,
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+        }
+    }
 
 
 STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
@@ -102,36 +116,77 @@ EIP = ("L-0263D0A3", "EC2-VPC Elastic IPs")
 
 
 def cluster_version(version: str, status: str) -> dict[str, Any]:
-    return {"clusterVersions": [{"clusterVersion": version, "clusterType": "eks", "status": status,
-                                 "versionStatus": status.upper().replace("-", "_"),
-                                 "endOfStandardSupportDate": datetime(2027, 3, 27, tzinfo=timezone.utc)}]}
+    return {
+        "clusterVersions": [
+            {
+                "clusterVersion": version,
+                "clusterType": "eks",
+                "status": status,
+                "versionStatus": status.upper().replace("-", "_"),
+                "endOfStandardSupportDate": datetime(2027, 3, 27, tzinfo=timezone.utc),
+            }
+        ]
+    }
 
 
 def addon(name: str, version: str, offered: list[str]) -> dict[str, Any]:
-    return {"addons": [{"addonName": name, "type": "storage", "addonVersions": [
-        {"addonVersion": v, "architecture": ["amd64"], "compatibilities": [{"clusterVersion": version, "defaultVersion": i == 0}]}
-        for i, v in enumerate(offered)]}]} if offered else {"addons": []}
+    return (
+        {
+            "addons": [
+                {
+                    "addonName": name,
+                    "type": "storage",
+                    "addonVersions": [
+                        {
+                            "addonVersion": v,
+                            "architecture": ["amd64"],
+                            "compatibilities": [{"clusterVersion": version, "defaultVersion": i == 0}],
+                        }
+                        for i, v in enumerate(offered)
+                    ],
+                }
+            ]
+        }
+        if offered
+        else {"addons": []}
+    )
 
 
 def price_list(instance_type: str, region: str, usd: str) -> dict[str, Any]:
     """One EC2 product as the Price List API returns it: a JSON document per product (PriceList items are
     strings in botocore's pricing model, shape SynthesizedJsonPriceListJsonItem)."""
-    product = {"product": {"productFamily": "Compute Instance", "attributes": {
-        "instanceType": instance_type, "regionCode": region, "operatingSystem": "Linux", "tenancy": "Shared"}},
-        "terms": {"OnDemand": {"SKU.TERM": {"priceDimensions": {"SKU.TERM.RATE": {
-            "unit": "Hrs", "pricePerUnit": {"USD": usd}, "description": "test answer"}}}}}}
+    product = {
+        "product": {
+            "productFamily": "Compute Instance",
+            "attributes": {
+                "instanceType": instance_type,
+                "regionCode": region,
+                "operatingSystem": "Linux",
+                "tenancy": "Shared",
+            },
+        },
+        "terms": {
+            "OnDemand": {
+                "SKU.TERM": {
+                    "priceDimensions": {
+                        "SKU.TERM.RATE": {"unit": "Hrs", "pricePerUnit": {"USD": usd}, "description": "test answer"}
+                    }
+                }
+            }
+        },
+    }
     return {"FormatVersion": "aws_v1", "PriceList": [json.dumps(product)]}
 
 
 @dataclass
 class Scenario:
     name: str
-    expected: dict[str, str]               # check id -> pass/warn/fail/skip
+    expected: dict[str, str]  # check id -> pass/warn/fail/skip
     overrides: tuple[str, ...] = ()
     quotas: list[tuple[tuple[str, str], Any]] = field(default_factory=list)  # in call order; value or error code
     cluster: str | None = "standard-support"  # None: leave EKS unstubbed
     addons: dict[str, list[str]] | None = None
-    prices: str | None = "1.2345"          # the stubbed Price List answer; None: unstubbed
+    prices: str | None = "1.2345"  # the stubbed Price List answer; None: unstubbed
     credentials: bool = True
     elastic_ips_in_use: int = 0
     message: dict[str, str] = field(default_factory=dict)  # check id -> text its message must contain
@@ -150,54 +205,134 @@ ALL_ADDONS = {name: [v] for name, v in LAST.items()}
 OK_QUOTAS = [(STANDARD, 68.0), (EIP, 5.0)]
 
 SCENARIOS = [
-    Scenario("everything-fine", statuses(), quotas=OK_QUOTAS,
-             message={"zones": "us-west-2a, us-west-2b", "vcpu-quota": "= 68"}),
-    Scenario("no-credentials", statuses(credentials="fail", region="skip", zones="skip", instance_type="skip",
-                                        vcpu_quota="skip", elastic_ip_quota="skip", kubernetes_version="skip",
-                                        addon_versions="skip"), credentials=False, cluster=None, prices=None,
-             message={"credentials": "no AWS credentials"}),
-    Scenario("region-not-enabled", statuses(region="fail", zones="skip", instance_type="skip", vcpu_quota="skip",
-                                            elastic_ip_quota="skip"), overrides=("aws:region=ap-east-1",),
-             message={"region": "not-opted-in"}),
-    Scenario("too-few-zones", statuses(zones="fail", instance_type="skip"),
-             overrides=("aws:region=us-west-1", "availabilityZoneCount=3"), quotas=OK_QUOTAS,
-             message={"zones": "has 2 available standard zones"}),
-    Scenario("type-not-in-one-chosen-zone", statuses(instance_type="fail"),
-             overrides=("aws:region=ca-central-1", "nodeInstanceType=c8id.4xlarge"), quotas=OK_QUOTAS,
-             message={"instance-type": "not offered in ca-central-1b; it is offered in ca-central-1a"}),
-    Scenario("type-not-in-region", statuses(instance_type="fail"),
-             overrides=("aws:region=us-west-1", "nodeInstanceType=c5ad.4xlarge"), quotas=OK_QUOTAS,
-             message={"instance-type": "not offered in any zone of us-west-1"}),
-    Scenario("vcpu-quota-standard-too-small", statuses(vcpu_quota="fail"), quotas=[(STANDARD, 32.0), (EIP, 5.0)],
-             message={"vcpu-quota": "needs 68"}),
-    Scenario("vcpu-quota-g-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi"),
-             quotas=[(G_VT, 0.0), (STANDARD, 68.0), (EIP, 5.0)], message={"vcpu-quota": "L-DB2E81BA"}),
-    Scenario("vcpu-quota-p-family-zero", statuses(vcpu_quota="fail"), overrides=("nodeInstanceType=p5.4xlarge",),
-             quotas=[(P, 0.0), (STANDARD, 68.0), (EIP, 5.0)], message={"vcpu-quota": "L-417A185B"}),
-    Scenario("no-free-elastic-ip", statuses(elastic_ip_quota="fail"), quotas=OK_QUOTAS, elastic_ips_in_use=5,
-             message={"elastic-ip-quota": "5 of 5"}),
-    Scenario("version-in-extended-support", statuses(kubernetes_version="warn"), quotas=OK_QUOTAS,
-             cluster="extended-support", message={"kubernetes-version": "$0.60/hour instead of $0.10/hour"}),
-    Scenario("version-unsupported", statuses(kubernetes_version="fail"), quotas=OK_QUOTAS, cluster="unsupported",
-             message={"kubernetes-version": "creates no cluster"}),
-    Scenario("addon-version-not-offered", statuses(addon_versions="fail"), quotas=OK_QUOTAS,
-             addons={**ALL_ADDONS, versions.EFS_CSI_ADDON: []},
-             message={"addon-versions": "aws-efs-csi-driver: no version offered"}),
-    Scenario("last-run-addon-version-gone", statuses(addon_versions="warn"), quotas=OK_QUOTAS,
-             addons={**ALL_ADDONS, versions.EFS_CSI_ADDON: ["v9.9.9-eksbuild.1"]},
-             message={"addon-versions": "v9.9.9-eksbuild.1"}),
-    Scenario("access-denied-on-one-call", statuses(vcpu_quota="warn"),
-             quotas=[(STANDARD, "AccessDeniedException"), (EIP, 5.0)],
-             message={"vcpu-quota": "could not check: service-quotas get_service_quota: AccessDeniedException"}),
-    Scenario("endpoint-does-not-implement-a-call", statuses(kubernetes_version="warn", addon_versions="warn"),
-             quotas=OK_QUOTAS, cluster=None, prices=None,
-             message={"kubernetes-version": "could not check: eks describe_cluster_versions",
-                      "addon-versions": "could not check: eks describe_addon_versions"}),
+    Scenario(
+        "everything-fine",
+        statuses(),
+        quotas=OK_QUOTAS,
+        message={"zones": "us-west-2a, us-west-2b", "vcpu-quota": "= 68"},
+    ),
+    Scenario(
+        "no-credentials",
+        statuses(
+            credentials="fail",
+            region="skip",
+            zones="skip",
+            instance_type="skip",
+            vcpu_quota="skip",
+            elastic_ip_quota="skip",
+            kubernetes_version="skip",
+            addon_versions="skip",
+        ),
+        credentials=False,
+        cluster=None,
+        prices=None,
+        message={"credentials": "no AWS credentials"},
+    ),
+    Scenario(
+        "region-not-enabled",
+        statuses(region="fail", zones="skip", instance_type="skip", vcpu_quota="skip", elastic_ip_quota="skip"),
+        overrides=("aws:region=ap-east-1",),
+        message={"region": "not-opted-in"},
+    ),
+    Scenario(
+        "too-few-zones",
+        statuses(zones="fail", instance_type="skip"),
+        overrides=("aws:region=us-west-1", "availabilityZoneCount=3"),
+        quotas=OK_QUOTAS,
+        message={"zones": "has 2 available standard zones"},
+    ),
+    Scenario(
+        "type-not-in-one-chosen-zone",
+        statuses(instance_type="fail"),
+        overrides=("aws:region=ca-central-1", "nodeInstanceType=c8id.4xlarge"),
+        quotas=OK_QUOTAS,
+        message={"instance-type": "not offered in ca-central-1b; it is offered in ca-central-1a"},
+    ),
+    Scenario(
+        "type-not-in-region",
+        statuses(instance_type="fail"),
+        overrides=("aws:region=us-west-1", "nodeInstanceType=c5ad.4xlarge"),
+        quotas=OK_QUOTAS,
+        message={"instance-type": "not offered in any zone of us-west-1"},
+    ),
+    Scenario(
+        "vcpu-quota-standard-too-small",
+        statuses(vcpu_quota="fail"),
+        quotas=[(STANDARD, 32.0), (EIP, 5.0)],
+        message={"vcpu-quota": "needs 68"},
+    ),
+    Scenario(
+        "vcpu-quota-g-family-zero",
+        statuses(vcpu_quota="fail"),
+        overrides=("nodeInstanceType=g6.xlarge", "workerCpu=3", "workerMemory=12Gi"),
+        quotas=[(G_VT, 0.0), (STANDARD, 68.0), (EIP, 5.0)],
+        message={"vcpu-quota": "L-DB2E81BA"},
+    ),
+    Scenario(
+        "vcpu-quota-p-family-zero",
+        statuses(vcpu_quota="fail"),
+        overrides=("nodeInstanceType=p5.4xlarge",),
+        quotas=[(P, 0.0), (STANDARD, 68.0), (EIP, 5.0)],
+        message={"vcpu-quota": "L-417A185B"},
+    ),
+    Scenario(
+        "no-free-elastic-ip",
+        statuses(elastic_ip_quota="fail"),
+        quotas=OK_QUOTAS,
+        elastic_ips_in_use=5,
+        message={"elastic-ip-quota": "5 of 5"},
+    ),
+    Scenario(
+        "version-in-extended-support",
+        statuses(kubernetes_version="warn"),
+        quotas=OK_QUOTAS,
+        cluster="extended-support",
+        message={"kubernetes-version": "$0.60/hour instead of $0.10/hour"},
+    ),
+    Scenario(
+        "version-unsupported",
+        statuses(kubernetes_version="fail"),
+        quotas=OK_QUOTAS,
+        cluster="unsupported",
+        message={"kubernetes-version": "creates no cluster"},
+    ),
+    Scenario(
+        "addon-version-not-offered",
+        statuses(addon_versions="fail"),
+        quotas=OK_QUOTAS,
+        addons={**ALL_ADDONS, versions.EFS_CSI_ADDON: []},
+        message={"addon-versions": "aws-efs-csi-driver: no version offered"},
+    ),
+    Scenario(
+        "last-run-addon-version-gone",
+        statuses(addon_versions="warn"),
+        quotas=OK_QUOTAS,
+        addons={**ALL_ADDONS, versions.EFS_CSI_ADDON: ["v9.9.9-eksbuild.1"]},
+        message={"addon-versions": "v9.9.9-eksbuild.1"},
+    ),
+    Scenario(
+        "access-denied-on-one-call",
+        statuses(vcpu_quota="warn"),
+        quotas=[(STANDARD, "AccessDeniedException"), (EIP, 5.0)],
+        message={"vcpu-quota": "could not check: service-quotas get_service_quota: AccessDeniedException"},
+    ),
+    Scenario(
+        "endpoint-does-not-implement-a-call",
+        statuses(kubernetes_version="warn", addon_versions="warn"),
+        quotas=OK_QUOTAS,
+        cluster=None,
+        prices=None,
+        message={
+            "kubernetes-version": "could not check: eks describe_cluster_versions",
+            "addon-versions": "could not check: eks describe_addon_versions",
+        },
+    ),
 ]
 
 
 def stubbed_world(scenario: Scenario, settings_region: str, stubbers: list[Stubber]):
     """make_client for preflight: boto3's default-session clients; Stubber on the services moto lacks."""
+
     def make(service: str, region: str):
         client = preflight.default_client(service, region)
         stubber = Stubber(client)
@@ -205,17 +340,28 @@ def stubbed_world(scenario: Scenario, settings_region: str, stubbers: list[Stubb
             for (code, name), value in scenario.quotas:
                 params = {"ServiceCode": "ec2", "QuotaCode": code}
                 if isinstance(value, str):
-                    stubber.add_client_error("get_service_quota", service_error_code=value, http_status_code=400,
-                                             service_message="User is not authorized", expected_params=params)
+                    stubber.add_client_error(
+                        "get_service_quota",
+                        service_error_code=value,
+                        http_status_code=400,
+                        service_message="User is not authorized",
+                        expected_params=params,
+                    )
                 else:
                     stubber.add_response("get_service_quota", quota(code, value, name), params)
         elif service == "eks" and scenario.cluster is not None:
             version = versions.DEFAULT_KUBERNETES_VERSION
-            stubber.add_response("describe_cluster_versions", cluster_version(version, scenario.cluster),
-                                 {"clusterVersions": [version], "includeAll": True})
+            stubber.add_response(
+                "describe_cluster_versions",
+                cluster_version(version, scenario.cluster),
+                {"clusterVersions": [version], "includeAll": True},
+            )
             for name, offered in (scenario.addons or ALL_ADDONS).items():
-                stubber.add_response("describe_addon_versions", addon(name, version, offered),
-                                     {"kubernetesVersion": version, "addonName": name})
+                stubber.add_response(
+                    "describe_addon_versions",
+                    addon(name, version, offered),
+                    {"kubernetesVersion": version, "addonName": name},
+                )
         elif service == "pricing" and scenario.prices is not None:
             stubber.add_response("get_products", price_list("x", settings_region, scenario.prices), None)
         else:
@@ -223,6 +369,7 @@ def stubbed_world(scenario: Scenario, settings_region: str, stubbers: list[Stubb
         stubber.activate()
         stubbers.append(stubber)
         return client
+
     return make
 
 
@@ -256,11 +403,22 @@ def run_scenario(scenario: Scenario, tools, capsys, monkeypatch, moto_url) -> tu
 def test_the_table_covers_the_issue():
     names = {s.name for s in SCENARIOS}
     assert len(SCENARIOS) >= 12
-    for needed in ("everything-fine", "no-credentials", "region-not-enabled", "too-few-zones",
-                   "type-not-in-one-chosen-zone", "type-not-in-region", "vcpu-quota-standard-too-small",
-                   "vcpu-quota-g-family-zero", "no-free-elastic-ip", "version-in-extended-support",
-                   "version-unsupported", "addon-version-not-offered", "access-denied-on-one-call",
-                   "endpoint-does-not-implement-a-call"):
+    for needed in (
+        "everything-fine",
+        "no-credentials",
+        "region-not-enabled",
+        "too-few-zones",
+        "type-not-in-one-chosen-zone",
+        "type-not-in-region",
+        "vcpu-quota-standard-too-small",
+        "vcpu-quota-g-family-zero",
+        "no-free-elastic-ip",
+        "version-in-extended-support",
+        "version-unsupported",
+        "addon-version-not-offered",
+        "access-denied-on-one-call",
+        "endpoint-does-not-implement-a-call",
+    ):
         assert needed in names
 
 
@@ -284,7 +442,9 @@ def test_scenario(scenario, aws_env, tools, capsys, monkeypatch):
     nodes = next(i for i in cost["items"] if i["what"].startswith("worker nodes while a run trains:"))
     if scenario.prices is not None:  # the stubbed Price List answer prices the nodes, and the cost says so
         assert cost["pricesFrom"].startswith("AWS Price List API"), cost["pricesFrom"]
-        assert nodes["unitUsd"] == float(scenario.prices) and nodes["runHourlyUsd"] == pytest.approx(2 * nodes["unitUsd"])
+        assert nodes["unitUsd"] == float(scenario.prices) and nodes["runHourlyUsd"] == pytest.approx(
+            2 * nodes["unitUsd"]
+        )
         assert nodes["hourlyUsd"] == 0  # no worker node between runs (Karpenter's pool, infra/components/capacity.py)
     else:  # no credentials, or an endpoint without the Price List: the offline table, and it says so
         assert cost["pricesFrom"].startswith("EC2 from skypilot-org/skypilot-catalog"), cost["pricesFrom"]
@@ -310,12 +470,15 @@ def test_local_tools_missing_or_too_old(aws_env, tmp_path, capsys, monkeypatch):
     assert "older than the SDK pin" in message and "docker with buildx" in message and "aws-cli/1.45.11" in message
 
 
-@pytest.mark.parametrize("argv, text", [
-    (["dev", "-c", "nodeMaxCount=0"], "config elastic-training:nodeMaxCount=0 is invalid"),
-    (["nosuchstack"], "no stack file stacks/Pulumi.nosuchstack.yaml"),
-    (["dev", "--colour"], "unrecognized arguments: --colour"),
-    (["dev", "-c", "nodeMaxCount"], "must be KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "argv, text",
+    [
+        (["dev", "-c", "nodeMaxCount=0"], "config elastic-training:nodeMaxCount=0 is invalid"),
+        (["nosuchstack"], "no stack file stacks/Pulumi.nosuchstack.yaml"),
+        (["dev", "--colour"], "unrecognized arguments: --colour"),
+        (["dev", "-c", "nodeMaxCount"], "must be KEY=VALUE"),
+    ],
+)
 def test_bad_config_or_usage_is_one_line_and_exit_2(argv, text, capsys):
     assert preflight.main(argv, make_client=lambda *_: pytest.fail("no AWS call on bad input")) == 2
     out, err = capsys.readouterr()
@@ -329,8 +492,13 @@ def test_the_table_output_has_one_line_per_check_and_the_fix(aws_env, tools, cap
     out = capsys.readouterr().out
     assert code == 1
     for check_id in IDS:
-        assert any(line.split()[1:2] == [check_id] for line in out.splitlines() if line[:4] in ("PASS", "WARN", "FAIL", "SKIP"))
-    assert "fix: request 68: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A" in out
+        assert any(
+            line.split()[1:2] == [check_id] for line in out.splitlines() if line[:4] in ("PASS", "WARN", "FAIL", "SKIP")
+        )
+    assert (
+        "fix: request 68: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A"
+        in out
+    )
 
 
 IAM_PREFIX = {"ec2": "ec2", "service-quotas": "servicequotas", "eks": "eks", "pricing": "pricing"}
@@ -351,20 +519,36 @@ def test_readme_preview_policy_allows_every_call_preflight_makes(aws_env, tools,
     assert preflight.main(["dev", "--json"], make_client=recording, today=TODAY, which=tools) == 0
     capsys.readouterr()
     readme = (ROOT / "docs" / "ci.md").read_text()
-    policy = json.loads(re.search(r'```json\n(\{\n  "Version": "2012-10-17",\n  "Statement": \[\n    \{\n      "Sid": "PulumiStateList".*?)```',
-                                  readme, re.DOTALL).group(1))
-    allowed = {action for statement in policy["Statement"] for action in
-               ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])}
+    policy = json.loads(
+        re.search(
+            r'```json\n(\{\n  "Version": "2012-10-17",\n  "Statement": \[\n    \{\n      "Sid": "PulumiStateList".*?)```',
+            readme,
+            re.DOTALL,
+        ).group(1)
+    )
+    allowed = {
+        action
+        for statement in policy["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
     made = {f"{IAM_PREFIX[service]}:{operation}" for service, operation in calls if service != "sts"}
-    assert {"ec2:DescribeInstanceTypeOfferings", "servicequotas:GetServiceQuota", "eks:DescribeClusterVersions",
-            "pricing:GetProducts"} <= made
+    assert {
+        "ec2:DescribeInstanceTypeOfferings",
+        "servicequotas:GetServiceQuota",
+        "eks:DescribeClusterVersions",
+        "pricing:GetProducts",
+    } <= made
     assert made - allowed == set(), "add these read-only actions to the preview policy of docs/ci.md (Sid Preflight)"
 
 
 def test_markdown_is_one_table_row_per_check_and_the_cost(aws_env, tools, capsys):
     scenario = SCENARIOS[0]
-    assert preflight.main(["dev", "--markdown"], make_client=stubbed_world(scenario, "us-west-2", []), today=TODAY,
-                          which=tools) == 0
+    assert (
+        preflight.main(
+            ["dev", "--markdown"], make_client=stubbed_world(scenario, "us-west-2", []), today=TODAY, which=tools
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == list(IDS)
@@ -394,10 +578,13 @@ def test_a_stack_of_target_existing_asks_aws_nothing(tmp_path, capsys, monkeypat
     assert report["cost"]["hourlyUsd"] == 0.0 and "not eks" in report["cost"]["note"]
 
 
-@pytest.mark.parametrize("output, first_line", [
-    ([], "preflight elastic-training/local on an existing cluster (target existing: no AWS region)"),
-    (["--markdown"], "### preflight of `local` on an existing cluster (target existing: no AWS region)"),
-])
+@pytest.mark.parametrize(
+    "output, first_line",
+    [
+        ([], "preflight elastic-training/local on an existing cluster (target existing: no AWS region)"),
+        (["--markdown"], "### preflight of `local` on an existing cluster (target existing: no AWS region)"),
+    ],
+)
 def test_the_header_of_a_stack_without_a_region_says_where_it_runs(tmp_path, capsys, output, first_line):
     """`preflight local` once printed "preflight elastic-training/local in " (issue 30, item 7)."""
     (tmp_path / "pulumi").write_text("#!/bin/sh\necho v3.272.0\n")

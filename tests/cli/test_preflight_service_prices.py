@@ -14,8 +14,8 @@ import json
 
 from botocore.stub import Stubber
 from price_list_answers import queue, world
-from test_preflight import (OK_QUOTAS, TODAY, Scenario, aws_env, moto_url, price_list,  # noqa: F401  fixtures
-                            statuses, stubbed_world, tools)
+from test_preflight import OK_QUOTAS, TODAY, Scenario, statuses, stubbed_world
+from test_preflight import aws_env, moto_url, price_list, tools  # noqa: F401 (fixtures)
 
 from infra.cli import preflight
 
@@ -32,7 +32,7 @@ def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, ca
         client = preflight.default_client(service, region)
         stubber = Stubber(client)
         stubber.add_response("get_products", price_list("c5.4xlarge", "eu-west-1", "0.768"), None)  # the workers
-        stubber.add_response("get_products", price_list("m5.large", "eu-west-1", "0.107"), None)     # the system nodes
+        stubber.add_response("get_products", price_list("m5.large", "eu-west-1", "0.107"), None)  # the system nodes
         queue(stubber, world("eu-west-1"), "eu-west-1")
         stubber.activate()
         stubbers.append(stubber)
@@ -43,9 +43,13 @@ def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, ca
         stubber.assert_no_pending_responses()
     report = json.loads(capsys.readouterr().out)
     cost = report["cost"]
-    assert report["region"] == "eu-west-1" and cost["unpriced"] == [] and cost["note"] == "complete for the hourly items"
-    read = {item["what"].split(":")[0].split(" (")[0].split(",")[0]: (item["unitUsd"], item["source"])
-            for item in cost["items"]}
+    assert (
+        report["region"] == "eu-west-1" and cost["unpriced"] == [] and cost["note"] == "complete for the hourly items"
+    )
+    read = {
+        item["what"].split(":")[0].split(" (")[0].split(",")[0]: (item["unitUsd"], item["source"])
+        for item in cost["items"]
+    }
     assert read == {
         "EKS control plane": (0.1, f"{API}; usagetype EU-AmazonEKS-Hours:perCluster"),
         "NAT gateway": (0.048, f"{API}; usagetype EU-NatGateway-Hours"),
@@ -55,10 +59,14 @@ def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, ca
         "EBS gp3 root volumes": (0.088, f"{API}; usagetype EU-EBS:VolumeUsage.gp3"),
         "EFS storage": (0.33, f"{API}; usagetype EU-TimedStorage-ByteHrs"),
         "ECR storage": (0.1, f"{API}; usagetype EU-TimedStorage-ByteHrs"),
-        "NAT data processing": (0.048, f"{API}; usagetype EU-NatGateway-Bytes")}
-    assert cost["pricesFrom"].startswith(f"{API} for the nodes it answered; {API} for eks-standard, nat-gateway, "
-                                         "public-ipv4, ebs-gp3, efs-standard, ecr-storage, nat-data, eks-extended; ")
+        "NAT data processing": (0.048, f"{API}; usagetype EU-NatGateway-Bytes"),
+    }
+    assert cost["pricesFrom"].startswith(
+        f"{API} for the nodes it answered; {API} for eks-standard, nat-gateway, "
+        "public-ipv4, ebs-gp3, efs-standard, ecr-storage, nat-data, eks-extended; "
+    )
     gp3 = next(item for item in cost["items"] if item["what"].startswith("EBS gp3"))
-    assert gp3["hourlyUsd"] == round(gp3["quantity"] * 0.088 / 720, 6)   # a GB-month is 720 hours (prices.py)
-    assert cost["hourlyUsd"] == round(0.1 + 0.048 + 0.005 + sum(i["hourlyUsd"] for i in cost["items"]
-                                                                  if i["what"].startswith(("system", "EBS"))), 6)
+    assert gp3["hourlyUsd"] == round(gp3["quantity"] * 0.088 / 720, 6)  # a GB-month is 720 hours (prices.py)
+    assert cost["hourlyUsd"] == round(
+        0.1 + 0.048 + 0.005 + sum(i["hourlyUsd"] for i in cost["items"] if i["what"].startswith(("system", "EBS"))), 6
+    )

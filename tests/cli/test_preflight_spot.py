@@ -26,20 +26,47 @@ def settings(stack: str = "spot"):
 
 
 def history(prices: dict[tuple[str, str], str]) -> dict:
-    return {"SpotPriceHistory": [{"InstanceType": t, "AvailabilityZone": z, "SpotPrice": p, "ProductDescription": "Linux/UNIX",
-                                  "Timestamp": NOW - timedelta(minutes=3)} for (t, z), p in prices.items()]}
+    return {
+        "SpotPriceHistory": [
+            {
+                "InstanceType": t,
+                "AvailabilityZone": z,
+                "SpotPrice": p,
+                "ProductDescription": "Linux/UNIX",
+                "Timestamp": NOW - timedelta(minutes=3),
+            }
+            for (t, z), p in prices.items()
+        ]
+    }
 
 
 def run_check(prices: dict[tuple[str, str], str], score: int):
     client = boto3.client("ec2", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(client) as stubber:
-        stubber.add_response("describe_spot_price_history", history(prices),
-                             {"InstanceTypes": TYPES, "ProductDescriptions": ["Linux/UNIX"], "StartTime": NOW, "EndTime": NOW})
-        stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [{"Region": "us-west-2", "Score": score}]},
-                             {"InstanceTypes": TYPES, "TargetCapacity": 4, "TargetCapacityUnitType": "units",
-                              "SingleAvailabilityZone": False, "RegionNames": ["us-west-2"]})
-        result = spot.check(settings(), ZONES, NOW, lambda op, **kw: checks.aws_call(client, op, **kw), checks.Check,
-                            (checks.PASS, checks.WARN, checks.SKIP))
+        stubber.add_response(
+            "describe_spot_price_history",
+            history(prices),
+            {"InstanceTypes": TYPES, "ProductDescriptions": ["Linux/UNIX"], "StartTime": NOW, "EndTime": NOW},
+        )
+        stubber.add_response(
+            "get_spot_placement_scores",
+            {"SpotPlacementScores": [{"Region": "us-west-2", "Score": score}]},
+            {
+                "InstanceTypes": TYPES,
+                "TargetCapacity": 4,
+                "TargetCapacityUnitType": "units",
+                "SingleAvailabilityZone": False,
+                "RegionNames": ["us-west-2"],
+            },
+        )
+        result = spot.check(
+            settings(),
+            ZONES,
+            NOW,
+            lambda op, **kw: checks.aws_call(client, op, **kw),
+            checks.Check,
+            (checks.PASS, checks.WARN, checks.SKIP),
+        )
         stubber.assert_no_pending_responses()
     return result
 
@@ -50,7 +77,9 @@ EVERYWHERE = {(t, z): p for t, p in zip(TYPES, ("0.2400", "0.2900", "0.3100")) f
 def test_the_pool_types_prices_and_score_pass_and_price_the_workers():
     found, price = run_check({**EVERYWHERE, ("c5.4xlarge", "us-west-2b"): "0.2600"}, score=8)
     assert found.status == "pass"
-    assert "c5.4xlarge $0.24-$0.26" in found.message and "placement score 8/10 for 4 nodes in us-west-2" in found.message
+    assert (
+        "c5.4xlarge $0.24-$0.26" in found.message and "placement score 8/10 for 4 nodes in us-west-2" in found.message
+    )
     assert price.usd == pytest.approx(0.25) and price.source.startswith("EC2 Spot price history")
     # The estimate charges the Spot workers that price, 3 of them while a run trains.
     estimate = cost.estimate(settings(), date(2026, 11, 24), live=cost.LivePrices(spot={"c5.4xlarge": price}))
@@ -74,7 +103,10 @@ def test_a_type_without_a_spot_price_in_a_zone_is_named():
 def test_on_demand_workers_skip_the_spot_market_and_call_nothing():
     def no_call(*args, **kwargs):
         raise AssertionError("an on-demand stack must not read the Spot market")
-    found, price = spot.check(settings("dev"), ZONES, NOW, no_call, checks.Check, (checks.PASS, checks.WARN, checks.SKIP))
+
+    found, price = spot.check(
+        settings("dev"), ZONES, NOW, no_call, checks.Check, (checks.PASS, checks.WARN, checks.SKIP)
+    )
     assert (found.status, price) == ("skip", None)
 
 
@@ -93,4 +125,6 @@ def test_the_vcpu_quota_of_spot_workers_is_not_passed_on_the_on_demand_quota():
     """The On-Demand quota says nothing about Spot workers: the check says it did not read theirs."""
     preflight = checks.Preflight(settings(), make_client=lambda service, region: None)
     found = preflight.vcpu_quota()
-    assert found.status == "warn" and found.message.startswith("not checked: Spot workers count against the Spot vCPU quota")
+    assert found.status == "warn" and found.message.startswith(
+        "not checked: Spot workers count against the Spot vCPU quota"
+    )

@@ -38,7 +38,9 @@ def test_a_spot_stack_in_an_account_that_never_used_spot_fails_with_the_one_comm
     check = preflight("spot").spot_role()
     assert check.status == "fail"
     assert "AWSServiceRoleForEC2Spot" in check.message and "ServiceLinkedRoleCreationNotPermitted" in check.message
-    assert check.fix == "run once per account: `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com`"
+    assert (
+        check.fix == "run once per account: `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com`"
+    )
 
 
 def test_once_the_command_has_run_the_check_passes(fresh_account):
@@ -48,9 +50,11 @@ def test_once_the_command_has_run_the_check_passes(fresh_account):
     `AWSServiceRoleForspot` (moto/iam/models.py, SERVICE_NAME_CONVERSION has no entry for spot), so
     the role is made with CreateRole under its real name and path."""
     boto3.client("iam", region_name="us-east-1").create_role(
-        RoleName="AWSServiceRoleForEC2Spot", Path="/aws-service-role/spot.amazonaws.com/",
+        RoleName="AWSServiceRoleForEC2Spot",
+        Path="/aws-service-role/spot.amazonaws.com/",
         AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
-                                 '"Principal": {"Service": "spot.amazonaws.com"}, "Action": "sts:AssumeRole"}]}')
+        '"Principal": {"Service": "spot.amazonaws.com"}, "Action": "sts:AssumeRole"}]}',
+    )
     check = preflight("spot").spot_role()
     assert check.status == "pass"
     assert check.message.startswith("AWSServiceRoleForEC2Spot exists (/aws-service-role/spot.amazonaws.com/)")
@@ -67,12 +71,17 @@ def test_an_on_demand_stack_asks_iam_nothing():
 def test_a_denied_get_role_is_could_not_check_not_a_verdict(fresh_account):
     """Credentials without iam:GetRole: WARN with IAM's reason, not a FAIL that sends the user to
     create a role that may well exist (botocore's Stubber checks the error against IAM's model)."""
+
     def denied(service, region):
         client = default_client(service, region)
         stubber = Stubber(client)
-        stubber.add_client_error("get_role", service_error_code="AccessDenied", http_status_code=403,
-                                 service_message="not authorized to perform: iam:GetRole",
-                                 expected_params={"RoleName": spot_role.ROLE_NAME})
+        stubber.add_client_error(
+            "get_role",
+            service_error_code="AccessDenied",
+            http_status_code=403,
+            service_message="not authorized to perform: iam:GetRole",
+            expected_params={"RoleName": spot_role.ROLE_NAME},
+        )
         stubber.activate()
         return client
 

@@ -19,7 +19,14 @@ def test_every_stack_synthesizes(synth_stack):
     assert STACKS, "stacks/ holds no Pulumi.<stack>.yaml"
     for stack in STACKS:
         synth = synth_stack(stack)
-        assert {p.name for p in synth.directory.iterdir()} == {"manifests", "resources.json", "graph.mmd", "outputs.json", "cost.json", ".synth"}
+        assert {p.name for p in synth.directory.iterdir()} == {
+            "manifests",
+            "resources.json",
+            "graph.mmd",
+            "outputs.json",
+            "cost.json",
+            ".synth",
+        }
         assert len(synth.manifests) >= 17
         if load_settings(read_stack_file(stack), stack).target == "existing":
             # No AWS platform: the provider, four components, the wait and the in-cluster objects
@@ -43,8 +50,17 @@ def test_manifest_files_hold_one_object_in_wire_form(dev):
 def test_components_in_the_graph_and_every_child_parented(dev):
     components = {r["urn"]: r for r in dev.resources if r["type"].startswith(COMPONENT_PREFIX)}
     assert {r["type"].removeprefix(COMPONENT_PREFIX) for r in components.values()} == {
-        "Network", "Cluster", "WorkerCapacity", "Storage", "Registry", "Addons", "Elastic", "ElasticController",
-        "Workloads", "Artifacts"}
+        "Network",
+        "Cluster",
+        "WorkerCapacity",
+        "Storage",
+        "Registry",
+        "Addons",
+        "Elastic",
+        "ElasticController",
+        "Workloads",
+        "Artifacts",
+    }
     for resource in dev.resources:
         if resource["urn"] in components:
             assert resource["parent"].endswith("pulumi:pulumi:Stack::elastic-training-dev")
@@ -85,8 +101,11 @@ def test_every_aws_resource_is_tagged(dev):
     assert len(taggable) >= 20
     for resource in taggable:
         tags = resource["inputs"].get("tags") or {}
-        assert tags.get("project") == "elastic-training" and tags.get("stack") == "dev" \
-            and tags.get("managed-by") == "pulumi", f"{resource['type']} {resource['name']} tags: {tags}"
+        assert (
+            tags.get("project") == "elastic-training"
+            and tags.get("stack") == "dev"
+            and tags.get("managed-by") == "pulumi"
+        ), f"{resource['type']} {resource['name']} tags: {tags}"
     for remote in ("eks:index:Cluster", "eks:index:ManagedNodeGroup"):
         assert dev.one(remote)["inputs"]["tags"]["stack"] == "dev"
 
@@ -169,8 +188,14 @@ def test_synth_leaves_no_event_loop_open_under_resource_warnings_as_errors(tmp_p
     from synth_support import REPO
 
     env = {**os.environ, "PYTHONWARNINGS": "error::ResourceWarning", "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "infra.cli", "synth", "smoke", "--out", str(tmp_path / "out")],
-                            cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "synth", "smoke", "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "ResourceWarning" not in result.stderr and "unclosed" not in result.stderr, result.stderr
 

@@ -31,8 +31,12 @@ SYNTH_TIMEOUT_SECONDS = 600
 @pytest.fixture(scope="session")
 def tools_bin() -> Path:
     """The cache's bin directory, with the cluster's tools in it (built now if missing)."""
-    result = subprocess.run(["bash", str(REPO / "scripts" / "build-tools.sh"), *CLUSTER_TOOLS], capture_output=True,
-                            text=True, timeout=BUILD_TIMEOUT_SECONDS)
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-tools.sh"), *CLUSTER_TOOLS],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_SECONDS,
+    )
     assert result.returncode == 0, f"scripts/build-tools.sh failed:\n{result.stderr[-3000:]}"
     return Path(result.stdout.strip().splitlines()[-1])
 
@@ -41,13 +45,20 @@ def tools_bin() -> Path:
 def rendering(tmp_path_factory):
     """Every stack being rendered by `elastic-training synth`, each in its own subprocess, started
     before the control plane so that both proceed at once."""
+
     def render(stack: str) -> Synth:
         out = tmp_path_factory.mktemp(f"cluster-synth-{stack}") / "out"
         # synth_support.run_synth's command, with room for five renders sharing two busy cores.
-        result = subprocess.run([sys.executable, "-m", "infra.cli", "synth", stack, "--out", str(out)], cwd=REPO,
-                                capture_output=True, text=True, timeout=SYNTH_TIMEOUT_SECONDS)
+        result = subprocess.run(
+            [sys.executable, "-m", "infra.cli", "synth", stack, "--out", str(out)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=SYNTH_TIMEOUT_SECONDS,
+        )
         assert result.returncode == 0, result.stderr
         return load_synth(out)
+
     pool = ThreadPoolExecutor(len(STACKS))
     yield {stack: pool.submit(render, stack) for stack in STACKS}
     pool.shutdown()

@@ -43,16 +43,39 @@ def kubectl_json(plane: ControlPlane, *args: str) -> Any:
 def nodes(plane: ControlPlane, count: int = 2) -> list[str]:
     """kwok nodes for the workers (created once; kwok marks them Ready)."""
     names = [f"ctrl-node-{i}" for i in range(count)]
-    items = [{"apiVersion": "v1", "kind": "Node",
-              "metadata": {"name": name, "labels": {NODE_LABEL: "true", "kubernetes.io/hostname": name,
-                                                    "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
-                           "annotations": dict(KWOK_ANNOTATION)},
-              "status": {"capacity": {"cpu": "16", "memory": "32Gi", "pods": "110"},
-                         "allocatable": {"cpu": "16", "memory": "32Gi", "pods": "110"},
-                         "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.35.8",
-                                      "kubeProxyVersion": "v1.35.8", "containerRuntimeVersion": "kwok",
-                                      "kernelVersion": "kwok", "osImage": "kwok", "bootID": "", "machineID": "",
-                                      "systemUUID": ""}}} for name in names]
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    NODE_LABEL: "true",
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                },
+                "annotations": dict(KWOK_ANNOTATION),
+            },
+            "status": {
+                "capacity": {"cpu": "16", "memory": "32Gi", "pods": "110"},
+                "allocatable": {"cpu": "16", "memory": "32Gi", "pods": "110"},
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "kubeletVersion": "v1.35.8",
+                    "kubeProxyVersion": "v1.35.8",
+                    "containerRuntimeVersion": "kwok",
+                    "kernelVersion": "kwok",
+                    "osImage": "kwok",
+                    "bootID": "",
+                    "machineID": "",
+                    "systemUUID": "",
+                },
+            },
+        }
+        for name in names
+    ]
     path = plane.dir / "controller-nodes.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     plane.apply_nodes(str(path))
@@ -81,8 +104,11 @@ def remove_namespace(plane: ControlPlane, name: str) -> None:
     ElasticJob directly never ends (test_namespace_deletion.py says why), so later tests on the shared
     control plane would see its objects."""
     plane.kubectl("delete", "elasticjobs", "--all", "-n", name, "--wait=true", "--timeout=120s", timeout=150)
-    wait_until(f"the Jobs and pods of {name} collected",
-               lambda: not plane.kubectl("get", "jobs,pods", "-n", name, "-o", "name").stdout.strip(), timeout=120)
+    wait_until(
+        f"the Jobs and pods of {name} collected",
+        lambda: not plane.kubectl("get", "jobs,pods", "-n", name, "-o", "name").stdout.strip(),
+        timeout=120,
+    )
     delete(plane, [_workload_namespace(name)])
 
 
@@ -91,10 +117,14 @@ def controller_kubeconfig(plane: ControlPlane, ns: str) -> Path:
     token = plane.kubectl("create", "token", elastic.CONTROLLER_NAME, "-n", ns, "--duration=2h").stdout.strip()
     admin = yaml.safe_load(plane.kubeconfig.read_text())
     cluster = admin["clusters"][0]
-    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
-              "users": [{"name": "controller", "user": {"token": token}}],
-              "contexts": [{"name": "controller", "context": {"cluster": cluster["name"], "user": "controller"}}],
-              "current-context": "controller"}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": "controller", "user": {"token": token}}],
+        "contexts": [{"name": "controller", "context": {"cluster": cluster["name"], "user": "controller"}}],
+        "current-context": "controller",
+    }
     path = plane.dir / f"controller-{ns}.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -105,13 +135,21 @@ class Controller:
 
     def __init__(self, plane: ControlPlane, ns: str, identity: str, shared_root: Path | None = None):
         self.log = plane.dir / f"controller-{ns}-{identity}.log"
-        args = [sys.executable, "-m", "controller", f"--namespace={ns}", f"--identity={identity}",
-                f"--kubeconfig={controller_kubeconfig(plane, ns)}", "--resync-seconds=1"]
+        args = [
+            sys.executable,
+            "-m",
+            "controller",
+            f"--namespace={ns}",
+            f"--identity={identity}",
+            f"--kubeconfig={controller_kubeconfig(plane, ns)}",
+            "--resync-seconds=1",
+        ]
         if shared_root:
             args.append(f"--shared-root={shared_root}")
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.process = subprocess.Popen(
+                args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -122,8 +160,9 @@ class Controller:
         return self.process.wait(timeout=timeout)
 
 
-def controller_in_its_namespace(plane: ControlPlane, tmp_path_factory: Any, ns: str, identity: str) -> Iterator[
-        tuple[ControlPlane, Controller, Path]]:
+def controller_in_its_namespace(
+    plane: ControlPlane, tmp_path_factory: Any, ns: str, identity: str
+) -> Iterator[tuple[ControlPlane, Controller, Path]]:
     """A module fixture's body: nodes, the workload namespace `ns` and our controller running in it with a
     shared folder of its own; on the way out the controller must stop cleanly and the namespace is removed
     as `pulumi destroy` removes it."""
@@ -136,24 +175,51 @@ def controller_in_its_namespace(plane: ControlPlane, tmp_path_factory: Any, ns: 
     remove_namespace(plane, ns)
 
 
-def elasticjob(name: str, ns: str, replicas: int = 2, low: int = 1, high: int = 2, run_for: str = "4s",
-               run_dir: str = "/efs-shared/runs/x", **spec: Any) -> dict[str, Any]:
+def elasticjob(
+    name: str,
+    ns: str,
+    replicas: int = 2,
+    low: int = 1,
+    high: int = 2,
+    run_for: str = "4s",
+    run_dir: str = "/efs-shared/runs/x",
+    **spec: Any,
+) -> dict[str, Any]:
     """An ElasticJob whose workers kwok runs for `run_for`, then ends 0; restricted-compliant."""
-    container = {"name": render.WORKER_CONTAINER, "image": IMAGE, "command": ["python", "-m", "jobs.elastic.agent"],
-                 "args": ["--rdzv_backend=reconnecting-c10d", "-m", "jobs.training.train", "--run-dir", run_dir],
-                 "env": [{"name": run_directory.RUN_DIR_ENV, "value": run_dir}],
-                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
-                 "securityContext": container_security_context()}
-    template = {"metadata": {"labels": {"app.kubernetes.io/component": "training", JOB_LABEL: name},
-                             "annotations": {RUN_FOR: run_for}},
-                "spec": {"automountServiceAccountToken": False, "securityContext": pod_security_context(),
-                         "nodeSelector": {NODE_LABEL: "true"}, "terminationGracePeriodSeconds": 1,
-                         "containers": [container]}}
-    return {"apiVersion": f"{render.GROUP}/{render.VERSION}", "kind": render.KIND,
-            "metadata": {"name": name, "namespace": ns, "labels": {JOB_LABEL: name}},
-            "spec": {"rdzvEndpoint": "store:2379", "minReplicas": low, "maxReplicas": high,
-                     "replicaSpecs": {"Worker": {"replicas": replicas, "restartPolicy": "ExitCode", "template": template}},
-                     **spec}}
+    container = {
+        "name": render.WORKER_CONTAINER,
+        "image": IMAGE,
+        "command": ["python", "-m", "jobs.elastic.agent"],
+        "args": ["--rdzv_backend=reconnecting-c10d", "-m", "jobs.training.train", "--run-dir", run_dir],
+        "env": [{"name": run_directory.RUN_DIR_ENV, "value": run_dir}],
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+        "securityContext": container_security_context(),
+    }
+    template = {
+        "metadata": {
+            "labels": {"app.kubernetes.io/component": "training", JOB_LABEL: name},
+            "annotations": {RUN_FOR: run_for},
+        },
+        "spec": {
+            "automountServiceAccountToken": False,
+            "securityContext": pod_security_context(),
+            "nodeSelector": {NODE_LABEL: "true"},
+            "terminationGracePeriodSeconds": 1,
+            "containers": [container],
+        },
+    }
+    return {
+        "apiVersion": f"{render.GROUP}/{render.VERSION}",
+        "kind": render.KIND,
+        "metadata": {"name": name, "namespace": ns, "labels": {JOB_LABEL: name}},
+        "spec": {
+            "rdzvEndpoint": "store:2379",
+            "minReplicas": low,
+            "maxReplicas": high,
+            "replicaSpecs": {"Worker": {"replicas": replicas, "restartPolicy": "ExitCode", "template": template}},
+            **spec,
+        },
+    }
 
 
 def status(plane: ControlPlane, ns: str, name: str) -> dict[str, Any]:
@@ -162,8 +228,11 @@ def status(plane: ControlPlane, ns: str, name: str) -> dict[str, Any]:
 
 def condition(plane: ControlPlane, ns: str, name: str, kind: str, timeout: float = 90) -> dict[str, Any]:
     def found():
-        return next((c for c in status(plane, ns, name).get("conditions") or []
-                     if c["type"] == kind and c["status"] == "True"), None)
+        return next(
+            (c for c in status(plane, ns, name).get("conditions") or [] if c["type"] == kind and c["status"] == "True"),
+            None,
+        )
+
     return wait_until(f"ElasticJob {ns}/{name} condition {kind}", found, timeout=timeout)
 
 
@@ -178,9 +247,13 @@ def job(plane: ControlPlane, ns: str, name: str) -> dict[str, Any] | None:
 
 def running_pods(plane: ControlPlane, ns: str, name: str, count: int, timeout: float = 60) -> list[dict[str, Any]]:
     def enough():
-        up = [p for p in pods(plane, ns, name) if p["status"].get("phase") == "Running"
-              and not p["metadata"].get("deletionTimestamp")]
+        up = [
+            p
+            for p in pods(plane, ns, name)
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        ]
         return up if len(up) >= count else None
+
     return wait_until(f"{count} running worker pods of {ns}/{name}", enough, timeout=timeout)
 
 
@@ -209,17 +282,28 @@ class StackController:
     def start_when_granted(self, before_start: Callable[[], None] | None = None) -> None:
         """In the background: wait for the controller's RoleBinding, run `before_start`, then start."""
         self.stopping.clear()
+
         def run() -> None:
             try:
-                wait_until(f"RoleBinding {self.ns}/{elastic.CONTROLLER_NAME}", lambda: self.stopping.is_set() or
-                           self.plane.kubectl("get", "rolebinding", elastic.CONTROLLER_NAME, "-n", self.ns,
-                                              check=False).returncode == 0, timeout=600, every=0.5)
+                wait_until(
+                    f"RoleBinding {self.ns}/{elastic.CONTROLLER_NAME}",
+                    lambda: (
+                        self.stopping.is_set()
+                        or self.plane.kubectl(
+                            "get", "rolebinding", elastic.CONTROLLER_NAME, "-n", self.ns, check=False
+                        ).returncode
+                        == 0
+                    ),
+                    timeout=600,
+                    every=0.5,
+                )
                 if before_start and not self.stopping.is_set():
                     before_start()
                 if not self.stopping.is_set():
                     self.process = Controller(self.plane, self.ns, self.identity)
             except Exception as error:  # noqa: BLE001 - kept for the test to report
                 self.errors.append(repr(error))
+
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
 

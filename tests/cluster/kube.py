@@ -11,15 +11,35 @@ from control_plane import ControlPlane
 
 # The order a deployment tool creates kinds in (Helm's InstallOrder, helm/helm pkg/release/util/kind_sorter.go,
 # reduced to the kinds the stacks render): what an object needs exists before it.
-KIND_ORDER = ("Namespace", "NetworkPolicy", "PriorityClass", "StorageClass", "PersistentVolume", "ServiceAccount",
-              "PersistentVolumeClaim", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
-              "DaemonSet", "Deployment", "StatefulSet", "Job", "PodDisruptionBudget")
+KIND_ORDER = (
+    "Namespace",
+    "NetworkPolicy",
+    "PriorityClass",
+    "StorageClass",
+    "PersistentVolume",
+    "ServiceAccount",
+    "PersistentVolumeClaim",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "DaemonSet",
+    "Deployment",
+    "StatefulSet",
+    "Job",
+    "PodDisruptionBudget",
+)
 CRD = "CustomResourceDefinition"
 FIELD_MANAGER = "pulumi-kubernetes"
 # Where each workload keeps the template of the pods its controller creates.
-WORKLOAD_TEMPLATES = {"Deployment": ("spec", "template"), "DaemonSet": ("spec", "template"),
-                      "StatefulSet": ("spec", "template"), "Job": ("spec", "template"),
-                      "ElasticJob": ("spec", "replicaSpecs", "Worker", "template")}
+WORKLOAD_TEMPLATES = {
+    "Deployment": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "ElasticJob": ("spec", "replicaSpecs", "Worker", "template"),
+}
 
 
 def kind_rank(obj: dict[str, Any]) -> int:
@@ -33,8 +53,18 @@ def as_list(objects: list[dict[str, Any]]) -> str:
 def apply(plane: ControlPlane, objects: list[dict[str, Any]], *extra: str) -> list[dict[str, Any]]:
     """Server-side apply, as pulumi-kubernetes v4 does by default (enableServerSideApply); returns what
     the API server answered, in order."""
-    result = plane.kubectl("apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-o", "json", *extra, "-f", "-",
-                           input=as_list(objects), check=False)
+    result = plane.kubectl(
+        "apply",
+        "--server-side",
+        f"--field-manager={FIELD_MANAGER}",
+        "-o",
+        "json",
+        *extra,
+        "-f",
+        "-",
+        input=as_list(objects),
+        check=False,
+    )
     assert result.returncode == 0, f"kubectl apply refused:\n{result.stderr}"
     answer = json.loads(result.stdout)
     return answer["items"] if answer.get("kind") == "List" else [answer]
@@ -59,8 +89,12 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float = 60, every: 
 
 def wait_established(plane: ControlPlane, crd_names: list[str]) -> None:
     if crd_names:
-        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                      *[f"customresourcedefinition/{name}" for name in crd_names])
+        plane.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            *[f"customresourcedefinition/{name}" for name in crd_names],
+        )
 
 
 def ref(obj: dict[str, Any]) -> str:
@@ -94,9 +128,12 @@ def pod_from_template(workload: dict[str, Any], name: str) -> dict[str, Any]:
     template = workload
     for key in WORKLOAD_TEMPLATES[workload["kind"]]:
         template = template[key]
-    metadata = {"name": name, "namespace": workload["metadata"]["namespace"],
-                "labels": template.get("metadata", {}).get("labels", {}),
-                "annotations": template.get("metadata", {}).get("annotations", {})}
+    metadata = {
+        "name": name,
+        "namespace": workload["metadata"]["namespace"],
+        "labels": template.get("metadata", {}).get("labels", {}),
+        "annotations": template.get("metadata", {}).get("annotations", {}),
+    }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
 
 
@@ -108,8 +145,17 @@ def delete(plane: ControlPlane, objects: list[dict[str, Any]], timeout: int = 18
     batch = [o for o in reversed(objects) if o["kind"] != CRD]
     if not batch:
         return
-    result = plane.kubectl("delete", "--ignore-not-found", "--wait=true", f"--timeout={timeout}s", "-f", "-",
-                           input=as_list(batch), check=False, timeout=timeout + 30)
+    result = plane.kubectl(
+        "delete",
+        "--ignore-not-found",
+        "--wait=true",
+        f"--timeout={timeout}s",
+        "-f",
+        "-",
+        input=as_list(batch),
+        check=False,
+        timeout=timeout + 30,
+    )
     if result.returncode != 0:
         left = plane.kubectl("get", "-f", "-", "-o", "name", "--ignore-not-found", input=as_list(batch), check=False)
         raise AssertionError(f"not deleted within {timeout}s: {left.stdout.split()} ({result.stderr.strip()})")

@@ -18,11 +18,14 @@ import threading
 from typing import Any
 
 
-KIND_STORAGE_CLASS = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                      "metadata": {"name": "standard",
-                                   "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-                      "provisioner": "rancher.io/local-path", "volumeBindingMode": "WaitForFirstConsumer",
-                      "reclaimPolicy": "Delete"}
+KIND_STORAGE_CLASS = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+    "provisioner": "rancher.io/local-path",
+    "volumeBindingMode": "WaitForFirstConsumer",
+    "reclaimPolicy": "Delete",
+}
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 
@@ -59,17 +62,32 @@ class LocalPathProvisioner(_Loop):
                 continue
             meta = claim["metadata"]
             volume = {
-                "apiVersion": "v1", "kind": "PersistentVolume",
-                "metadata": {"name": f"pvc-{meta['uid']}",
-                             "annotations": {"pv.kubernetes.io/provisioned-by": "rancher.io/local-path"}},
-                "spec": {"capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
-                         "accessModes": claim["spec"]["accessModes"],
-                         "storageClassName": claim["spec"]["storageClassName"],
-                         "persistentVolumeReclaimPolicy": "Delete",
-                         "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
-                         "hostPath": {"path": f"/var/local-path-provisioner/pvc-{meta['uid']}", "type": "DirectoryOrCreate"},
-                         "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                             {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}}
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {
+                    "name": f"pvc-{meta['uid']}",
+                    "annotations": {"pv.kubernetes.io/provisioned-by": "rancher.io/local-path"},
+                },
+                "spec": {
+                    "capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
+                    "accessModes": claim["spec"]["accessModes"],
+                    "storageClassName": claim["spec"]["storageClassName"],
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+                    "hostPath": {"path": f"/var/local-path-provisioner/pvc-{meta['uid']}", "type": "DirectoryOrCreate"},
+                    "nodeAffinity": {
+                        "required": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+                                    ]
+                                }
+                            ]
+                        }
+                    },
+                },
+            }
             self.plane.kubectl("apply", "-f", "-", input=json.dumps(volume), check=False)
         # The provisioner deletes a released volume of reclaim policy Delete.
         for volume in self.get("pv"):

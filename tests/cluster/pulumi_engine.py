@@ -51,8 +51,10 @@ def runtime_option_variables(project_file: Path) -> dict[str, str]:
     runtime = yaml.safe_load(project_file.read_text())["runtime"]
     options = (runtime.get("options") or {}) if isinstance(runtime, dict) else {}
     # Go's %v: booleans as true/false.
-    return {f"PULUMI_RUNTIME_{key.upper()}": str(value).lower() if isinstance(value, bool) else str(value)
-            for key, value in options.items()}
+    return {
+        f"PULUMI_RUNTIME_{key.upper()}": str(value).lower() if isinstance(value, bool) else str(value)
+        for key, value in options.items()
+    }
 
 
 @dataclass
@@ -87,8 +89,12 @@ class EngineProject:
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             **runtime_option_variables(self.directory / "Pulumi.yaml"),
         }
-        workspace = auto.LocalWorkspace(work_dir=str(self.directory), env_vars=self.env, program=self.program,
-                                        pulumi_command=auto.PulumiCommand(root=str(tools_bin.parent)))
+        workspace = auto.LocalWorkspace(
+            work_dir=str(self.directory),
+            env_vars=self.env,
+            program=self.program,
+            pulumi_command=auto.PulumiCommand(root=str(tools_bin.parent)),
+        )
         self.stack = auto.Stack.create(stack, workspace)
 
     def program(self) -> None:
@@ -102,8 +108,9 @@ class EngineProject:
         """`preview`, `up`, `refresh` or `destroy`, with everything the CLI printed."""
         lines: list[str] = []
         try:
-            result = getattr(self.stack, command)(on_output=lines.append, on_error=lines.append, color="never",
-                                                  **options)
+            result = getattr(self.stack, command)(
+                on_output=lines.append, on_error=lines.append, color="never", **options
+            )
         except auto.errors.CommandError as error:
             return Outcome(False, "\n".join(lines) + f"\n{error}", error, lines)
         return Outcome(True, "\n".join(lines), result, lines)

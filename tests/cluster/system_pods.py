@@ -36,33 +36,66 @@ def _container(name: str, cpu_m: int, memory_mi: int) -> dict[str, Any]:
 
 
 def _preferred_spread(labels: dict[str, str]) -> dict[str, Any]:
-    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": labels},
-                                            "topologyKey": "kubernetes.io/hostname"}}]}}
+    return {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": labels},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
 
 
-def _workload(kind: str, name: str, containers: list[dict[str, Any]], replicas: int = 1, **pod_spec: Any) -> dict[str, Any]:
+def _workload(
+    kind: str, name: str, containers: list[dict[str, Any]], replicas: int = 1, **pod_spec: Any
+) -> dict[str, Any]:
     labels = {"app.kubernetes.io/name": name}
-    spec: dict[str, Any] = {"selector": {"matchLabels": labels},
-                            "template": {"metadata": {"labels": labels},
-                                         "spec": {"containers": containers, **pod_spec}}}
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": containers, **pod_spec}},
+    }
     if kind == "Deployment":
         spec["replicas"] = replicas
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
 
 
 def daemonsets() -> list[dict[str, Any]]:
-    every_node = [_workload("DaemonSet", d.name, [_container(d.name, d.cpu_millicores, d.memory_mib)],
-                            tolerations=[EVERY_TAINT], priorityClassName="system-node-critical") for d in EVERY_NODE]
+    every_node = [
+        _workload(
+            "DaemonSet",
+            d.name,
+            [_container(d.name, d.cpu_millicores, d.memory_mib)],
+            tolerations=[EVERY_TAINT],
+            priorityClassName="system-node-critical",
+        )
+        for d in EVERY_NODE
+    ]
     return every_node
 
 
 def addon_deployments() -> list[dict[str, Any]]:
-    coredns = _workload("Deployment", "coredns", [_container("coredns", 100, 70)], replicas=2,
-                        nodeSelector={"kubernetes.io/os": "linux"}, priorityClassName="system-cluster-critical",
-                        affinity=_preferred_spread({"app.kubernetes.io/name": "coredns"}), tolerations=[CRITICAL_ADDONS_ONLY])
-    metrics = _workload("Deployment", "metrics-server", [_container("metrics-server", 100, 200)],
-                        nodeSelector={"kubernetes.io/os": "linux"}, priorityClassName="system-cluster-critical")
+    coredns = _workload(
+        "Deployment",
+        "coredns",
+        [_container("coredns", 100, 70)],
+        replicas=2,
+        nodeSelector={"kubernetes.io/os": "linux"},
+        priorityClassName="system-cluster-critical",
+        affinity=_preferred_spread({"app.kubernetes.io/name": "coredns"}),
+        tolerations=[CRITICAL_ADDONS_ONLY],
+    )
+    metrics = _workload(
+        "Deployment",
+        "metrics-server",
+        [_container("metrics-server", 100, 200)],
+        nodeSelector={"kubernetes.io/os": "linux"},
+        priorityClassName="system-cluster-critical",
+    )
     return [coredns, metrics]
 
 
@@ -72,16 +105,25 @@ def karpenter(release_values: dict[str, Any], chart_values: dict[str, Any]) -> d
     controller = {**chart_values["controller"], **release_values.get("controller", {})}
     affinity = chart_values["affinity"]
     # The chart's template gives the anti-affinity term the pod's own labels as its selector.
-    anti = [{**term, "labelSelector": {"matchLabels": labels}}
-            for term in affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]]
+    anti = [
+        {**term, "labelSelector": {"matchLabels": labels}}
+        for term in affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    ]
     spread = [{**c, "labelSelector": {"matchLabels": labels}} for c in chart_values["topologySpreadConstraints"]]
     requests = controller["resources"].get("requests", {})
     container = {"name": "controller", "image": IMAGE, "resources": {"requests": requests}}
     deployment = _workload(
-        "Deployment", "karpenter", [container], replicas=release_values.get("replicas", chart_values["replicas"]),
+        "Deployment",
+        "karpenter",
+        [container],
+        replicas=release_values.get("replicas", chart_values["replicas"]),
         nodeSelector=release_values.get("nodeSelector", chart_values.get("nodeSelector", {})),
-        priorityClassName=chart_values["priorityClassName"], tolerations=chart_values["tolerations"],
-        affinity={"nodeAffinity": affinity["nodeAffinity"],
-                  "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": anti}},
-        topologySpreadConstraints=spread)
+        priorityClassName=chart_values["priorityClassName"],
+        tolerations=chart_values["tolerations"],
+        affinity={
+            "nodeAffinity": affinity["nodeAffinity"],
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": anti},
+        },
+        topologySpreadConstraints=spread,
+    )
     return deployment

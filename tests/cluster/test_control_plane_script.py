@@ -14,8 +14,13 @@ from synth_support import REPO
 
 
 def script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(REPO / "scripts" / "control-plane.sh"), *args], capture_output=True, text=True,
-                          timeout=600, env=env)
+    return subprocess.run(
+        ["bash", str(REPO / "scripts" / "control-plane.sh"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 def test_up_env_down(tools_bin, tmp_path):
@@ -26,8 +31,13 @@ def test_up_env_down(tools_bin, tmp_path):
         assert up.returncode == 0, up.stderr
         exports = script("env", "--dir", str(state), env=env)
         assert exports.stdout == f"export KUBECONFIG={state / 'kubeconfig'}\nexport PATH={tools_bin}:$PATH\n"
-        shell = subprocess.run(["bash", "-c", exports.stdout + "kubectl version -o json && kubectl get nodes -o json"],
-                               capture_output=True, text=True, timeout=60, env=env)
+        shell = subprocess.run(
+            ["bash", "-c", exports.stdout + "kubectl version -o json && kubectl get nodes -o json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
         assert shell.returncode == 0, shell.stderr
         decoder = json.JSONDecoder()
         version, end = decoder.raw_decode(shell.stdout)

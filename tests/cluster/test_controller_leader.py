@@ -14,8 +14,9 @@ NS = "ctrl-leader"
 
 def holder(plane) -> str:
     """The Lease's holder, "" before the first candidate created it."""
-    result = plane.kubectl("get", "lease", "elastic-job-controller", "-n", NS, "-o", "jsonpath={.spec.holderIdentity}",
-                           check=False)
+    result = plane.kubectl(
+        "get", "lease", "elastic-job-controller", "-n", NS, "-o", "jsonpath={.spec.holderIdentity}", check=False
+    )
     return result.stdout.strip() if result.returncode == 0 else ""
 
 
@@ -32,7 +33,8 @@ def test_one_leads_and_the_other_takes_over_when_it_stops(control_plane, record_
         time.sleep(3)  # the second has had time to try, more than once (every 2 s)
         assert holder(plane) == "first" and "leading as second" not in second.output()
         transitions = h.kubectl_json(plane, "get", "lease", "elastic-job-controller", "-n", NS)["spec"].get(
-            "leaseTransitions", 0)
+            "leaseTransitions", 0
+        )
 
         stopped = time.monotonic()
         assert first.stop() == 0, first.output()[-2000:]

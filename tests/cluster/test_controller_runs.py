@@ -41,33 +41,56 @@ def test_a_run_that_succeeds_writes_only_status(running_controller):
     ours = [m for m in live["metadata"]["managedFields"] if m["manager"] != "pulumi-kubernetes"]
     assert ours and all(m.get("subresource") == "status" for m in ours), ours
     job = h.job(plane, NS, "ok")
-    assert [(r["kind"], r["name"], r["controller"]) for r in job["metadata"]["ownerReferences"]] == [("ElasticJob", "ok", True)]
+    assert [(r["kind"], r["name"], r["controller"]) for r in job["metadata"]["ownerReferences"]] == [
+        ("ElasticJob", "ok", True)
+    ]
     assert job["spec"]["podFailurePolicy"] == render.pod_failure_policy()  # kept as sent, not rewritten
-    assert {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"} >= {"SuccessCriteriaMet", "Complete"}
+    assert {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"} >= {
+        "SuccessCriteriaMet",
+        "Complete",
+    }
 
 
 def test_a_worker_ending_143_is_replaced_not_counted_and_the_run_goes_on(running_controller, record_property):
     plane, ctl, _ = running_controller
     apply(plane, [h.elasticjob("preempted", NS, replicas=2, low=2, high=2, run_for="25s")])
     first = h.running_pods(plane, NS, "preempted", 2)
-    victim = next(p for p in first if p["metadata"]["labels"][render.ELASTICJOB_LABEL] == "preempted"
-                  and p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0")
+    victim = next(
+        p
+        for p in first
+        if p["metadata"]["labels"][render.ELASTICJOB_LABEL] == "preempted"
+        and p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"
+    )
     h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.TERMINATED)
 
     def replacement():
         for pod in h.pods(plane, NS, "preempted"):
             labels = pod["metadata"]["labels"]
-            if labels["batch.kubernetes.io/job-completion-index"] == "0" and pod["metadata"]["name"] != victim["metadata"]["name"] \
-                    and pod["status"].get("phase") == "Running":
+            if (
+                labels["batch.kubernetes.io/job-completion-index"] == "0"
+                and pod["metadata"]["name"] != victim["metadata"]["name"]
+                and pod["status"].get("phase") == "Running"
+            ):
                 return pod
+
     new = wait_until("a replacement for index 0", replacement, timeout=60, every=0.1)
     failed = next(p for p in h.pods(plane, NS, "preempted") if p["metadata"]["name"] == victim["metadata"]["name"])
     ended = failed["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
-    record_property("replacement", {"failed_at": ended, "replacement_created": new["metadata"]["creationTimestamp"],
-                                    "replacement_running": new["status"]["startTime"]})
+    record_property(
+        "replacement",
+        {
+            "failed_at": ended,
+            "replacement_created": new["metadata"]["creationTimestamp"],
+            "replacement_running": new["status"]["startTime"],
+        },
+    )
     last = wait_until("lastFailure", lambda: h.status(plane, NS, "preempted").get("lastFailure"))
     assert (last["pod"], last["index"], last["exitCode"], last["action"]) == (
-        victim["metadata"]["name"], 0, 143, exit_codes.REPLACED)
+        victim["metadata"]["name"],
+        0,
+        143,
+        exit_codes.REPLACED,
+    )
     h.condition(plane, NS, "preempted", "Succeeded", timeout=120)
     job = h.job(plane, NS, "preempted")
     assert job["status"].get("failed", 0) == 0  # ignored by the podFailurePolicy: not counted
@@ -81,16 +104,20 @@ def test_exit_1_is_retried_then_fails_with_the_reason_and_the_wait_says_so_in_on
     template["metadata"]["labels"][h.FAIL] = "true"
     template["metadata"]["annotations"][h.EXIT_CODE] = "1"
     apply(plane, [failing])
-    verdict = wait_for(KubernetesCluster(str(plane.kubeconfig), NS, "crashes", JOB_LABEL), timeout_seconds=120,
-                       poll_seconds=0.5)
+    verdict = wait_for(
+        KubernetesCluster(str(plane.kubeconfig), NS, "crashes", JOB_LABEL), timeout_seconds=120, poll_seconds=0.5
+    )
     first_line = verdict.message.splitlines()[0]
     assert verdict.state == "failed"
     assert first_line.startswith(f"ElasticJob {NS}/crashes failed: ")
     assert "exited 1 (Error, counted against the retry limit)" in first_line
     # retried once (backoffLimit 1 = backoffLimitPerIndex), so two pods of index 0 ran
     # the wait deleted the ElasticJob: the garbage collector takes the Job and its pods with it
-    wait_until("the Job and pods gone", lambda: h.job(plane, NS, "crashes") is None and not h.pods(plane, NS, "crashes"),
-               timeout=60)
+    wait_until(
+        "the Job and pods gone",
+        lambda: h.job(plane, NS, "crashes") is None and not h.pods(plane, NS, "crashes"),
+        timeout=60,
+    )
 
 
 def test_a_drained_worker_is_replaced_and_not_counted(running_controller):
@@ -99,10 +126,18 @@ def test_a_drained_worker_is_replaced_and_not_counted(running_controller):
     first = h.running_pods(plane, NS, "drained", 2)
     victim = first[0]["metadata"]["name"]
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}}
-    plane.kubectl("create", "--raw", f"/api/v1/namespaces/{NS}/pods/{victim}/eviction", "-f", "-", input=json.dumps(eviction))
-    replaced = wait_until("a replacement of the evicted pod",
-                          lambda: [p for p in h.running_pods(plane, NS, "drained", 2) if p["metadata"]["name"] != victim
-                                   and p["metadata"]["name"] not in {q["metadata"]["name"] for q in first}], timeout=60)
+    plane.kubectl(
+        "create", "--raw", f"/api/v1/namespaces/{NS}/pods/{victim}/eviction", "-f", "-", input=json.dumps(eviction)
+    )
+    replaced = wait_until(
+        "a replacement of the evicted pod",
+        lambda: [
+            p
+            for p in h.running_pods(plane, NS, "drained", 2)
+            if p["metadata"]["name"] != victim and p["metadata"]["name"] not in {q["metadata"]["name"] for q in first}
+        ],
+        timeout=60,
+    )
     assert replaced
     # backoffLimit 0: had the eviction counted, the index would have failed and the run with it
     h.condition(plane, NS, "drained", "Succeeded", timeout=120)
@@ -117,10 +152,16 @@ def test_a_changed_spec_replaces_the_job(running_controller):
     changed = h.elasticjob("changes", NS, run_for="2s")
     changed["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"].append("--epochs=3")
     apply(plane, [changed])
-    new = wait_until("a new Job", lambda: (j := h.job(plane, NS, "changes")) and j["metadata"]["uid"] != old["metadata"]["uid"] and j,
-                     timeout=60)
+    new = wait_until(
+        "a new Job",
+        lambda: (j := h.job(plane, NS, "changes")) and j["metadata"]["uid"] != old["metadata"]["uid"] and j,
+        timeout=60,
+    )
     assert new["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--epochs=3"
-    assert new["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION] != old["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+    assert (
+        new["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+        != old["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+    )
     h.condition(plane, NS, "changes", "Succeeded", timeout=90)
     assert h.status(plane, NS, "changes")["observedGeneration"] == 2
 
@@ -130,8 +171,11 @@ def test_deleting_the_elasticjob_leaves_nothing(running_controller):
     apply(plane, [h.elasticjob("deleted", NS, run_for="60s")])
     h.running_pods(plane, NS, "deleted", 2)
     plane.kubectl("delete", "elasticjob", "deleted", "-n", NS, "--wait=false")
-    wait_until("Job and pods gone", lambda: h.job(plane, NS, "deleted") is None and not h.pods(plane, NS, "deleted"),
-               timeout=60)
+    wait_until(
+        "Job and pods gone",
+        lambda: h.job(plane, NS, "deleted") is None and not h.pods(plane, NS, "deleted"),
+        timeout=60,
+    )
     time.sleep(3)  # the controller must not bring it back
     assert h.job(plane, NS, "deleted") is None
 
@@ -149,20 +193,59 @@ def test_progress_is_read_back_from_the_runs_history_and_status_prints_it(runnin
     # The times the test means, not the clock's: two lines appended within one millisecond would have no wall
     # time between them, and then no goodput (issue 41). A record's own `time` wins over append_history's stamp.
     started = round(time.time(), 3) - 2.0
-    checkpoint.append_history(run_dir, {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2,
-                                        "restart_count": 0, "time": started})
-    checkpoint.append_history(run_dir, {"event": "epoch", "epoch": 1, "loss": 1.9, "train_accuracy": 0.31,
-                                        "images_per_second": 800.0, "seconds": 0.5, "world_size": 2,
-                                        "time": started + 1.0})
-    progress = wait_until("status.progress", lambda: (p := h.status(plane, NS, name).get("progress")) and
-                          p.get("epoch") == 1 and p, timeout=30)
-    assert (progress["epochs"], progress["loss"], progress["accuracy"], progress["imagesPerSecond"]) == (5, 1.9, 0.31, 800.0)
+    checkpoint.append_history(
+        run_dir,
+        {
+            "event": "start",
+            "epochs_done": 0,
+            "position": 0,
+            "epochs": 5,
+            "world_size": 2,
+            "restart_count": 0,
+            "time": started,
+        },
+    )
+    checkpoint.append_history(
+        run_dir,
+        {
+            "event": "epoch",
+            "epoch": 1,
+            "loss": 1.9,
+            "train_accuracy": 0.31,
+            "images_per_second": 800.0,
+            "seconds": 0.5,
+            "world_size": 2,
+            "time": started + 1.0,
+        },
+    )
+    progress = wait_until(
+        "status.progress",
+        lambda: (p := h.status(plane, NS, name).get("progress")) and p.get("epoch") == 1 and p,
+        timeout=30,
+    )
+    assert (progress["epochs"], progress["loss"], progress["accuracy"], progress["imagesPerSecond"]) == (
+        5,
+        1.9,
+        0.31,
+        800.0,
+    )
     assert progress["secondsLeft"] == 2 and progress["goodput"] == 0.5  # 0.5 s of epoch in 1 s of wall time
     printed = plane.kubectl("get", "elasticjob", name, "-n", NS).stdout
     assert "EPOCH" in printed.splitlines()[0] and printed.splitlines()[1].split()[-2] == "1"
     # the command users run, through the real client, as on target existing
-    code = status_command.main(["local", "-c", f"namespace={NS}", "-c", "runId=progress",
-                                "--kubeconfig", str(plane.kubeconfig), "--context", ""])
+    code = status_command.main(
+        [
+            "local",
+            "-c",
+            f"namespace={NS}",
+            "-c",
+            "runId=progress",
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            "--context",
+            "",
+        ]
+    )
     out = capsys.readouterr().out.splitlines()
     assert code == 0 and out[0].startswith(f"ElasticJob {NS}/{name}: Running, started ")
     assert out[1] == "workers: 2 active, 0 succeeded, 0 failed"
@@ -177,8 +260,11 @@ def test_run_policy_clean_pods_then_delete_the_finished_elasticjob(running_contr
     h.condition(plane, NS, "policy", "Succeeded")
     wait_until("the finished run's pods deleted", lambda: not h.pods(plane, NS, "policy"), timeout=30)
     assert h.job(plane, NS, "policy") is not None  # the Job stays until the TTL
-    wait_until("the ElasticJob deleted after its TTL",
-               lambda: plane.kubectl("get", "elasticjob", "policy", "-n", NS, check=False).returncode != 0, timeout=30)
+    wait_until(
+        "the ElasticJob deleted after its TTL",
+        lambda: plane.kubectl("get", "elasticjob", "policy", "-n", NS, check=False).returncode != 0,
+        timeout=30,
+    )
     wait_until("its Job collected", lambda: h.job(plane, NS, "policy") is None, timeout=30)
 
 

@@ -37,32 +37,74 @@ def run_dir(shared, name):
 
 
 def start(path, epochs=2, world_size=2):
-    checkpoint.append_history(path, {"event": "start", "epochs_done": 0, "position": 0, "epochs": epochs,
-                                     "world_size": world_size, "restart_count": 0})
+    checkpoint.append_history(
+        path,
+        {
+            "event": "start",
+            "epochs_done": 0,
+            "position": 0,
+            "epochs": epochs,
+            "world_size": world_size,
+            "restart_count": 0,
+        },
+    )
 
 
 def finish(path, epochs=2, world_size=2):
     for epoch in range(1, epochs + 1):
-        checkpoint.append_history(path, {"event": "epoch", "epoch": epoch, "loss": 1.0, "train_accuracy": 0.5,
-                                         "images_per_second": 100.0, "seconds": 1.0, "world_size": world_size})
+        checkpoint.append_history(
+            path,
+            {
+                "event": "epoch",
+                "epoch": epoch,
+                "loss": 1.0,
+                "train_accuracy": 0.5,
+                "images_per_second": 100.0,
+                "seconds": 1.0,
+                "world_size": world_size,
+            },
+        )
     checkpoint.append_history(path, {"event": "finished", "epochs": epochs})
 
 
 def pod_of(plane, name, index, phase="Running"):
-    return next((p for p in h.pods(plane, NS, name) if p["metadata"]["labels"].get(INDEX) == str(index)
-                 and p["status"].get("phase") == phase and not p["metadata"].get("deletionTimestamp")), None)
+    return next(
+        (
+            p
+            for p in h.pods(plane, NS, name)
+            if p["metadata"]["labels"].get(INDEX) == str(index)
+            and p["status"].get("phase") == phase
+            and not p["metadata"].get("deletionTimestamp")
+        ),
+        None,
+    )
 
 
 def end_with_zero(plane, pod):
     """kwok's pod-succeeded stage ends it 0 once its run-for has passed."""
-    plane.kubectl("patch", "pod", pod, "-n", NS, "--type=merge", "-p",
-                  json.dumps({"metadata": {"annotations": {h.RUN_FOR: "1ms"}}}))
+    plane.kubectl(
+        "patch",
+        "pod",
+        pod,
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        json.dumps({"metadata": {"annotations": {h.RUN_FOR: "1ms"}}}),
+    )
 
 
 def final(plane, name, timeout=120):
     def found():
-        return next((c for c in h.status(plane, NS, name).get("conditions") or []
-                     if c["type"] in ("Succeeded", "Failed") and c["status"] == "True"), None)
+        return next(
+            (
+                c
+                for c in h.status(plane, NS, name).get("conditions") or []
+                if c["type"] in ("Succeeded", "Failed") and c["status"] == "True"
+            ),
+            None,
+        )
+
     return wait_until(f"the verdict of {name}", found, timeout=timeout)
 
 
@@ -70,19 +112,26 @@ def test_a_run_finished_beside_a_failed_index_succeeds_though_its_job_failed(run
     """Item 2: replicas 3, minReplicas 2; index 2 ends 3 (FailIndex), 0 and 1 train to the end and exit 0."""
     plane, _, shared = running_controller
     path = run_dir(shared, "finish-beside-failed")
-    apply(plane, [h.elasticjob("finish-beside-failed", NS, replicas=3, low=2, high=3, run_for="300s", run_dir=str(path))])
+    apply(
+        plane, [h.elasticjob("finish-beside-failed", NS, replicas=3, low=2, high=3, run_for="300s", run_dir=str(path))]
+    )
     h.running_pods(plane, NS, "finish-beside-failed", 3)
     start(path)
     h.end_pod(plane, NS, pod_of(plane, "finish-beside-failed", 2)["metadata"]["name"], exit_codes.CANNOT_CONTINUE)
-    wait_until("index 2 failed for good", lambda: (h.job(plane, NS, "finish-beside-failed")["status"].get("failedIndexes")
-                                                   == "2"), timeout=60)
+    wait_until(
+        "index 2 failed for good",
+        lambda: h.job(plane, NS, "finish-beside-failed")["status"].get("failedIndexes") == "2",
+        timeout=60,
+    )
     finish(path)
     for index in (0, 1):
         end_with_zero(plane, pod_of(plane, "finish-beside-failed", index)["metadata"]["name"])
     verdict = final(plane, "finish-beside-failed")
     job = h.job(plane, NS, "finish-beside-failed")
     # the Job controller's order (job_controller.go v1.35.8): FailedIndexes is decided before the success policy
-    assert [(c["type"], c["reason"]) for c in job["status"]["conditions"] if c["type"] == "Failed"] == [("Failed", "FailedIndexes")]
+    assert [(c["type"], c["reason"]) for c in job["status"]["conditions"] if c["type"] == "Failed"] == [
+        ("Failed", "FailedIndexes")
+    ]
     assert (verdict["type"], verdict["reason"]) == ("Succeeded", "RunFinished"), verdict
     assert "2 of 3 workers finished" in verdict["message"] and "Failed/FailedIndexes" in verdict["message"]
 
@@ -95,7 +144,10 @@ def test_workers_that_exit_0_without_finishing_the_run_fail_it(running_controlle
     start(path)
     apply(plane, [h.elasticjob("exit-0-untrained", NS, replicas=2, low=2, high=2, run_for="2s", run_dir=str(path))])
     verdict = final(plane, "exit-0-untrained")
-    assert any(c["type"] == "Complete" and c["status"] == "True" for c in h.job(plane, NS, "exit-0-untrained")["status"]["conditions"])
+    assert any(
+        c["type"] == "Complete" and c["status"] == "True"
+        for c in h.job(plane, NS, "exit-0-untrained")["status"]["conditions"]
+    )
     assert (verdict["type"], verdict["reason"]) == ("Failed", "RunNotFinished"), verdict
 
 
@@ -112,22 +164,29 @@ def test_a_resize_changes_the_job_in_place_and_keeps_the_running_workers(running
     assert (job["spec"]["completions"], job["spec"]["parallelism"], job["spec"]["maxFailedIndexes"]) == (3, 3, 1)
     assert first <= {p["metadata"]["name"] for p in grown}, "a running worker was replaced"
     apply(plane, [h.elasticjob("resize", NS, replicas=2, low=2, high=3, run_for="300s")])
-    wait_until("index 2 gone", lambda: pod_of(plane, "resize", 2) is None and len(h.running_pods(plane, NS, "resize", 2)) == 2,
-               timeout=60)
+    wait_until(
+        "index 2 gone",
+        lambda: pod_of(plane, "resize", 2) is None and len(h.running_pods(plane, NS, "resize", 2)) == 2,
+        timeout=60,
+    )
     job = h.job(plane, NS, "resize")
     assert job["metadata"]["uid"] == uid and job["spec"]["completions"] == 2
     assert first == {p["metadata"]["name"] for p in h.running_pods(plane, NS, "resize", 2)}
-    assert "changing Job resize in place: completions 2 -> 3, parallelism 2 -> 3, maxFailedIndexes 0 -> 1" in ctl.output()
+    assert (
+        "changing Job resize in place: completions 2 -> 3, parallelism 2 -> 3, maxFailedIndexes 0 -> 1" in ctl.output()
+    )
     plane.kubectl("delete", "elasticjob", "resize", "-n", NS, "--wait=false")
 
 
 def _seconds(stamp: str) -> float:
     import datetime
+
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def test_the_per_index_delay_doubles_with_ignored_failures_and_a_stalled_run_waits_at_most_the_bound(
-        running_controller, record_property):
+    running_controller, record_property
+):
     """Item 4: index 0 preempted (exit 143, ignored by the pod failure policy) again and again. The Job
     controller re-creates it after 10, 20, 40 s (its delay counts ignored failures); the fourth would
     wait 80 s, past the controller's 60 s bound while the run is below minReplicas: the Job is replaced
@@ -141,13 +200,37 @@ def test_the_per_index_delay_doubles_with_ignored_failures_and_a_stalled_run_wai
     for _ in range(4):
         victim = wait_until("index 0 running", lambda: pod_of(plane, name, 0), timeout=120)
         h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.TERMINATED)
-        ended = wait_until("its finish time", lambda: next(
-            ((p["status"].get("containerStatuses") or [{}])[0].get("state", {}).get("terminated", {}).get("finishedAt")
-             for p in h.pods(plane, NS, name) if p["metadata"]["name"] == victim["metadata"]["name"]), None), timeout=30)
-        replacement = wait_until("a new pod of index 0", lambda: next(
-            (p for p in h.pods(plane, NS, name) if p["metadata"]["labels"].get(INDEX) == "0"
-             and p["metadata"]["name"] != victim["metadata"]["name"] and _seconds(p["metadata"]["creationTimestamp"])
-             >= _seconds(ended) and p["status"].get("phase") in ("Pending", "Running")), None), timeout=120, every=0.2)
+        ended = wait_until(
+            "its finish time",
+            lambda: next(
+                (
+                    (p["status"].get("containerStatuses") or [{}])[0]
+                    .get("state", {})
+                    .get("terminated", {})
+                    .get("finishedAt")
+                    for p in h.pods(plane, NS, name)
+                    if p["metadata"]["name"] == victim["metadata"]["name"]
+                ),
+                None,
+            ),
+            timeout=30,
+        )
+        replacement = wait_until(
+            "a new pod of index 0",
+            lambda: next(
+                (
+                    p
+                    for p in h.pods(plane, NS, name)
+                    if p["metadata"]["labels"].get(INDEX) == "0"
+                    and p["metadata"]["name"] != victim["metadata"]["name"]
+                    and _seconds(p["metadata"]["creationTimestamp"]) >= _seconds(ended)
+                    and p["status"].get("phase") in ("Pending", "Running")
+                ),
+                None,
+            ),
+            timeout=120,
+            every=0.2,
+        )
         delays.append(round(_seconds(replacement["metadata"]["creationTimestamp"]) - _seconds(ended)))
     record_property("replacement_delays_seconds", delays)
     # creationTimestamp and finishedAt have whole seconds; the Job controller syncs on events and requeues
@@ -156,8 +239,11 @@ def test_the_per_index_delay_doubles_with_ignored_failures_and_a_stalled_run_wai
     job = h.job(plane, NS, name)
     assert job["metadata"]["uid"] != uid
     assert h.status(plane, NS, name)["jobReplacements"] == 1
-    assert re.search(r"1 of the 2 workers it needs alive, and the Job controller re-creates index 0 only after 80 s "
-                     r"\(its failure 4\), more than the 60 s bound: replacing Job", ctl.output())
+    assert re.search(
+        r"1 of the 2 workers it needs alive, and the Job controller re-creates index 0 only after 80 s "
+        r"\(its failure 4\), more than the 60 s bound: replacing Job",
+        ctl.output(),
+    )
     plane.kubectl("delete", "elasticjob", name, "-n", NS, "--wait=false")
 
 
@@ -172,12 +258,23 @@ def test_a_fifo_for_a_history_blocks_nothing(running_controller):
     wait_until("a Job for the ElasticJob after the FIFO's", lambda: h.job(plane, NS, "after-fifo"), timeout=30)
     # review ctrl-1 item 2: a history that cannot be read is no verdict yet (read again for 120 s, then
     # the Job's word), never Failed/RunNotFinished
-    verifying = wait_until("the fifo's verdict waiting", lambda: next(
-        (c for c in h.status(plane, NS, "fifo").get("conditions") or [] if c["type"] == "Running"
-         and c.get("reason") == "VerifyingRun"), None), timeout=120)
+    verifying = wait_until(
+        "the fifo's verdict waiting",
+        lambda: next(
+            (
+                c
+                for c in h.status(plane, NS, "fifo").get("conditions") or []
+                if c["type"] == "Running" and c.get("reason") == "VerifyingRun"
+            ),
+            None,
+        ),
+        timeout=120,
+    )
     assert "not a regular file" in verifying["message"], verifying
-    assert not any(c["type"] in ("Succeeded", "Failed") and c["status"] == "True"
-                   for c in h.status(plane, NS, "fifo")["conditions"])
+    assert not any(
+        c["type"] in ("Succeeded", "Failed") and c["status"] == "True"
+        for c in h.status(plane, NS, "fifo")["conditions"]
+    )
     assert final(plane, "after-fifo")["type"] == "Succeeded"
     plane.kubectl("delete", "elasticjob", "fifo", "-n", NS, "--wait=false")
 
@@ -202,11 +299,23 @@ def test_a_job_of_its_name_without_an_owner_is_reported_and_looked_at_with_backo
     template = h.elasticjob("taken", NS)["spec"]["replicaSpecs"]["Worker"]["template"]
     template["metadata"]["annotations"][h.RUN_FOR] = "600s"
     template["spec"]["restartPolicy"] = "Never"
-    apply(plane, [{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "taken", "namespace": NS},
-                   "spec": {"template": template}}])
+    apply(
+        plane,
+        [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "taken", "namespace": NS},
+                "spec": {"template": template},
+            }
+        ],
+    )
     apply(plane, [h.elasticjob("taken", NS)])
-    created = wait_until("the refusal in the status", lambda: next(
-        (c for c in h.status(plane, NS, "taken").get("conditions") or [] if c["type"] == "Created"), None), timeout=30)
+    created = wait_until(
+        "the refusal in the status",
+        lambda: next((c for c in h.status(plane, NS, "taken").get("conditions") or [] if c["type"] == "Created"), None),
+        timeout=30,
+    )
     assert (created["status"], created["reason"]) == ("False", "JobNameTaken")
     assert "Job taken has no owner" in created["message"]
     before = ctl.output().count("elasticjob taken:")
@@ -218,22 +327,47 @@ def test_a_job_of_its_name_without_an_owner_is_reported_and_looked_at_with_backo
     plane.kubectl("delete", "elasticjob", "taken", "-n", NS, "--wait=false")
 
 
-@pytest.mark.parametrize("case, change, message", [
-    ("a name too long for the workers' hostnames", lambda o: o["metadata"].update(name="n" * 62),
-     "every worker's hostname, <name>-<index> up to the highest index"),
-    ("a dot in the name", lambda o: o["metadata"].update(name="a.b"), "the name must be a DNS label"),
-    ("10000 replicas", lambda o: o["spec"].update(maxReplicas=10000) or o["spec"]["replicaSpecs"]["Worker"].update(replicas=10000),
-     "should be less than or equal to 100"),
-    ("containers not a list", lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["spec"].update(containers="oops"),
-     "template.spec.containers: expected list"),
-    ("args a string", lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(args="abc"),
-     "containers[0].args: expected list"),
-    ("labels a list", lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["metadata"].update(labels=["a"]),
-     "template.metadata.labels: expected map"),
-    ("no image", lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].pop("image"),
-     "image: Required value"),
-    ("minReplicas above replicas", lambda o: o["spec"].update(minReplicas=3, maxReplicas=3), "minReplicas must be <="),
-])
+@pytest.mark.parametrize(
+    "case, change, message",
+    [
+        (
+            "a name too long for the workers' hostnames",
+            lambda o: o["metadata"].update(name="n" * 62),
+            "every worker's hostname, <name>-<index> up to the highest index",
+        ),
+        ("a dot in the name", lambda o: o["metadata"].update(name="a.b"), "the name must be a DNS label"),
+        (
+            "10000 replicas",
+            lambda o: o["spec"].update(maxReplicas=10000) or o["spec"]["replicaSpecs"]["Worker"].update(replicas=10000),
+            "should be less than or equal to 100",
+        ),
+        (
+            "containers not a list",
+            lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["spec"].update(containers="oops"),
+            "template.spec.containers: expected list",
+        ),
+        (
+            "args a string",
+            lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(args="abc"),
+            "containers[0].args: expected list",
+        ),
+        (
+            "labels a list",
+            lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["metadata"].update(labels=["a"]),
+            "template.metadata.labels: expected map",
+        ),
+        (
+            "no image",
+            lambda o: o["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].pop("image"),
+            "image: Required value",
+        ),
+        (
+            "minReplicas above replicas",
+            lambda o: o["spec"].update(minReplicas=3, maxReplicas=3),
+            "minReplicas must be <=",
+        ),
+    ],
+)
 def test_what_can_be_known_at_create_time_is_refused_then(running_controller, case, change, message):
     """Items 11, 12: the API server refuses it with one line; it never reaches the controller."""
     plane, _, _ = running_controller
@@ -260,9 +394,14 @@ def test_a_job_the_api_refuses_is_reported_with_its_message_then_failed(running_
 def _namespace_pod_lists(plane) -> int:
     """LIST pods requests in one namespace (ours: the Job controller lists cluster-wide), from the API server's metrics."""
     metrics = plane.kubectl("get", "--raw", "/metrics").stdout
-    return sum(int(float(line.rsplit(" ", 1)[1])) for line in metrics.splitlines()
-               if line.startswith("apiserver_request_total{") and 'resource="pods"' in line and 'verb="LIST"' in line
-               and 'scope="namespace"' in line)
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in metrics.splitlines()
+        if line.startswith("apiserver_request_total{")
+        and 'resource="pods"' in line
+        and 'verb="LIST"' in line
+        and 'scope="namespace"' in line
+    )
 
 
 def test_pods_come_from_a_watch_not_a_list_per_pass(running_controller):
@@ -288,8 +427,17 @@ def test_workers_orphaned_by_their_jobs_deletion_are_removed_and_counted(running
     # own wait for it passed 120 s in two full runs, so the test waits for the outcome instead, longer.
     plane.kubectl("delete", "job", "orphans", "-n", NS, "--cascade=orphan", "--wait=false")
     wait_until("a new Job", lambda: (j := h.job(plane, NS, "orphans")) and j["metadata"]["uid"] != uid, timeout=300)
-    wait_until("the orphans deleted", lambda: not [p for p in h.pods(plane, NS, "orphans") if p["metadata"]["name"] in old
-                                                   and not p["metadata"].get("deletionTimestamp")], timeout=60)
+    wait_until(
+        "the orphans deleted",
+        lambda: (
+            not [
+                p
+                for p in h.pods(plane, NS, "orphans")
+                if p["metadata"]["name"] in old and not p["metadata"].get("deletionTimestamp")
+            ]
+        ),
+        timeout=60,
+    )
     assert wait_until("counted", lambda: h.status(plane, NS, "orphans").get("orphansRemoved") == 2, timeout=30)
     assert "no Job owns it" in ctl.output()
     plane.kubectl("delete", "elasticjob", "orphans", "-n", NS, "--wait=false")

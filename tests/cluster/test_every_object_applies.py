@@ -26,8 +26,19 @@ import subprocess
 
 import pytest
 
-from kube import (CRD, apply, delete, differences, get, kind_rank, pod_from_template, ref, wait_established,
-                  wait_until, WORKLOAD_TEMPLATES)
+from kube import (
+    CRD,
+    apply,
+    delete,
+    differences,
+    get,
+    kind_rank,
+    pod_from_template,
+    ref,
+    wait_established,
+    wait_until,
+    WORKLOAD_TEMPLATES,
+)
 from synth_support import STACKS
 from infra import versions
 
@@ -38,8 +49,13 @@ def karpenter_crds() -> list[dict]:
     """Karpenter's CRDs of the pinned release, from its Go module (the proxy serves its tags)."""
     import yaml
 
-    result = subprocess.run(["go", "mod", "download", "-json", f"{KARPENTER_MODULE}@v{versions.KARPENTER_VERSION}"],
-                            capture_output=True, text=True, timeout=600, check=True)
+    result = subprocess.run(
+        ["go", "mod", "download", "-json", f"{KARPENTER_MODULE}@v{versions.KARPENTER_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     directory = json.loads(result.stdout)["Dir"]
     from pathlib import Path
 
@@ -48,7 +64,9 @@ def karpenter_crds() -> list[dict]:
 
 def events_of(plane, namespace: str, reason: str) -> list[str]:
     out = plane.kubectl("get", "events", "-n", namespace, "--field-selector", f"reason={reason}", "-o", "json").stdout
-    return [f"{e['involvedObject']['kind']} {e['involvedObject']['name']}: {e['message']}" for e in json.loads(out)["items"]]
+    return [
+        f"{e['involvedObject']['kind']} {e['involvedObject']['name']}: {e['message']}" for e in json.loads(out)["items"]
+    ]
 
 
 def _as_applied(obj: dict) -> dict:
@@ -75,8 +93,9 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
         refused = []
         for workload in (o for o in objects if o["kind"] in WORKLOAD_TEMPLATES):
             pod = pod_from_template(workload, f"{workload['metadata']['name']}-probe")
-            result = plane.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(pod),
-                                   check=False)
+            result = plane.kubectl(
+                "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(pod), check=False
+            )
             if result.returncode != 0:
                 refused.append(f"{ref(workload)}: {result.stderr.strip()}")
         assert not refused, "pods the stack's workloads would create are refused:\n" + "\n".join(refused)
@@ -85,9 +104,11 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
         # pv_controller.go syncUnboundClaim) and so writes it once after the create; let that settle,
         # or the read-back below races it and the re-apply sees a resourceVersion the controller moved.
         prebound = [o for o in objects if o["kind"] == "PersistentVolumeClaim" and o["spec"].get("volumeName")]
-        wait_until(f"the pre-bound claims {[ref(o) for o in prebound]} Bound",
-                   lambda: all((c.get("status") or {}).get("phase") == "Bound" for c in get(plane, prebound)),
-                   timeout=60)
+        wait_until(
+            f"the pre-bound claims {[ref(o) for o in prebound]} Bound",
+            lambda: all((c.get("status") or {}).get("phase") == "Bound" for c in get(plane, prebound)),
+            timeout=60,
+        )
 
         # Read back: every field sent is kept as sent.
         live = get(plane, objects + crds)
@@ -106,11 +127,15 @@ def test_every_rendered_object_is_accepted_and_kept(stack, rendered, control_pla
 
         def pods_created() -> bool:
             status = [o.get("status") or {} for o in get(plane, controlled)]
-            return all(s.get("replicas", 0) >= (o["spec"].get("replicas", 1)) if o["kind"] in ("Deployment", "StatefulSet")
-                       else s.get("active", 0) + s.get("succeeded", 0) >= 1 for o, s in zip(controlled, status))
+            return all(
+                s.get("replicas", 0) >= (o["spec"].get("replicas", 1))
+                if o["kind"] in ("Deployment", "StatefulSet")
+                else s.get("active", 0) + s.get("succeeded", 0) >= 1
+                for o, s in zip(controlled, status)
+            )
+
         wait_until(f"the pods of {[ref(o) for o in controlled]}", pods_created, timeout=60)
         for namespace in sorted({o["metadata"]["namespace"] for o in controlled}):
             assert not events_of(plane, namespace, "FailedCreate")
     finally:
         delete(plane, created)
-

@@ -56,8 +56,11 @@ def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool
     for t in tolerations:
         if t.get("operator") == "Exists" and not t.get("key"):
             return True
-        if t.get("key") == taint["key"] and (t.get("operator") == "Exists" or t.get("value") == taint.get("value")) \
-                and t.get("effect", taint["effect"]) == taint["effect"]:
+        if (
+            t.get("key") == taint["key"]
+            and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+            and t.get("effect", taint["effect"]) == taint["effect"]
+        ):
             return True
     return False
 
@@ -66,10 +69,13 @@ def _requests(pod: dict[str, Any]) -> tuple[int, int]:
     def of(container):
         r = (container.get("resources") or {}).get("requests") or {}
         return (cpu_millicores(r["cpu"]) if "cpu" in r else 0, round(memory_mib(r["memory"])) if "memory" in r else 0)
+
     containers = [of(c) for c in pod["spec"]["containers"]]
     inits = [of(c) for c in pod["spec"].get("initContainers", [])]
-    return (max(sum(c for c, _ in containers), max((c for c, _ in inits), default=0)),
-            max(sum(m for _, m in containers), max((m for _, m in inits), default=0)))
+    return (
+        max(sum(c for c, _ in containers), max((c for c, _ in inits), default=0)),
+        max(sum(m for _, m in containers), max((m for _, m in inits), default=0)),
+    )
 
 
 def shortfall(plane, pod: dict[str, Any]) -> str:
@@ -82,15 +88,21 @@ def shortfall(plane, pod: dict[str, Any]) -> str:
     for node in nodes:
         labels = node["metadata"].get("labels", {})
         if any(labels.get(k) != v for k, v in selector.items()) or any(
-                t["effect"] in ("NoSchedule", "NoExecute") and not _tolerated(t, pod["spec"].get("tolerations", []))
-                for t in node["spec"].get("taints", [])):
+            t["effect"] in ("NoSchedule", "NoExecute") and not _tolerated(t, pod["spec"].get("tolerations", []))
+            for t in node["spec"].get("taints", [])
+        ):
             continue
         used = [_requests(p) for p in running if p["spec"]["nodeName"] == node["metadata"]["name"]]
         free_cpu = cpu_millicores(node["status"]["allocatable"]["cpu"]) - sum(c for c, _ in used)
         free_memory = round(memory_mib(node["status"]["allocatable"]["memory"])) - sum(m for _, m in used)
-        short = [f"{cpu - free_cpu}m cpu" if cpu > free_cpu else "", f"{memory - free_memory}Mi memory" if memory > free_memory else ""]
-        lines.append(f"{node['metadata']['name']}: {free_cpu}m cpu, {free_memory}Mi free"
-                     + (f", short by {' and '.join(s for s in short if s)}" if any(short) else ""))
+        short = [
+            f"{cpu - free_cpu}m cpu" if cpu > free_cpu else "",
+            f"{memory - free_memory}Mi memory" if memory > free_memory else "",
+        ]
+        lines.append(
+            f"{node['metadata']['name']}: {free_cpu}m cpu, {free_memory}Mi free"
+            + (f", short by {' and '.join(s for s in short if s)}" if any(short) else "")
+        )
     return "; ".join(lines)
 
 
@@ -108,8 +120,10 @@ def expect_scheduled(plane, what: str, selector_pods) -> None:
     lines = []
     for pod in pending:
         condition = next((c for c in pod["status"].get("conditions", []) if c["type"] == "PodScheduled"), {})
-        lines.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']} stays Pending: "
-                     f"{condition.get('message', 'not yet considered by the scheduler')} | {shortfall(plane, pod)}")
+        lines.append(
+            f"{pod['metadata']['namespace']}/{pod['metadata']['name']} stays Pending: "
+            f"{condition.get('message', 'not yet considered by the scheduler')} | {shortfall(plane, pod)}"
+        )
     assert current, f"{what}: no pod was created"
     raise AssertionError(f"{what}: {len(pending)} pod(s) never scheduled:\n" + "\n".join(lines))
 
@@ -117,8 +131,13 @@ def expect_scheduled(plane, what: str, selector_pods) -> None:
 def chart_values() -> dict[str, Any]:
     import subprocess
 
-    result = subprocess.run(["go", "mod", "download", "-json", f"github.com/aws/karpenter-provider-aws@v{versions.KARPENTER_VERSION}"],
-                            capture_output=True, text=True, timeout=600, check=True)
+    result = subprocess.run(
+        ["go", "mod", "download", "-json", f"github.com/aws/karpenter-provider-aws@v{versions.KARPENTER_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return yaml.safe_load(Path(json.loads(result.stdout)["Dir"], "charts/karpenter/values.yaml").read_text())
 
 
@@ -130,13 +149,16 @@ def test_every_pod_of_the_stack_schedules(stack, rendered, control_plane):
     release = synth.one("kubernetes:helm.sh/v3:Release", "capacity-karpenter")["inputs"]["values"]
     system = [*daemonsets(), *addon_deployments(), karpenter(release, chart_values())]
     crds = [m for m in manifests if m["kind"] == CRD]
-    steady = sorted((m for m in manifests if m["kind"] not in (CRD, "Job", "ElasticJob", "NodePool", "EC2NodeClass")),
-                    key=kind_rank)
+    steady = sorted(
+        (m for m in manifests if m["kind"] not in (CRD, "Job", "ElasticJob", "NodePool", "EC2NodeClass")), key=kind_rank
+    )
     jobs = {m["metadata"]["name"].split("-")[0]: m for m in manifests if m["kind"] == "Job"}
     elasticjob = next(m for m in manifests if m["kind"] == "ElasticJob")
     namespace = elasticjob["metadata"]["namespace"]
-    workers = [pod_from_template(elasticjob, f"{elasticjob['metadata']['name']}-worker-{i}")
-               for i in range(elasticjob["spec"]["maxReplicas"])]
+    workers = [
+        pod_from_template(elasticjob, f"{elasticjob['metadata']['name']}-worker-{i}")
+        for i in range(elasticjob["spec"]["maxReplicas"])
+    ]
     created: list[dict[str, Any]] = []
     with tempfile.NamedTemporaryFile("w", suffix=".json") as nodes_file:
         nodes_file.write(as_list(nodes))
@@ -154,29 +176,50 @@ def test_every_pod_of_the_stack_schedules(stack, rendered, control_plane):
         # The shared volume's claim names its PersistentVolume: bound by the PV controller before any
         # pod needs it (else the scheduler's first answer is about the claim, not about room).
         static = [c for c in steady if c["kind"] == "PersistentVolumeClaim" and c["spec"].get("volumeName")]
-        wait_until("the static claims bound", lambda: all((c.get("status") or {}).get("phase") == "Bound"
-                                                           for c in get(plane, static)), timeout=60)
-        expect_scheduled(plane, "the stack's long-lived pods", lambda: [p for p in pods(plane) if
-                                                                         p["metadata"]["namespace"] != "kube-system"
-                                                                         or "nvidia" in p["metadata"]["name"]])
+        wait_until(
+            "the static claims bound",
+            lambda: all((c.get("status") or {}).get("phase") == "Bound" for c in get(plane, static)),
+            timeout=60,
+        )
+        expect_scheduled(
+            plane,
+            "the stack's long-lived pods",
+            lambda: [
+                p
+                for p in pods(plane)
+                if p["metadata"]["namespace"] != "kube-system" or "nvidia" in p["metadata"]["name"]
+            ],
+        )
 
         for phase in (["prep"], None, ["eval", "export"]):
             if phase is None:
                 created += workers
                 apply(plane, workers)
-                expect_scheduled(plane, f"the {len(workers)} workers (maxWorkers)",
-                                 lambda: [p for p in pods(plane, namespace) if p["metadata"]["name"] in
-                                          {w["metadata"]["name"] for w in workers}])
-                plane.kubectl("delete", "pods", "-n", namespace, "--wait=true",
-                              *[w["metadata"]["name"] for w in workers])
+                expect_scheduled(
+                    plane,
+                    f"the {len(workers)} workers (maxWorkers)",
+                    lambda: [
+                        p
+                        for p in pods(plane, namespace)
+                        if p["metadata"]["name"] in {w["metadata"]["name"] for w in workers}
+                    ],
+                )
+                plane.kubectl(
+                    "delete", "pods", "-n", namespace, "--wait=true", *[w["metadata"]["name"] for w in workers]
+                )
                 continue
             batch = [jobs[name] for name in phase if name in jobs]
             created += batch
             apply(plane, batch)
-            expect_scheduled(plane, f"the {', '.join(phase)} Job(s)",
-                             lambda: [p for p in pods(plane, namespace, "batch.kubernetes.io/job-name")
-                                      if p["metadata"]["labels"]["batch.kubernetes.io/job-name"] in
-                                      {j["metadata"]["name"] for j in batch}])
+            expect_scheduled(
+                plane,
+                f"the {', '.join(phase)} Job(s)",
+                lambda: [
+                    p
+                    for p in pods(plane, namespace, "batch.kubernetes.io/job-name")
+                    if p["metadata"]["labels"]["batch.kubernetes.io/job-name"] in {j["metadata"]["name"] for j in batch}
+                ],
+            )
     finally:
         delete(plane, created)
         plane.kubectl("delete", "pv", "--all", "--wait=true", "--timeout=60s", check=False)

@@ -50,6 +50,10 @@ def test_a_namespace_deleted_under_a_running_job_waits_until_the_job_goes(contro
 
     released = time.monotonic()
     plane.kubectl("delete", "elasticjob", "running", "-n", NS, "--wait=false")
-    wait_until("the namespace gone", lambda: plane.kubectl("get", "namespace", NS, check=False).returncode != 0,
-               timeout=120, every=0.5)
+    wait_until(
+        "the namespace gone",
+        lambda: plane.kubectl("get", "namespace", NS, check=False).returncode != 0,
+        timeout=120,
+        every=0.5,
+    )
     record_property("namespace_gone_after_elasticjob_deleted_seconds", round(time.monotonic() - released, 1))

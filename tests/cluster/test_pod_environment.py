@@ -9,9 +9,11 @@ import pytest
 
 from pod_environment import Rewriter, container_env, expand, field_value
 
-POD = {"metadata": {"name": "train-0-abc", "namespace": "training", "uid": "u-1", "labels": {"app": "x"}},
-       "spec": {"nodeName": "node-a", "serviceAccountName": "sa", "containers": []},
-       "status": {"podIP": "127.1.0.2", "hostIP": "127.0.0.1"}}
+POD = {
+    "metadata": {"name": "train-0-abc", "namespace": "training", "uid": "u-1", "labels": {"app": "x"}},
+    "spec": {"nodeName": "node-a", "serviceAccountName": "sa", "containers": []},
+    "status": {"podIP": "127.1.0.2", "hostIP": "127.0.0.1"},
+}
 
 
 def test_expansion_follows_kubernetes_rules():
@@ -31,23 +33,33 @@ def test_the_downward_api_fields():
 
 
 def test_env_in_order_with_references_and_sources():
-    data = {("ConfigMap", "training", "cm"): {"A": "from-cm"},
-            ("Secret", "training", "s"): {"K": base64.b64encode(b"secret").decode()}}
-    container = {"envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "CM_"}],
-                 "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                         {"name": "ADDR", "value": "$(POD_IP):29500"},
-                         {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "K"}}},
-                         {"name": "MISSING", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "x", "optional": True}}}]}
+    data = {
+        ("ConfigMap", "training", "cm"): {"A": "from-cm"},
+        ("Secret", "training", "s"): {"K": base64.b64encode(b"secret").decode()},
+    }
+    container = {
+        "envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "CM_"}],
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "ADDR", "value": "$(POD_IP):29500"},
+            {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "K"}}},
+            {"name": "MISSING", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "x", "optional": True}}},
+        ],
+    }
     env = container_env(POD, container, lambda kind, ns, name: data.get((kind, ns, name)), {"HOME": "/tmp"})
     assert env == {"HOME": "/tmp", "CM_A": "from-cm", "POD_IP": "127.1.0.2", "ADDR": "127.1.0.2:29500", "KEY": "secret"}
     with pytest.raises(LookupError, match="ConfigMap training/none"):
-        container_env(POD, {"env": [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "x"}}}]},
-                      lambda *_: None)
+        container_env(
+            POD,
+            {"env": [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "x"}}}]},
+            lambda *_: None,
+        )
 
 
 def test_mount_paths_service_names_and_the_wildcard_are_rewritten():
-    rewrite = Rewriter("/pods/p/root", ["/efs-shared", "/tmp", "/dev/shm"], "training",
-                       {"rendezvous-store": "127.2.0.1"}, "127.1.0.2")
+    rewrite = Rewriter(
+        "/pods/p/root", ["/efs-shared", "/tmp", "/dev/shm"], "training", {"rendezvous-store": "127.2.0.1"}, "127.1.0.2"
+    )
     assert rewrite("--rdzv_endpoint=rendezvous-store:29400") == "--rdzv_endpoint=127.2.0.1:29400"
     assert rewrite("rendezvous-store.training.svc.cluster.local:29400") == "127.2.0.1:29400"
     assert rewrite("http://rendezvous-store/x") == "http://127.2.0.1/x"
@@ -61,8 +73,15 @@ def test_mount_paths_service_names_and_the_wildcard_are_rewritten():
     under_tmp = Rewriter("/tmp/plane/pods/p/root", ["/efs-shared", "/tmp"], "training", {}, "127.1.0.2")
     assert under_tmp("/efs-shared/data") == "/tmp/plane/pods/p/root/efs-shared/data"
     # Not a mount path or a name where only part of a word or path matches.
-    for unchanged in ("/a/tmp", "/tmpfile", "/efs-shared-other", "my-rendezvous-store:1", "/x/rendezvous-store/y",
-                      "10.0.0.0", "rendezvous-store-2:1"):
+    for unchanged in (
+        "/a/tmp",
+        "/tmpfile",
+        "/efs-shared-other",
+        "my-rendezvous-store:1",
+        "/x/rendezvous-store/y",
+        "10.0.0.0",
+        "rendezvous-store-2:1",
+    ):
         assert rewrite(unchanged) == unchanged, unchanged
 
 
@@ -77,7 +96,10 @@ def test_the_runtimes_host_paths_are_never_rewritten_even_under_a_mount_path():
     base = {"PATH": "/tmp/ci/.venv/bin:/usr/bin", "PYTHONPATH": "/tmp/ci/scripts/pod_site:/tmp/ci", "HOME": "/tmp"}
     env = dict(base, TMP_USE="/tmp/scratch")
     assert rewritten_env(env, base, rewrite) == {
-        "PATH": "/tmp/ci/.venv/bin:/usr/bin", "PYTHONPATH": "/tmp/ci/scripts/pod_site:/tmp/ci",
-        "HOME": "/pods/p/root/tmp", "TMP_USE": "/pods/p/root/tmp/scratch"}
+        "PATH": "/tmp/ci/.venv/bin:/usr/bin",
+        "PYTHONPATH": "/tmp/ci/scripts/pod_site:/tmp/ci",
+        "HOME": "/pods/p/root/tmp",
+        "TMP_USE": "/pods/p/root/tmp/scratch",
+    }
     # A PATH the pod sets itself is the container's: rewritten like any value of its own.
     assert rewritten_env(dict(base, PATH="/tmp/bin"), base, rewrite)["PATH"] == "/pods/p/root/tmp/bin"

@@ -54,15 +54,29 @@ from infra.specs.labels import PART_OF
 ENGINE_TOOLS = ("pulumi", "pulumi-kubernetes")
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 # Stack outputs the program always exports on target existing (infra/program.py build_existing).
-OUTPUT_KEYS = {"kubeconfig", "kubeContext", "imageRef", "pvcName", "namespace", "runId", "runDirectory",
-               "trainingResult", "runCost", "commands"}
+OUTPUT_KEYS = {
+    "kubeconfig",
+    "kubeContext",
+    "imageRef",
+    "pvcName",
+    "namespace",
+    "runId",
+    "runDirectory",
+    "trainingResult",
+    "runCost",
+    "commands",
+}
 
 
 @pytest.fixture(scope="module")
 def engine_bin():
     """The cache's bin directory with the Pulumi CLI, its Python shims and the Kubernetes provider."""
-    result = subprocess.run(["bash", str(REPO / "scripts" / "build-tools.sh"), *ENGINE_TOOLS], capture_output=True,
-                            text=True, timeout=60 * 60)
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-tools.sh"), *ENGINE_TOOLS],
+        capture_output=True,
+        text=True,
+        timeout=60 * 60,
+    )
     assert result.returncode == 0, f"scripts/build-tools.sh failed:\n{result.stderr[-3000:]}"
     return Path(result.stdout.strip().splitlines()[-1])
 
@@ -97,16 +111,27 @@ def state_objects(project: EngineProject) -> list[dict[str, Any]]:
         # pendingReplacement: deleted already, its replacement not yet created (a delete-before-replace step
         # that a failed update stopped between the two; pulumi/pulumi sdk/go/common/apitype/core.go ResourceV3, v3.274.0).
         if resource["type"].startswith("kubernetes:") and "kind" in outputs and not resource.get("pendingReplacement"):
-            objects.append({"kind": outputs["kind"], "apiVersion": outputs["apiVersion"],
-                            "name": outputs["metadata"]["name"], "namespace": outputs["metadata"].get("namespace")})
+            objects.append(
+                {
+                    "kind": outputs["kind"],
+                    "apiVersion": outputs["apiVersion"],
+                    "name": outputs["metadata"]["name"],
+                    "namespace": outputs["metadata"].get("namespace"),
+                }
+            )
     return objects
 
 
 def make_workers_fail(plane, namespace: str, name: str, stopping: threading.Event) -> None:
     """The run's workers end with exit code 1 (scripts/kwok-stages/pod-failed.yaml): the fail label and the
     exit code on its ElasticJob's pod template, which the Job copies onto every worker pod."""
-    wait_until(f"ElasticJob {namespace}/{name}", lambda: stopping.is_set() or plane.kubectl(
-        "get", "elasticjob", name, "-n", namespace, check=False).returncode == 0, timeout=600)
+    wait_until(
+        f"ElasticJob {namespace}/{name}",
+        lambda: (
+            stopping.is_set() or plane.kubectl("get", "elasticjob", name, "-n", namespace, check=False).returncode == 0
+        ),
+        timeout=600,
+    )
     template = {"metadata": {"labels": {FAIL: "true"}, "annotations": {EXIT_CODE: "1"}}}
     patch = {"spec": {"replicaSpecs": {"Worker": {"template": template}}}}
     plane.kubectl("patch", "elasticjob", name, "-n", namespace, "--type=merge", "-p", json.dumps(patch))
@@ -151,7 +176,9 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
             assert set(up.result.outputs) == OUTPUT_KEYS, sorted(up.result.outputs)
             training = workload_specs.names(first_run).training
             assert up.result.outputs["trainingResult"].value == f"ElasticJob {namespace}/{training} succeeded"
-            ran = json.loads(plane.kubectl("get", "elasticjob", training, "-n", namespace, "-o", "json").stdout)["status"]
+            ran = json.loads(plane.kubectl("get", "elasticjob", training, "-n", namespace, "-o", "json").stdout)[
+                "status"
+            ]
             assert ran["replicaStatuses"] == {"Worker": {"active": 0, "succeeded": 2, "failed": 0}}, ran
             assert plane.kubectl("get", "job", training, "-n", namespace, check=False).returncode == 0, "no Job of ours"
 
@@ -177,7 +204,8 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
             failing = workload_specs.names(failing_run).training
             controller.stop()
             controller.start_when_granted(
-                before_start=lambda: make_workers_fail(plane, namespace, failing, controller.stopping))
+                before_start=lambda: make_workers_fail(plane, namespace, failing, controller.stopping)
+            )
             project.set_config({"elastic-training:runId": failing_run})
             failed = step("up, failing run", "up")
             assert not failed.ok, f"up succeeded although every worker exits 1:\n{failed.output}"
@@ -187,18 +215,29 @@ def test_the_engine_runs_the_local_stack_end_to_end(rendering, control_plane, en
             # The Job's reason (maxFailedIndexes = workers - minWorkers = 0 here, controller/render.py, so the
             # first index out of retries fails the Job), then the last failure: exit 1, counted, so retried.
             assert verdict.group(1).startswith("MaxFailedIndexesExceeded: "), verdict.group(0)
-            assert re.search(rf"; last failure: worker {failing}-\S+ \(index [01]\) exited 1 "
-                             rf"\(Error, counted against the retry limit\)", verdict.group(0)), verdict.group(0)
+            assert re.search(
+                rf"; last failure: worker {failing}-\S+ \(index [01]\) exited 1 "
+                rf"\(Error, counted against the retry limit\)",
+                verdict.group(0),
+            ), verdict.group(0)
             controller.stop()
 
             created = state_objects(project)
-            kinds = sorted({f"{o['kind']}.{o['apiVersion'].split('/')[0]}" if "/" in o["apiVersion"] else o["kind"]
-                            for o in created} | {"Pod"})
+            kinds = sorted(
+                {
+                    f"{o['kind']}.{o['apiVersion'].split('/')[0]}" if "/" in o["apiVersion"] else o["kind"]
+                    for o in created
+                }
+                | {"Pod"}
+            )
             namespaces = {o["name"] for o in created if o["kind"] == "Namespace"}
             listing = [k for k in kinds if not k.startswith("ElasticJob")]  # gone with the CRD (checked below)
             before = project_objects(plane, listing, namespaces, since="")  # all: `up` may adopt the CRD
-            missing = [f"{o['kind']} {o['namespace'] or ''}/{o['name']}" for o in created if o["kind"] != "ElasticJob"
-                       and f"{o['kind']} {o['namespace'] or ''}/{o['name']}" not in before]
+            missing = [
+                f"{o['kind']} {o['namespace'] or ''}/{o['name']}"
+                for o in created
+                if o["kind"] != "ElasticJob" and f"{o['kind']} {o['namespace'] or ''}/{o['name']}" not in before
+            ]
             assert not missing, f"the listing does not see what the state holds, so it proves nothing: {missing}"
             destroy = step("destroy", "destroy")
             destroyed = destroy.ok

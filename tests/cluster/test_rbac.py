@@ -27,47 +27,83 @@ from kube import CRD, apply, delete, kind_rank, wait_established, wait_until
 
 CONTROLLER = "system:serviceaccount:training:elasticjob-controller"
 WORKLOAD_NAMESPACE = "training"
-RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", CRD,
-              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+RBAC_KINDS = (
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    CRD,
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+)
 
-NEEDED = [
-    (CONTROLLER, verb, "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE) for verb in ("get", "list", "watch", "delete")
-] + [
-    (CONTROLLER, "patch", "elasticjobs.elastic.pytorch.org/status", WORKLOAD_NAMESPACE),
-    (CONTROLLER, "update", "elasticjobs.elastic.pytorch.org/finalizers", WORKLOAD_NAMESPACE),
-] + [
-    (CONTROLLER, verb, "jobs.batch", WORKLOAD_NAMESPACE) for verb in ("create", "get", "list", "watch", "patch", "delete")
-] + [
-    (CONTROLLER, verb, "pods", WORKLOAD_NAMESPACE) for verb in ("get", "list", "watch", "delete")
-] + [
-    (CONTROLLER, "list", "events", WORKLOAD_NAMESPACE),
-] + [
-    (CONTROLLER, "create", "leases.coordination.k8s.io", WORKLOAD_NAMESPACE)  # get, update: its own Lease only (below)
-]
+NEEDED = (
+    [
+        (CONTROLLER, verb, "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE)
+        for verb in ("get", "list", "watch", "delete")
+    ]
+    + [
+        (CONTROLLER, "patch", "elasticjobs.elastic.pytorch.org/status", WORKLOAD_NAMESPACE),
+        (CONTROLLER, "update", "elasticjobs.elastic.pytorch.org/finalizers", WORKLOAD_NAMESPACE),
+    ]
+    + [
+        (CONTROLLER, verb, "jobs.batch", WORKLOAD_NAMESPACE)
+        for verb in ("create", "get", "list", "watch", "patch", "delete")
+    ]
+    + [(CONTROLLER, verb, "pods", WORKLOAD_NAMESPACE) for verb in ("get", "list", "watch", "delete")]
+    + [
+        (CONTROLLER, "list", "events", WORKLOAD_NAMESPACE),
+    ]
+    + [
+        (
+            CONTROLLER,
+            "create",
+            "leases.coordination.k8s.io",
+            WORKLOAD_NAMESPACE,
+        )  # get, update: its own Lease only (below)
+    ]
+)
 
 FORBIDDEN = [
     (CONTROLLER, verb, resource, namespace)
     for verb, resource, namespace in (
-        ("get", "secrets", WORKLOAD_NAMESPACE), ("list", "secrets", "kube-system"),
-        ("create", "pods", WORKLOAD_NAMESPACE), ("get", "pods", "kube-system"), ("list", "pods", ""),
+        ("get", "secrets", WORKLOAD_NAMESPACE),
+        ("list", "secrets", "kube-system"),
+        ("create", "pods", WORKLOAD_NAMESPACE),
+        ("get", "pods", "kube-system"),
+        ("list", "pods", ""),
         ("update", "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE),
         ("patch", "elasticjobs.elastic.pytorch.org", WORKLOAD_NAMESPACE),
-        ("create", "pods/exec", WORKLOAD_NAMESPACE), ("create", "pods/attach", WORKLOAD_NAMESPACE),
+        ("create", "pods/exec", WORKLOAD_NAMESPACE),
+        ("create", "pods/attach", WORKLOAD_NAMESPACE),
         ("create", "serviceaccounts/token", WORKLOAD_NAMESPACE),
-        ("create", "deployments.apps", WORKLOAD_NAMESPACE), ("create", "jobs.batch", "kube-system"),
-        ("update", "configmaps", WORKLOAD_NAMESPACE), ("update", "configmaps", "kube-system"),
+        ("create", "deployments.apps", WORKLOAD_NAMESPACE),
+        ("create", "jobs.batch", "kube-system"),
+        ("update", "configmaps", WORKLOAD_NAMESPACE),
+        ("update", "configmaps", "kube-system"),
         ("create", "rolebindings.rbac.authorization.k8s.io", WORKLOAD_NAMESPACE),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""),
-        ("escalate", "clusterroles.rbac.authorization.k8s.io", ""), ("bind", "clusterroles.rbac.authorization.k8s.io", ""),
+        ("escalate", "clusterroles.rbac.authorization.k8s.io", ""),
+        ("bind", "clusterroles.rbac.authorization.k8s.io", ""),
         ("impersonate", "serviceaccounts", WORKLOAD_NAMESPACE),
-        ("list", "nodes", ""), ("delete", "namespaces", ""),
+        ("list", "nodes", ""),
+        ("delete", "namespaces", ""),
         ("update", "customresourcedefinitions.apiextensions.k8s.io", ""),
     )
 ] + [
     (f"system:serviceaccount:{WORKLOAD_NAMESPACE}:{account}", verb, resource, WORKLOAD_NAMESPACE)
     for account in ("default", "export")
-    for verb, resource in (("get", "pods"), ("list", "pods"), ("get", "secrets"), ("create", "pods"),
-                           ("get", "elasticjobs.elastic.pytorch.org"), ("get", "configmaps"), ("list", "services"))
+    for verb, resource in (
+        ("get", "pods"),
+        ("list", "pods"),
+        ("get", "secrets"),
+        ("create", "pods"),
+        ("get", "elasticjobs.elastic.pytorch.org"),
+        ("get", "configmaps"),
+        ("list", "services"),
+    )
 ]
 
 
@@ -97,22 +133,36 @@ def answers(plane, matrix) -> list[bool]:
 
 
 def test_the_controller_can_do_what_it_needs(dev_rbac, control_plane):
-    missing = [f"{user} {verb} {resource} -n {ns}" for (user, verb, resource, ns), yes
-               in zip(NEEDED, answers(control_plane, NEEDED)) if not yes]
+    missing = [
+        f"{user} {verb} {resource} -n {ns}"
+        for (user, verb, resource, ns), yes in zip(NEEDED, answers(control_plane, NEEDED))
+        if not yes
+    ]
     assert not missing, "denied, but needed:\n" + "\n".join(missing)
 
 
 def test_no_service_account_can_do_more(dev_rbac, control_plane):
-    allowed = [f"{user} {verb} {resource}{' -n ' + ns if ns else ''}" for (user, verb, resource, ns), yes
-               in zip(FORBIDDEN, answers(control_plane, FORBIDDEN)) if yes]
+    allowed = [
+        f"{user} {verb} {resource}{' -n ' + ns if ns else ''}"
+        for (user, verb, resource, ns), yes in zip(FORBIDDEN, answers(control_plane, FORBIDDEN))
+        if yes
+    ]
     assert not allowed, "allowed, but not needed:\n" + "\n".join(allowed)
 
 
 def test_the_lease_rule_names_the_controllers_lease(dev_rbac, control_plane):
     """Issue 36 item 7: get and update of its own Lease only (create cannot be limited by name)."""
+
     def can_named(verb: str, lease: str) -> bool:
-        result = control_plane.kubectl("auth", "can-i", verb, f"leases.coordination.k8s.io/{lease}", f"--as={CONTROLLER}",
-                                       f"--namespace={WORKLOAD_NAMESPACE}", check=False)
+        result = control_plane.kubectl(
+            "auth",
+            "can-i",
+            verb,
+            f"leases.coordination.k8s.io/{lease}",
+            f"--as={CONTROLLER}",
+            f"--namespace={WORKLOAD_NAMESPACE}",
+            check=False,
+        )
         assert result.stdout.strip() in ("yes", "no"), result.stderr
         return result.stdout.strip() == "yes"
 
@@ -122,8 +172,9 @@ def test_the_lease_rule_names_the_controllers_lease(dev_rbac, control_plane):
 
 def _as_controller_dry_run(plane, job: dict) -> subprocess.CompletedProcess:
     """The controller's account creating `job`, admission and all, stored nowhere (server-side dry run)."""
-    return plane.kubectl("create", "--dry-run=server", f"--as={CONTROLLER}", "-f", "-", "-o", "name",
-                         input=json.dumps(job), check=False)
+    return plane.kubectl(
+        "create", "--dry-run=server", f"--as={CONTROLLER}", "-f", "-", "-o", "name", input=json.dumps(job), check=False
+    )
 
 
 def test_the_controller_may_create_only_the_jobs_it_renders(dev_rbac, control_plane, rendered):
@@ -137,12 +188,26 @@ def test_the_controller_may_create_only_the_jobs_it_renders(dev_rbac, control_pl
     elasticjob["metadata"].update(namespace=WORKLOAD_NAMESPACE, uid="0" * 8 + "-0000-0000-0000-" + "0" * 12)
     ours = render.job(elasticjob)
     # the policy is compiled and bound a moment after it is created: wait for its first refusal
-    plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "not-ours", "namespace": WORKLOAD_NAMESPACE},
-             "spec": {"template": {"spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
-                                            "containers": [{"name": "c", "image": "busybox"}]}}}}
-    refused = wait_until("the policy refuses a Job no ElasticJob owns",
-                         lambda: (r := _as_controller_dry_run(plane, plain)).returncode != 0 and "denied request" in r.stderr
-                         and r, timeout=60, every=1)
+    plain = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "not-ours", "namespace": WORKLOAD_NAMESPACE},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "containers": [{"name": "c", "image": "busybox"}],
+                }
+            }
+        },
+    }
+    refused = wait_until(
+        "the policy refuses a Job no ElasticJob owns",
+        lambda: (r := _as_controller_dry_run(plane, plain)).returncode != 0 and "denied request" in r.stderr and r,
+        timeout=60,
+        every=1,
+    )
     assert "may only create Jobs owned by the ElasticJob of the same name" in refused.stderr, refused.stderr
     # the Job the controller renders passes
     result = _as_controller_dry_run(plane, ours)
@@ -153,13 +218,21 @@ def test_the_controller_may_create_only_the_jobs_it_renders(dev_rbac, control_pl
     pod["volumes"].append({"name": "keys", "secret": {"secretName": "anything"}})
     secret_env = copy.deepcopy(ours)
     secret_env["spec"]["template"]["spec"]["containers"][0]["env"].append(
-        {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "anything", "key": "k"}}})
+        {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "anything", "key": "k"}}}
+    )
     token = copy.deepcopy(ours)
     token["spec"]["template"]["spec"]["automountServiceAccountToken"] = True
-    for job, message in ((secret_volume, "mount no Secret"), (secret_env, "read no Secret into their environment"),
-                         (token, "get no API token")):
+    for job, message in (
+        (secret_volume, "mount no Secret"),
+        (secret_env, "read no Secret into their environment"),
+        (token, "get no API token"),
+    ):
         result = _as_controller_dry_run(plane, job)
         assert result.returncode != 0 and message in result.stderr, result.stderr
     # an administrator's request is not the policy's business
-    assert plane.kubectl("create", "--dry-run=server", "-f", "-", "-o", "name", input=json.dumps(plain),
-                         check=False).returncode == 0
+    assert (
+        plane.kubectl(
+            "create", "--dry-run=server", "-f", "-", "-o", "name", input=json.dumps(plain), check=False
+        ).returncode
+        == 0
+    )

@@ -16,6 +16,7 @@ def echo_server(address: str, reply: bytes):
     class Handler(socketserver.BaseRequestHandler):
         def handle(self):
             self.request.sendall(reply + self.request.recv(100))
+
     server = socketserver.ThreadingTCPServer((address, 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -25,9 +26,15 @@ def pod(name: str, ip: str, port: int, ready: bool = True, deleting: bool = Fals
     meta = {"name": name, "namespace": "training", "labels": {"app": "store"}}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "spec": {"containers": [{"name": "c", "ports": [{"name": "store", "containerPort": port}]}]},
-            "status": {"phase": "Running", "podIP": ip,
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "ports": [{"name": "store", "containerPort": port}]}]},
+        "status": {
+            "phase": "Running",
+            "podIP": ip,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
 def ask(address: str, port: int) -> bytes:
@@ -50,16 +57,26 @@ def proxy():
 def test_a_service_forwards_to_its_ready_endpoint_only(proxy):
     first, second = echo_server("127.1.200.1", b"first"), echo_server("127.1.200.2", b"second")
     service_port = second.server_address[1] + 1 if second.server_address[1] < 65000 else 20000
-    service = {"metadata": {"name": "store", "namespace": "training"},
-               "spec": {"selector": {"app": "store"}, "ports": [{"port": service_port, "targetPort": "store"}]}}
-    pods = [pod("a", "127.1.200.1", first.server_address[1]), pod("b", "127.1.200.2", second.server_address[1], ready=False)]
+    service = {
+        "metadata": {"name": "store", "namespace": "training"},
+        "spec": {"selector": {"app": "store"}, "ports": [{"port": service_port, "targetPort": "store"}]},
+    }
+    pods = [
+        pod("a", "127.1.200.1", first.server_address[1]),
+        pod("b", "127.1.200.2", second.server_address[1], ready=False),
+    ]
     proxy.update([service], pods)
     address = proxy.names("training")["store"]
     assert address == "127.2.0.1"
     assert ask(address, service_port) == b"first?"
     # The first one is being deleted, the second is ready now: new connections go to the second.
-    proxy.update([service], [pod("a", "127.1.200.1", first.server_address[1], deleting=True),
-                             pod("b", "127.1.200.2", second.server_address[1])])
+    proxy.update(
+        [service],
+        [
+            pod("a", "127.1.200.1", first.server_address[1], deleting=True),
+            pod("b", "127.1.200.2", second.server_address[1]),
+        ],
+    )
     assert ask(address, service_port) == b"second?"
     # None ready: refused at once (closed without an answer), as kube-proxy rejects.
     proxy.update([service], [])

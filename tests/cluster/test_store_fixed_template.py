@@ -44,18 +44,33 @@ def store_objects(policy: str, node_label_value: str) -> list[dict[str, Any]]:
 
 
 def store_pods(plane, policy: str) -> list[dict[str, Any]]:
-    return json.loads(plane.kubectl("get", "pods", "-n", namespace(policy), "-l",
-                                    f"app.kubernetes.io/name={elastic.STORE_NAME}", "-o", "json").stdout)["items"]
+    return json.loads(
+        plane.kubectl(
+            "get", "pods", "-n", namespace(policy), "-l", f"app.kubernetes.io/name={elastic.STORE_NAME}", "-o", "json"
+        ).stdout
+    )["items"]
 
 
 def test_a_fixed_template_replaces_a_broken_store_pod_with_parallel_only(control_plane, record_property):
     plane = control_plane
-    node = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": NODE, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                         "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux",
-                                    "kubernetes.io/arch": "amd64", LABEL: "true"}},
-            "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                       "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": NODE,
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {
+                "kubernetes.io/hostname": NODE,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                LABEL: "true",
+            },
+        },
+        "status": {
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        },
+    }
     path = plane.dir / "store-template-nodes.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}))
     try:
@@ -66,8 +81,13 @@ def test_a_fixed_template_replaces_a_broken_store_pod_with_parallel_only(control
             apply(plane, [elastic.namespace(namespace(policy), "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)])
             apply(plane, store_objects(policy, "no-such-node"))
         for policy in POLICIES:
-            pending = wait_until(f"the {policy} store pod Pending", lambda policy=policy: next(
-                (p for p in store_pods(plane, policy) if p["status"].get("phase") == "Pending"), None), timeout=60)
+            pending = wait_until(
+                f"the {policy} store pod Pending",
+                lambda policy=policy: next(
+                    (p for p in store_pods(plane, policy) if p["status"].get("phase") == "Pending"), None
+                ),
+                timeout=60,
+            )
             broken_uid[policy] = pending["metadata"]["uid"]
         fixed_at = time.monotonic()
         for policy in POLICIES:
@@ -77,9 +97,19 @@ def test_a_fixed_template_replaces_a_broken_store_pod_with_parallel_only(control
 
         def replaced() -> dict[str, Any] | None:
             for policy in POLICIES:
-                seen[policy].append([(p["metadata"]["uid"], p["status"].get("phase")) for p in store_pods(plane, policy)])
-            return next((p for p in store_pods(plane, "Parallel") if p["metadata"]["uid"] != broken_uid["Parallel"]
-                         and p["spec"].get("nodeName") == NODE and p["status"].get("phase") == "Running"), None)
+                seen[policy].append(
+                    [(p["metadata"]["uid"], p["status"].get("phase")) for p in store_pods(plane, policy)]
+                )
+            return next(
+                (
+                    p
+                    for p in store_pods(plane, "Parallel")
+                    if p["metadata"]["uid"] != broken_uid["Parallel"]
+                    and p["spec"].get("nodeName") == NODE
+                    and p["status"].get("phase") == "Running"
+                ),
+                None,
+            )
 
         # Now: Parallel replaces the broken pod with one of the fixed template, which runs.
         back = wait_until("the Parallel store running from the fixed template", replaced, timeout=90, every=1)
@@ -97,6 +127,8 @@ def test_a_fixed_template_replaces_a_broken_store_pod_with_parallel_only(control
             plane.kubectl("delete", "namespace", namespace(policy), "--wait=false", check=False)
         plane.kubectl("delete", "node", NODE, "--ignore-not-found", check=False)
         for policy in POLICIES:
-            wait_until(f"namespace {namespace(policy)} gone",
-                       lambda policy=policy: plane.kubectl("get", "namespace", namespace(policy), check=False).returncode != 0,
-                       timeout=120)
+            wait_until(
+                f"namespace {namespace(policy)} gone",
+                lambda policy=policy: plane.kubectl("get", "namespace", namespace(policy), check=False).returncode != 0,
+                timeout=120,
+            )

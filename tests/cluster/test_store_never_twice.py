@@ -57,23 +57,51 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime: exactly 6 digits
 
 
-def _node(name: str, labels: dict[str, str], annotations: dict[str, str] | None = None,
-          unschedulable: bool = False) -> dict[str, Any]:
+def _node(
+    name: str, labels: dict[str, str], annotations: dict[str, str] | None = None, unschedulable: bool = False
+) -> dict[str, Any]:
     now = _now()[:19] + "Z"
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                                  "kubernetes.io/arch": "amd64", **labels},
-                         "annotations": annotations or {}},
-            "spec": {"unschedulable": unschedulable},
-            "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                       "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                       "message": "played by the test", "lastHeartbeatTime": now,
-                                       "lastTransitionTime": now}],
-                       "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.35.8",
-                                    "kubeProxyVersion": "v1.35.8", "containerRuntimeVersion": "played",
-                                    "kernelVersion": "played", "osImage": "played", "bootID": "", "machineID": "",
-                                    "systemUUID": ""}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                **labels,
+            },
+            "annotations": annotations or {},
+        },
+        "spec": {"unschedulable": unschedulable},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "played by the test",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.35.8",
+                "kubeProxyVersion": "v1.35.8",
+                "containerRuntimeVersion": "played",
+                "kernelVersion": "played",
+                "osImage": "played",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+            },
+        },
+    }
 
 
 class PlayedKubelet(threading.Thread):
@@ -99,28 +127,67 @@ class PlayedKubelet(threading.Thread):
         self.join()
 
     def _renew(self) -> None:
-        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                 "metadata": {"name": self.node, "namespace": "kube-node-lease"},
-                 "spec": {"holderIdentity": self.node, "leaseDurationSeconds": 40, "renewTime": _now()}}
-        self.plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=played-kubelet", "-f", "-",
-                           input=json.dumps(lease))
+        lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.node, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": self.node, "leaseDurationSeconds": 40, "renewTime": _now()},
+        }
+        self.plane.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=played-kubelet",
+            "-f",
+            "-",
+            input=json.dumps(lease),
+        )
 
     def _run_pods(self) -> None:
-        pods = json.loads(self.plane.kubectl("get", "pods", "-A", "--field-selector", f"spec.nodeName={self.node}",
-                                             "-o", "json").stdout)["items"]
+        pods = json.loads(
+            self.plane.kubectl(
+                "get", "pods", "-A", "--field-selector", f"spec.nodeName={self.node}", "-o", "json"
+            ).stdout
+        )["items"]
         for pod in pods:
             if pod["status"].get("phase") == "Running" or pod["metadata"].get("deletionTimestamp"):
                 continue
             now = _now()[:19] + "Z"
-            status = {"status": {"phase": "Running", "podIP": "10.0.0.9", "hostIP": "10.0.0.8", "startTime": now,
-                                 "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
-                                                for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-                                 "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "",
-                                                        "ready": True, "started": True, "restartCount": 0,
-                                                        "state": {"running": {"startedAt": now}}}
-                                                       for c in pod["spec"]["containers"]]}}
-            self.plane.kubectl("patch", "pod", pod["metadata"]["name"], "-n", pod["metadata"]["namespace"],
-                               "--subresource=status", "--type=merge", "-p", json.dumps(status))
+            status = {
+                "status": {
+                    "phase": "Running",
+                    "podIP": "10.0.0.9",
+                    "hostIP": "10.0.0.8",
+                    "startTime": now,
+                    "conditions": [
+                        {"type": t, "status": "True", "lastTransitionTime": now}
+                        for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+                    ],
+                    "containerStatuses": [
+                        {
+                            "name": c["name"],
+                            "image": c["image"],
+                            "imageID": "",
+                            "ready": True,
+                            "started": True,
+                            "restartCount": 0,
+                            "state": {"running": {"startedAt": now}},
+                        }
+                        for c in pod["spec"]["containers"]
+                    ],
+                }
+            }
+            self.plane.kubectl(
+                "patch",
+                "pod",
+                pod["metadata"]["name"],
+                "-n",
+                pod["metadata"]["namespace"],
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                json.dumps(status),
+            )
 
 
 def store_objects(kind: str) -> list[dict[str, Any]]:
@@ -135,21 +202,39 @@ def store_objects(kind: str) -> list[dict[str, Any]]:
         spec = statefulset["spec"]
         for toleration in spec["template"]["spec"]["tolerations"]:
             toleration["tolerationSeconds"] = 30
-        workload = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": statefulset["metadata"],
-                    "spec": {"replicas": 1, "strategy": {"type": "Recreate"}, "selector": spec["selector"],
-                             "template": spec["template"]}}
+        workload = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": statefulset["metadata"],
+            "spec": {
+                "replicas": 1,
+                "strategy": {"type": "Recreate"},
+                "selector": spec["selector"],
+                "template": spec["template"],
+            },
+        }
         objects = [o if o is not statefulset else workload for o in objects]
     return objects
 
 
 def store_pods(plane, kind: str) -> list[dict[str, Any]]:
-    return json.loads(plane.kubectl("get", "pods", "-n", namespace(kind), "-l",
-                                    f"app.kubernetes.io/name={elastic.STORE_NAME}", "-o", "json").stdout)["items"]
+    return json.loads(
+        plane.kubectl(
+            "get", "pods", "-n", namespace(kind), "-l", f"app.kubernetes.io/name={elastic.STORE_NAME}", "-o", "json"
+        ).stdout
+    )["items"]
 
 
 def summary(pods: list[dict[str, Any]]) -> list[tuple[str, str, str, bool]]:
-    return [(p["metadata"]["name"], p["spec"].get("nodeName", ""), p["status"].get("phase", ""),
-             bool(p["metadata"].get("deletionTimestamp"))) for p in pods]
+    return [
+        (
+            p["metadata"]["name"],
+            p["spec"].get("nodeName", ""),
+            p["status"].get("phase", ""),
+            bool(p["metadata"].get("deletionTimestamp")),
+        )
+        for p in pods
+    ]
 
 
 def test_a_lost_node_never_leaves_two_stores_with_the_statefulset(control_plane, record_property):
@@ -158,12 +243,24 @@ def test_a_lost_node_never_leaves_two_stores_with_the_statefulset(control_plane,
     try:
         apply(plane, [rendezvous_store.priority_class()])
         for kind in KINDS:
-            apply(plane, [_node(dying(kind), {_label(kind): "true", "topology.kubernetes.io/zone": f"zone-{kind.lower()}"})])
+            apply(
+                plane,
+                [_node(dying(kind), {_label(kind): "true", "topology.kubernetes.io/zone": f"zone-{kind.lower()}"})],
+            )
             kubelets[kind].start()
         # the healthy node, cordoned until both stores run on their dying nodes
-        healthy = {"apiVersion": "v1", "kind": "List", "items": [
-            _node(HEALTHY, {**{_label(kind): "true" for kind in KINDS}, "topology.kubernetes.io/zone": "zone-healthy"},
-                  dict(KWOK_ANNOTATION), unschedulable=True)]}
+        healthy = {
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                _node(
+                    HEALTHY,
+                    {**{_label(kind): "true" for kind in KINDS}, "topology.kubernetes.io/zone": "zone-healthy"},
+                    dict(KWOK_ANNOTATION),
+                    unschedulable=True,
+                )
+            ],
+        }
         path = plane.dir / "store-test-nodes.json"
         path.write_text(json.dumps(healthy))
         plane.apply_nodes(str(path))
@@ -171,9 +268,14 @@ def test_a_lost_node_never_leaves_two_stores_with_the_statefulset(control_plane,
             apply(plane, [elastic.namespace(namespace(kind), "workloads", elastic.WORKLOAD_NAMESPACE_ENFORCE)])
             apply(plane, store_objects(kind))
         for kind in KINDS:
-            wait_until(f"the {kind}'s store running on {dying(kind)}",
-                       lambda kind=kind: summary(store_pods(plane, kind)) and all(
-                           s[1] == dying(kind) and s[2] == "Running" for s in summary(store_pods(plane, kind))), timeout=90)
+            wait_until(
+                f"the {kind}'s store running on {dying(kind)}",
+                lambda kind=kind: (
+                    summary(store_pods(plane, kind))
+                    and all(s[1] == dying(kind) and s[2] == "Running" for s in summary(store_pods(plane, kind)))
+                ),
+                timeout=90,
+            )
         plane.kubectl("uncordon", HEALTHY)
 
         silent_at = time.monotonic()
@@ -191,8 +293,12 @@ def test_a_lost_node_never_leaves_two_stores_with_the_statefulset(control_plane,
                 if kind not in deleted_at and any(p["metadata"].get("deletionTimestamp") for p in pods):
                     deleted_at[kind] = time.monotonic()
             deployment = seen["Deployment"][-1]
-            if two_stores_at is None and len(deployment) == 2 and any(s[3] for s in deployment) and any(
-                    s[1] == HEALTHY and s[2] == "Running" and not s[3] for s in deployment):
+            if (
+                two_stores_at is None
+                and len(deployment) == 2
+                and any(s[3] for s in deployment)
+                and any(s[1] == HEALTHY and s[2] == "Running" and not s[3] for s in deployment)
+            ):
                 two_stores_at = time.monotonic()
             if two_stores_at and time.monotonic() - deleted_at["Deployment"] >= HOLD_SECONDS:
                 break
@@ -210,9 +316,20 @@ def test_a_lost_node_never_leaves_two_stores_with_the_statefulset(control_plane,
         # The node confirmed gone (EKS deletes the Node of a terminated instance): the store starts elsewhere.
         confirmed = time.monotonic()
         plane.kubectl("delete", "node", dying("StatefulSet"), "--wait=false")
-        back = wait_until("the StatefulSet's store running again on the healthy node", lambda: next(
-            (p for p in store_pods(plane, "StatefulSet") if p["metadata"]["uid"] != first_uid["StatefulSet"]
-             and p["spec"].get("nodeName") == HEALTHY and p["status"].get("phase") == "Running"), None), timeout=150)
+        back = wait_until(
+            "the StatefulSet's store running again on the healthy node",
+            lambda: next(
+                (
+                    p
+                    for p in store_pods(plane, "StatefulSet")
+                    if p["metadata"]["uid"] != first_uid["StatefulSet"]
+                    and p["spec"].get("nodeName") == HEALTHY
+                    and p["status"].get("phase") == "Running"
+                ),
+                None,
+            ),
+            timeout=150,
+        )
         record_property("statefulset_store_back_after_node_deleted_seconds", round(time.monotonic() - confirmed, 1))
         assert back["metadata"]["name"] == f"{elastic.STORE_NAME}-0"
         assert all(not kubelet.errors for kubelet in kubelets.values()), {k: v.errors[-3:] for k, v in kubelets.items()}
@@ -225,6 +342,8 @@ def test_a_lost_node_never_leaves_two_stores_with_the_statefulset(control_plane,
             plane.kubectl("delete", "namespace", namespace(kind), "--wait=false", check=False)
         plane.kubectl("delete", "node", *(dying(kind) for kind in KINDS), HEALTHY, "--ignore-not-found", check=False)
         for kind in KINDS:
-            wait_until(f"namespace {namespace(kind)} gone",
-                       lambda kind=kind: plane.kubectl("get", "namespace", namespace(kind), check=False).returncode != 0,
-                       timeout=120)
+            wait_until(
+                f"namespace {namespace(kind)} gone",
+                lambda kind=kind: plane.kubectl("get", "namespace", namespace(kind), check=False).returncode != 0,
+                timeout=120,
+            )

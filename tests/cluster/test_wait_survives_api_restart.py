@@ -50,7 +50,9 @@ def test_the_wait_rides_out_an_api_server_restart(rendered, control_plane):
     try:
         cluster = CountingCluster(str(plane.kubeconfig), ns, name, JOB_LABEL)
         verdicts = []
-        waiter = threading.Thread(target=lambda: verdicts.append(wait_for(cluster, timeout_seconds=300, poll_seconds=0.5)))
+        waiter = threading.Thread(
+            target=lambda: verdicts.append(wait_for(cluster, timeout_seconds=300, poll_seconds=0.5))
+        )
         waiter.start()
         wait_until("the wait's first reads", lambda: cluster.reads >= 2, timeout=30)
 
@@ -60,13 +62,24 @@ def test_the_wait_rides_out_an_api_server_restart(rendered, control_plane):
         wait_until("a read after the restart", lambda: cluster.reads >= 4, timeout=60)
 
         # The controller's status part: the job succeeded.
-        status = {"status": {"conditions": [{"type": "Succeeded", "status": "True", "reason": "ElasticJobSucceeded",
-                                             "message": "played by the test", "lastUpdateTime": time.strftime(
-                                                 "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]}}
+        status = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Succeeded",
+                        "status": "True",
+                        "reason": "ElasticJobSucceeded",
+                        "message": "played by the test",
+                        "lastUpdateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    }
+                ]
+            }
+        }
         # Through the status subresource, as a controller writes it: the CRD has one
         # (infra/manifests/elasticjob-crd.yaml), and a patch of the main resource drops status.
-        plane.kubectl("patch", "elasticjob", name, "-n", ns, "--subresource=status", "--type=merge", "-p",
-                      json.dumps(status))
+        plane.kubectl(
+            "patch", "elasticjob", name, "-n", ns, "--subresource=status", "--type=merge", "-p", json.dumps(status)
+        )
         waiter.join(timeout=60)
         assert not waiter.is_alive(), "the wait did not end after the job succeeded"
         assert cluster.transient >= 1, "the restart never reached the wait: the test proves nothing"

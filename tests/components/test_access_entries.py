@@ -24,7 +24,7 @@ from infra.config.stack_file import apply_overrides, read_stack_file
 from synth_support import REPO
 
 ACCOUNT = "123456789012"
-ALICE = f"arn:aws:iam::{ACCOUNT}:role/teams/ml/Alice-Admin"      # a person's SSO role, with a path
+ALICE = f"arn:aws:iam::{ACCOUNT}:role/teams/ml/Alice-Admin"  # a person's SSO role, with a path
 CI = f"arn:aws:iam::{ACCOUNT}:role/ci-deployer"
 ALICE_SESSION = f"arn:aws:sts::{ACCOUNT}:assumed-role/Alice-Admin/alice@example.com"
 CI_SESSION = f"arn:aws:sts::{ACCOUNT}:assumed-role/ci-deployer/GitHubActions"
@@ -91,13 +91,16 @@ def deployments(sequences: list[tuple[dict[str, dict[str, str]], list[str]]], ad
 
 @pytest.fixture(scope="module")
 def runs() -> list[list[dict]]:
-    return deployments([
-        ({}, [ALICE_SESSION, CI_SESSION, ALICE_SESSION, CI_SESSION]),   # a person creates it, then turns with CI
-        ({CLUSTER: {CREATOR_TAG: CI}}, [ALICE_SESSION]),                # CI created it
-        ({CLUSTER: {"project": PROJECT, "stack": "dev"}}, [CI_SESSION]),  # created before the record
-        ({}, [INTERN_SESSION]),                                         # someone outside the list creates it
-        ({CLUSTER: {CREATOR_TAG: CI}}, [INTERN_SESSION]),               # ... or deploys to CI's cluster
-    ], [ALICE, CI])
+    return deployments(
+        [
+            ({}, [ALICE_SESSION, CI_SESSION, ALICE_SESSION, CI_SESSION]),  # a person creates it, then turns with CI
+            ({CLUSTER: {CREATOR_TAG: CI}}, [ALICE_SESSION]),  # CI created it
+            ({CLUSTER: {"project": PROJECT, "stack": "dev"}}, [CI_SESSION]),  # created before the record
+            ({}, [INTERN_SESSION]),  # someone outside the list creates it
+            ({CLUSTER: {CREATOR_TAG: CI}}, [INTERN_SESSION]),  # ... or deploys to CI's cluster
+        ],
+        [ALICE, CI],
+    )
 
 
 def test_alternating_deployers_change_no_entry_and_lock_nobody_out(runs):
@@ -136,5 +139,7 @@ def test_a_deployer_without_access_is_told_before_the_in_cluster_steps_fail(runs
     # creating the cluster makes it the creator, which reaches it ...
     assert not [line for line in runs[3][0]["warnings"] if "has no access entry" in line]
     # ... on CI's cluster it has no entry
-    assert any("is neither the cluster's creator" in line and "add its IAM ARN to clusterAdminArns" in line
-               for line in runs[4][0]["warnings"]), runs[4][0]["warnings"]
+    assert any(
+        "is neither the cluster's creator" in line and "add its IAM ARN to clusterAdminArns" in line
+        for line in runs[4][0]["warnings"]
+    ), runs[4][0]["warnings"]

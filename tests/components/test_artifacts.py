@@ -20,16 +20,24 @@ def bucket_resources(synth) -> dict[str, dict]:
 
 def test_bucket_settings(dev):
     found = bucket_resources(dev)
-    assert set(found) == {"Bucket", "BucketVersioning", "BucketServerSideEncryptionConfiguration",
-                          "BucketPublicAccessBlock", "BucketOwnershipControls", "BucketPolicy",
-                          "BucketLifecycleConfiguration"}
+    assert set(found) == {
+        "Bucket",
+        "BucketVersioning",
+        "BucketServerSideEncryptionConfiguration",
+        "BucketPublicAccessBlock",
+        "BucketOwnershipControls",
+        "BucketPolicy",
+        "BucketLifecycleConfiguration",
+    }
     bucket = found["Bucket"]
     assert bucket["inputs"]["forceDestroy"] is True and bucket["retainOnDelete"] is False
     assert found["BucketVersioning"]["inputs"]["versioningConfiguration"]["status"] == "Enabled"
     (rule,) = found["BucketServerSideEncryptionConfiguration"]["inputs"]["rules"]
     assert rule["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
     block = found["BucketPublicAccessBlock"]["inputs"]
-    assert all(block[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+    assert all(
+        block[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
     (lifecycle,) = found["BucketLifecycleConfiguration"]["inputs"]["rules"]
     assert lifecycle["status"] == "Enabled"
     assert lifecycle["noncurrentVersionExpiration"]["noncurrentDays"] == artifacts.NONCURRENT_VERSION_DAYS
@@ -79,8 +87,12 @@ def test_export_job_runs_after_the_test_job_with_its_own_identity(dev):
     assert pod["serviceAccountName"] == "export" and pod["automountServiceAccountToken"] is False
     (container,) = pod["containers"]
     assert container["command"] == ["python", "-m", "jobs.results.export"]
-    assert container["args"] == ["--run-dir", "/efs-shared/runs/run-1",
-                                 "--dest", f"s3://{dev.outputs['artifactsBucket']}/runs/run-1"]
+    assert container["args"] == [
+        "--run-dir",
+        "/efs-shared/runs/run-1",
+        "--dest",
+        f"s3://{dev.outputs['artifactsBucket']}/runs/run-1",
+    ]
     assert {"name": "AWS_REGION", "value": "us-west-2"} in container["env"]
     export = dev.one("kubernetes:batch/v1:Job", "workloads-export")
     test = dev.one("kubernetes:batch/v1:Job", "workloads-test")

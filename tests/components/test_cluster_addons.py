@@ -59,4 +59,3 @@ def test_coredns_version_is_looked_up_for_the_stack_kubernetes_version(synth_sta
     # The mocks answer aws:eks/getAddonVersion with the offline placeholder, and only that lookup
     # does: the Addon carries what the lookup answered.
     assert stack.one(ADDON, "addons-coredns")["inputs"]["addonVersion"] == versions.COREDNS_ADDON_VERSION
-

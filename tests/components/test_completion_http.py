@@ -73,33 +73,65 @@ def _certificates(directory: Path) -> tuple[bytes, Path, Path]:
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-          .not_valid_after(now + datetime.timedelta(hours=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                       encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    server = (x509.CertificateBuilder()
-              .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-              .issuer_name(ca_name).public_key(server_key.public_key()).serial_number(x509.random_serial_number())
-              .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(hours=1))
-              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-              .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-              .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-              .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    server = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     cert_file, key_file = directory / "server.crt", directory / "server.key"
     cert_file.write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()))
+    key_file.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file
 
 
 def _status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 # The hash of the spec the ElasticJob was made from, as the stack annotates it (infra/components/spec_identity.py).
@@ -107,15 +139,38 @@ SPEC_HASH = "5d2c0ffee0ddba11"
 
 
 def _elasticjob(*conditions: tuple[str, str, str], last_failure: dict | None = None) -> dict:
-    job = {"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
-            "metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID, "resourceVersion": "4711",
-                         "creationTimestamp": "2026-11-22T03:00:00Z", "annotations": {SPEC_HASH_ANNOTATION: SPEC_HASH}},
-            "spec": {"rdzvEndpoint": "rendezvous-store:29400", "minReplicas": 1, "maxReplicas": 2,
-                     "replicaSpecs": {"Worker": {"replicas": 2, "restartPolicy": "ExitCode", "template": {}}}},
-            "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": f"ElasticJob {NAME} is {t.lower()}.",
-                                       "lastUpdateTime": "2026-11-22T03:01:00Z", "lastTransitionTime": "2026-11-22T03:01:00Z"}
-                                      for t, s, r in conditions],
-                       "replicaStatuses": {"Worker": {"active": 2}}}}
+    job = {
+        "apiVersion": "elastic.pytorch.org/v1alpha1",
+        "kind": "ElasticJob",
+        "metadata": {
+            "name": NAME,
+            "namespace": NAMESPACE,
+            "uid": UID,
+            "resourceVersion": "4711",
+            "creationTimestamp": "2026-11-22T03:00:00Z",
+            "annotations": {SPEC_HASH_ANNOTATION: SPEC_HASH},
+        },
+        "spec": {
+            "rdzvEndpoint": "rendezvous-store:29400",
+            "minReplicas": 1,
+            "maxReplicas": 2,
+            "replicaSpecs": {"Worker": {"replicas": 2, "restartPolicy": "ExitCode", "template": {}}},
+        },
+        "status": {
+            "conditions": [
+                {
+                    "type": t,
+                    "status": s,
+                    "reason": r,
+                    "message": f"ElasticJob {NAME} is {t.lower()}.",
+                    "lastUpdateTime": "2026-11-22T03:01:00Z",
+                    "lastTransitionTime": "2026-11-22T03:01:00Z",
+                }
+                for t, s, r in conditions
+            ],
+            "replicaStatuses": {"Worker": {"active": 2}},
+        },
+    }
     if last_failure:
         job["status"]["lastFailure"] = last_failure
     return job
@@ -123,30 +178,78 @@ def _elasticjob(*conditions: tuple[str, str, str], last_failure: dict | None = N
 
 def _pod(index: int, phase: str, exit_code: int | None = None) -> dict:
     """A worker pod as the API server returns it (the fields the client's models require included)."""
-    state = ({"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                             "startedAt": "2026-11-22T03:01:00Z", "finishedAt": "2026-11-22T03:20:00Z",
-                             "containerID": "containerd://0123"}}
-             if exit_code is not None else {"running": {"startedAt": "2026-11-22T03:01:00Z"}})
+    state = (
+        {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Completed" if exit_code == 0 else "Error",
+                "startedAt": "2026-11-22T03:01:00Z",
+                "finishedAt": "2026-11-22T03:20:00Z",
+                "containerID": "containerd://0123",
+            }
+        }
+        if exit_code is not None
+        else {"running": {"startedAt": "2026-11-22T03:01:00Z"}}
+    )
     name = f"{NAME}-worker-{index}"
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NAMESPACE, "uid": f"pod-{index}",
-                         "labels": {JOB_LABEL: NAME, "job-name": NAME, "replica-type": "worker", "replica-index": str(index)},
-                         "ownerReferences": [{"apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
-                                              "name": NAME, "uid": UID, "controller": True, "blockOwnerDeletion": True}]},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "elasticjob-worker", "image": "trainer@sha256:00"}]},
-            "status": {"phase": phase, "containerStatuses": [{
-                "name": "elasticjob-worker", "image": "trainer@sha256:00", "imageID": "trainer@sha256:00",
-                "ready": exit_code is None, "restartCount": 0, "started": exit_code is None, "state": state}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "uid": f"pod-{index}",
+            "labels": {JOB_LABEL: NAME, "job-name": NAME, "replica-type": "worker", "replica-index": str(index)},
+            "ownerReferences": [
+                {
+                    "apiVersion": "elastic.pytorch.org/v1alpha1",
+                    "kind": "ElasticJob",
+                    "name": NAME,
+                    "uid": UID,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "elasticjob-worker", "image": "trainer@sha256:00"}]},
+        "status": {
+            "phase": phase,
+            "containerStatuses": [
+                {
+                    "name": "elasticjob-worker",
+                    "image": "trainer@sha256:00",
+                    "imageID": "trainer@sha256:00",
+                    "ready": exit_code is None,
+                    "restartCount": 0,
+                    "started": exit_code is None,
+                    "state": state,
+                }
+            ],
+        },
+    }
 
 
 def _event(reason: str, message: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{NAME}.1879a8f0c2d3e4f5", "namespace": NAMESPACE},
-            "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": NAME,
-                               "namespace": NAMESPACE, "uid": "job-uid", "resourceVersion": "4712"},
-            "reason": reason, "message": message, "type": "Warning", "count": 4,
-            "source": {"component": "job-controller"},
-            "firstTimestamp": "2026-11-22T03:00:05Z", "lastTimestamp": "2026-11-22T03:00:40Z"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{NAME}.1879a8f0c2d3e4f5", "namespace": NAMESPACE},
+        "involvedObject": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": NAME,
+            "namespace": NAMESPACE,
+            "uid": "job-uid",
+            "resourceVersion": "4712",
+        },
+        "reason": reason,
+        "message": message,
+        "type": "Warning",
+        "count": 4,
+        "source": {"component": "job-controller"},
+        "firstTimestamp": "2026-11-22T03:00:05Z",
+        "lastTimestamp": "2026-11-22T03:00:40Z",
+    }
 
 
 class FakeApiServer(ThreadingHTTPServer):
@@ -161,7 +264,9 @@ class FakeApiServer(ThreadingHTTPServer):
         self.logs = logs
         self.nodes: list | tuple = []  # GET /api/v1/nodes: the items, or (status, body) to refuse
         self.jobs: dict[str, dict] = {}  # batch/v1 Jobs by name (GET, PATCH)
-        self.statefulsets: dict[str, dict] = {}  # apps/v1 StatefulSets by name (GET): the rendezvous store's, for rendezvous_health
+        self.statefulsets: dict[
+            str, dict
+        ] = {}  # apps/v1 StatefulSets by name (GET): the rendezvous store's, for rendezvous_health
         self.patches: list[tuple[str, dict]] = []  # (Content-Type, body) of every PATCH
         self.requests: list[tuple[str, str, dict, str | None]] = []
         self.lock = threading.Lock()
@@ -170,7 +275,9 @@ class FakeApiServer(ThreadingHTTPServer):
         if not header or not header.startswith("Bearer "):
             return None
         token = header.removeprefix("Bearer ")
-        issued = [json.loads(line) for line in self.token_log.read_text().splitlines()] if self.token_log.exists() else []
+        issued = (
+            [json.loads(line) for line in self.token_log.read_text().splitlines()] if self.token_log.exists() else []
+        )
         return token if any(t["token"] == token and t["expiry"] > time.time() for t in issued) else None
 
 
@@ -205,12 +312,13 @@ class _Handler(BaseHTTPRequestHandler):
             pod_name = url.path.removeprefix(f"/api/v1/namespaces/{NAMESPACE}/pods/").removesuffix("/log")
             if method == "GET" and url.path.endswith("/log") and pod_name in self.server.logs:
                 lines = self.server.logs[pod_name].splitlines(keepends=True)
-                return self._send(200, "".join(lines[-int(query.get("tailLines", len(lines))):]))
+                return self._send(200, "".join(lines[-int(query.get("tailLines", len(lines))) :]))
             if method == "GET" and url.path == f"/api/v1/namespaces/{NAMESPACE}/pods":
                 key, _, value = query.get("labelSelector", "").partition("=")
                 items = [p for p in self.server.pods if p["metadata"]["labels"].get(key) == value]
-                return self._send(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"},
-                                        "items": items})
+                return self._send(
+                    200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": items}
+                )
             job_name = url.path.removeprefix(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/")
             if job_name != url.path and method in ("GET", "PATCH"):
                 if job_name not in self.server.jobs:
@@ -229,14 +337,25 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "GET" and url.path == "/api/v1/nodes":
                 if isinstance(self.server.nodes, tuple):  # (status, body): a refusal such as 403
                     return self._send(*self.server.nodes)
-                return self._send(200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"},
-                                        "items": self.server.nodes})
+                return self._send(
+                    200,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "NodeList",
+                        "metadata": {"resourceVersion": "1"},
+                        "items": self.server.nodes,
+                    },
+                )
             if method == "GET" and url.path == f"/api/v1/namespaces/{NAMESPACE}/events":
                 wanted = dict(part.split("=", 1) for part in query.get("fieldSelector", "").split(",") if part)
-                items = [e for e in self.server.events
-                         if all(e["involvedObject"].get(k.removeprefix("involvedObject.")) == v for k, v in wanted.items())]
-                return self._send(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {"resourceVersion": "1"},
-                                        "items": items})
+                items = [
+                    e
+                    for e in self.server.events
+                    if all(e["involvedObject"].get(k.removeprefix("involvedObject.")) == v for k, v in wanted.items())
+                ]
+                return self._send(
+                    200, {"apiVersion": "v1", "kind": "EventList", "metadata": {"resourceVersion": "1"}, "items": items}
+                )
             return self._send(404, _status(404, "NotFound", f"{url.path} not found"))
 
     def do_GET(self):
@@ -258,8 +377,15 @@ def cluster_env(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     aws = bin_dir / "aws"
-    aws.write_text(FAKE_AWS.format(python=sys.executable, expected=args, log=str(token_log),
-                                   api_version=EXEC_API_VERSION, lifetime=TOKEN_LIFETIME_SECONDS))
+    aws.write_text(
+        FAKE_AWS.format(
+            python=sys.executable,
+            expected=args,
+            log=str(token_log),
+            api_version=EXEC_API_VERSION,
+            lifetime=TOKEN_LIFETIME_SECONDS,
+        )
+    )
     aws.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     servers = []
@@ -272,14 +398,34 @@ def cluster_env(tmp_path, monkeypatch):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         kubeconfig = {
-            "apiVersion": "v1", "kind": "Config", "current-context": "aws",
-            "clusters": [{"name": "kubernetes", "cluster": {
-                "server": f"https://127.0.0.1:{server.server_address[1]}",
-                "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "aws",
+            "clusters": [
+                {
+                    "name": "kubernetes",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{server.server_address[1]}",
+                        "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                    },
+                }
+            ],
             "contexts": [{"name": "aws", "context": {"cluster": "kubernetes", "user": "aws"}}],
-            "users": [{"name": "aws", "user": {"exec": {
-                "apiVersion": EXEC_API_VERSION, "command": "aws", "args": args,
-                "env": [{"name": "KUBERNETES_EXEC_INFO", "value": json.dumps({"apiVersion": EXEC_API_VERSION})}]}}}],
+            "users": [
+                {
+                    "name": "aws",
+                    "user": {
+                        "exec": {
+                            "apiVersion": EXEC_API_VERSION,
+                            "command": "aws",
+                            "args": args,
+                            "env": [
+                                {"name": "KUBERNETES_EXEC_INFO", "value": json.dumps({"apiVersion": EXEC_API_VERSION})}
+                            ],
+                        }
+                    },
+                }
+            ],
         }
         return server, json.dumps(kubeconfig)
 
@@ -292,7 +438,10 @@ def cluster_env(tmp_path, monkeypatch):
 def test_the_real_reader_authenticates_with_the_exec_plugin_and_refreshes_the_token(cluster_env):
     start, token_log = cluster_env
     running = (200, _elasticjob(("Running", "True", "ElasticJobRunning")))
-    succeeded = (200, _elasticjob(("Running", "False", "ElasticJobRunning"), ("Succeeded", "True", "ElasticJobSucceeded")))
+    succeeded = (
+        200,
+        _elasticjob(("Running", "False", "ElasticJobRunning"), ("Succeeded", "True", "ElasticJobSucceeded")),
+    )
     server, kubeconfig = start([running, succeeded], [_pod(0, "Running"), _pod(1, "Running")], [])
 
     cluster = KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL)
@@ -304,8 +453,16 @@ def test_the_real_reader_authenticates_with_the_exec_plugin_and_refreshes_the_to
     assert None not in tokens  # every request carried a valid bearer token
     paths = [path for _, path, _, _ in server.requests]
     # ... and the rendezvous store's StatefulSet (infra/components/rendezvous_health.py), which this server does not have
-    assert paths == [ELASTICJOB_PATH, f"/api/v1/namespaces/{NAMESPACE}/pods", f"/api/v1/namespaces/{NAMESPACE}/events",
-                     f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets/rendezvous-store"] * 2
+    assert (
+        paths
+        == [
+            ELASTICJOB_PATH,
+            f"/api/v1/namespaces/{NAMESPACE}/pods",
+            f"/api/v1/namespaces/{NAMESPACE}/events",
+            f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets/rendezvous-store",
+        ]
+        * 2
+    )
     # The plugin ran at load and once more when the first token was about to expire; the server saw both.
     assert tokens == ["k8s-aws-v1.token-1"] * 4 + ["k8s-aws-v1.token-2"] * 4
     assert len(token_log.read_text().splitlines()) == 2
@@ -314,14 +471,20 @@ def test_the_real_reader_authenticates_with_the_exec_plugin_and_refreshes_the_to
 
 def test_a_refused_pod_after_an_api_outage_fails_the_wait_and_deletes_the_elasticjob(cluster_env):
     start, _ = cluster_env
-    refused = ('Error creating: pods "train-run-1-worker-0" is forbidden: exceeded quota: compute-resources, '
-               'requested: cpu=15, used: cpu=2, limited: cpu=16')
-    outage = [(503, _status(503, "ServiceUnavailable", "the server is currently unable to handle the request")),
-              (429, _status(429, "TooManyRequests", "too many requests")),
-              (503, _status(503, "ServiceUnavailable", "the server is currently unable to handle the request"))]
-    server, kubeconfig = start([*outage, (200, _elasticjob())], [],
-                               [_event("SuccessfulCreate", "Created pod: train-run-1-1-abcde"),
-                                _event("FailedCreate", refused)])
+    refused = (
+        'Error creating: pods "train-run-1-worker-0" is forbidden: exceeded quota: compute-resources, '
+        'requested: cpu=15, used: cpu=2, limited: cpu=16'
+    )
+    outage = [
+        (503, _status(503, "ServiceUnavailable", "the server is currently unable to handle the request")),
+        (429, _status(429, "TooManyRequests", "too many requests")),
+        (503, _status(503, "ServiceUnavailable", "the server is currently unable to handle the request")),
+    ]
+    server, kubeconfig = start(
+        [*outage, (200, _elasticjob())],
+        [],
+        [_event("SuccessfulCreate", "Created pod: train-run-1-1-abcde"), _event("FailedCreate", refused)],
+    )
     now, sleeps = [0.0], []
 
     def sleep(seconds: float) -> None:
@@ -332,9 +495,11 @@ def test_a_refused_pod_after_an_api_outage_fails_the_wait_and_deletes_the_elasti
     verdict = wait_for(cluster, timeout_seconds=3600, clock=lambda: now[0], sleep=sleep)
 
     assert verdict.state == "failed"
-    assert verdict.message == (f"ElasticJob {NAMESPACE}/{NAME}: the Job cannot create worker pods: {refused}. "
-                               f"The ElasticJob {NAMESPACE}/{NAME} was deleted, so its pods stop "
-                               f"(run `pulumi up --refresh` to create it again)")
+    assert verdict.message == (
+        f"ElasticJob {NAMESPACE}/{NAME}: the Job cannot create worker pods: {refused}. "
+        f"The ElasticJob {NAMESPACE}/{NAME} was deleted, so its pods stop "
+        f"(run `pulumi up --refresh` to create it again)"
+    )
     assert sleeps == [2, 4, 8]  # backoff over the 503/429 burst
     deletes = [(path, query) for method, path, query, token in server.requests if method == "DELETE" and token]
     assert deletes == [(ELASTICJOB_PATH, {"propagationPolicy": "Foreground"})]
@@ -346,18 +511,31 @@ def test_a_failed_worker_keeps_its_log_tail_and_the_elasticjob_is_deleted(cluste
     start, _ = cluster_env
     # Our controller marks the run Failed with the Job's reason and names the last failed worker.
     failed_pod = f"{NAME}-1-abcde"
-    failed = (200, _elasticjob(("Running", "False", "ElasticJobFinished"), ("Failed", "True", "FailedIndexes"),
-                               last_failure={"pod": failed_pod, "index": 1, "exitCode": 1, "reason": "Error",
-                                             "action": "counted against the retry limit"}))
+    failed = (
+        200,
+        _elasticjob(
+            ("Running", "False", "ElasticJobFinished"),
+            ("Failed", "True", "FailedIndexes"),
+            last_failure={
+                "pod": failed_pod,
+                "index": 1,
+                "exitCode": 1,
+                "reason": "Error",
+                "action": "counted against the retry limit",
+            },
+        ),
+    )
     log = "".join(f"[rank1] step {i} loss 2.{i:02d}\n" for i in range(30)) + "ValueError: bad batch\n"
     server, kubeconfig = start([failed], [_pod(0, "Running"), _pod(1, "Failed", 1)], [], {failed_pod: log})
 
     verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=3600)
 
     first_line, *log_lines = verdict.message.split("\n")
-    assert first_line == (f"ElasticJob {NAMESPACE}/{NAME} failed: FailedIndexes: ElasticJob {NAME} is failed.; last failure: "
-                          f"worker {failed_pod} (index 1) exited 1 (Error, counted against the retry limit). The ElasticJob "
-                          f"{NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
+    assert first_line == (
+        f"ElasticJob {NAMESPACE}/{NAME} failed: FailedIndexes: ElasticJob {NAME} is failed.; last failure: "
+        f"worker {failed_pod} (index 1) exited 1 (Error, counted against the retry limit). The ElasticJob "
+        f"{NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to create it again)"
+    )
     assert log_lines == [f"Last 20 lines of {failed_pod}'s log:", *log.splitlines()[-20:]]
     log_query = next(q for m, p, q, _ in server.requests if p.endswith("/log"))
     assert log_query == {"container": "elasticjob-worker", "tailLines": "20"}
@@ -377,20 +555,35 @@ def test_the_reader_takes_the_kubeconfig_file_and_context_the_provider_uses(clus
     token = "kind-static-token"
     with token_log.open("a") as log:
         log.write(json.dumps({"token": token, "expiry": time.time() + 3600}) + "\n")
-    clusters = {name: json.loads(text)["clusters"][0]["cluster"] for name, text in (("right", right_json), ("wrong", wrong_json))}
+    clusters = {
+        name: json.loads(text)["clusters"][0]["cluster"]
+        for name, text in (("right", right_json), ("wrong", wrong_json))
+    }
     lines = ["apiVersion: v1", "kind: Config", "current-context: kind-other", "clusters:"]
     for name, cluster in clusters.items():
-        lines += [f"- name: {name}", "  cluster:", f"    server: {cluster['server']}",
-                  f"    certificate-authority-data: {cluster['certificate-authority-data']}"]
-    lines += ["contexts:", "- name: kind-other", "  context: {cluster: wrong, user: kind}",
-              "- name: kind-elastic-training", "  context: {cluster: right, user: kind}",
-              "users:", "- name: kind", f"  user: {{token: {token}}}"]
+        lines += [
+            f"- name: {name}",
+            "  cluster:",
+            f"    server: {cluster['server']}",
+            f"    certificate-authority-data: {cluster['certificate-authority-data']}",
+        ]
+    lines += [
+        "contexts:",
+        "- name: kind-other",
+        "  context: {cluster: wrong, user: kind}",
+        "- name: kind-elastic-training",
+        "  context: {cluster: right, user: kind}",
+        "users:",
+        "- name: kind",
+        f"  user: {{token: {token}}}",
+    ]
     path = tmp_path / "kube" / "config"
     path.parent.mkdir()
     path.write_text("\n".join(lines) + "\n")
 
-    verdict = wait_for(KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL, context="kind-elastic-training"),
-                       timeout_seconds=3600)
+    verdict = wait_for(
+        KubernetesCluster(str(path), NAMESPACE, NAME, JOB_LABEL, context="kind-elastic-training"), timeout_seconds=3600
+    )
     assert verdict.state == "succeeded", verdict.message
     assert [token for *_, token in right.requests] == [token] * 4 and wrong.requests == []
 

@@ -50,7 +50,9 @@ def check_repository_settings(mutability: str, filters: list[dict]) -> None:
     value = SHAPES["ImageTagMutabilityExclusionFilterValue"]
     for spec in filters:
         assert spec["filterType"] in SHAPES["ImageTagMutabilityExclusionFilterType"]["enum"], spec
-        assert re.fullmatch(value["pattern"], spec["filter"]) and value["min"] <= len(spec["filter"]) <= value["max"], spec
+        assert re.fullmatch(value["pattern"], spec["filter"]) and value["min"] <= len(spec["filter"]) <= value["max"], (
+            spec
+        )
         assert spec["filter"].count("*") <= 2, spec
 
 
@@ -67,8 +69,12 @@ class EcrRepository:
 
     def tag_is_immutable(self, tag: str) -> bool:
         excluded = any(matches(spec["filter"], tag) for spec in self.filters)
-        return {"MUTABLE": False, "IMMUTABLE": True,
-                "IMMUTABLE_WITH_EXCLUSION": not excluded, "MUTABLE_WITH_EXCLUSION": excluded}[self.mutability]
+        return {
+            "MUTABLE": False,
+            "IMMUTABLE": True,
+            "IMMUTABLE_WITH_EXCLUSION": not excluded,
+            "MUTABLE_WITH_EXCLUSION": excluded,
+        }[self.mutability]
 
     def push(self, tag: str, digest: str) -> None:
         if tag in self.tags and self.tag_is_immutable(tag):

@@ -39,12 +39,19 @@ def test_the_same_spec_or_a_refresh_replaces_nothing(dev, synth_stack):
 
 class OneJob:
     """A cluster whose ElasticJob says Succeeded, made from the spec hashed `made_from`."""
+
     namespace, name = "training", "train-run-1"
 
     def __init__(self, made_from: str):
-        self.job = {"metadata": {"name": self.name, "namespace": self.namespace, "uid": "u",
-                                 "annotations": {SPEC_HASH_ANNOTATION: made_from}},
-                    "status": {"conditions": [{"type": "Succeeded", "status": "True"}]}}
+        self.job = {
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": "u",
+                "annotations": {SPEC_HASH_ANNOTATION: made_from},
+            },
+            "status": {"conditions": [{"type": "Succeeded", "status": "True"}]},
+        }
         self.deleted = 0
 
     def read(self) -> Snapshot:
@@ -59,12 +66,18 @@ class OneJob:
 
 def test_the_wait_never_takes_an_older_specs_verdict():
     stale = OneJob(made_from="0ld5pec0ld5pec00")
-    verdict = wait_for(stale, 3600, poll_seconds=15, clock=lambda: 0.0, sleep=lambda _: None, spec_hash="n3w5pecn3w5pec00")
+    verdict = wait_for(
+        stale, 3600, poll_seconds=15, clock=lambda: 0.0, sleep=lambda _: None, spec_hash="n3w5pecn3w5pec00"
+    )
     assert verdict.state == "failed"
     assert verdict.message.startswith(
         "ElasticJob training/train-run-1 was made from another spec (elastic-training/spec-hash 0ld5pec0ld5pec00, this "
-        "update's is n3w5pecn3w5pec00): its result says nothing about this update")
+        "update's is n3w5pecn3w5pec00): its result says nothing about this update"
+    )
     assert stale.deleted == 1  # so `pulumi up --refresh` makes the current one
     current = OneJob(made_from="n3w5pecn3w5pec00")
-    assert wait_for(current, 3600, clock=lambda: 0.0, sleep=lambda _: None, spec_hash="n3w5pecn3w5pec00").state == "succeeded"
+    assert (
+        wait_for(current, 3600, clock=lambda: 0.0, sleep=lambda _: None, spec_hash="n3w5pecn3w5pec00").state
+        == "succeeded"
+    )
     assert current.deleted == 0

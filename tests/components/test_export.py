@@ -28,8 +28,6 @@ from scanner_helpers import PYTHON, REPO
 BUCKET = "artifacts-test"
 
 
-
-
 @pytest.fixture(scope="module")
 def s3_endpoint():
     with running_moto_server() as url:
@@ -38,8 +36,13 @@ def s3_endpoint():
 
 @pytest.fixture
 def aws_env(s3_endpoint, monkeypatch):
-    env = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_REGION": "us-west-2", "AWS_DEFAULT_REGION": "us-west-2"}
+    env = {
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-west-2",
+        "AWS_DEFAULT_REGION": "us-west-2",
+    }
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
@@ -70,14 +73,20 @@ def run_dir(tmp_path) -> Path:
 
 
 def run_export(run_dir: Path, dest: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(PYTHON), "-m", "jobs.results.export", "--run-dir", str(run_dir), "--dest", dest],
-                          cwd=REPO, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [str(PYTHON), "-m", "jobs.results.export", "--run-dir", str(run_dir), "--dest", dest],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env, "PYTHONPATH": str(REPO)},
+    )
 
 
 def export_in_process(run_dir: Path, dest: str, capsys) -> tuple[int, str, str]:
     """The same as the command (cli.run around main), without a new interpreter per call."""
     from jobs import cli
+
     sigterm = signal.getsignal(signal.SIGTERM)  # cli.run installs its own; give pytest's back
     try:
         with pytest.raises(SystemExit) as exit_status:
@@ -162,7 +171,7 @@ class BreaksOff:
         if self.sent >= len(self.body) // 2:
             raise ConnectionResetError("connection reset mid-upload")
         size = len(self.body) // 2 if size is None or size < 0 else min(size, len(self.body) // 2 - self.sent)
-        chunk = self.body[self.sent:self.sent + size]
+        chunk = self.body[self.sent : self.sent + size]
         self.sent += len(chunk)
         return chunk
 
@@ -181,8 +190,9 @@ def test_an_interrupted_upload_leaves_nothing_under_the_final_key(s3, run_dir, a
 
     def put_half(client, bucket, key, body, checksum):
         if key.endswith("model.pt"):
-            client.put_object(Bucket=bucket, Key=key, Body=BreaksOff(body), ContentLength=len(body),
-                              ChecksumSHA256=checksum)
+            client.put_object(
+                Bucket=bucket, Key=key, Body=BreaksOff(body), ContentLength=len(body), ChecksumSHA256=checksum
+            )
         else:
             sent_whole(client, bucket, key, body, checksum)
 
@@ -190,13 +200,16 @@ def test_an_interrupted_upload_leaves_nothing_under_the_final_key(s3, run_dir, a
     status, _, err = export_in_process(run_dir, f"s3://{BUCKET}/runs/run-4", capsys)
     assert status == 1
     (line,) = err.splitlines()
-    assert line.startswith(f"jobs.results.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), line
+    assert line.startswith(f"jobs.results.export: error: the upload of s3://{BUCKET}/runs/run-4/model.pt broke off"), (
+        line
+    )
     assert versions_of(s3, "runs/run-4/model.pt") == []
 
 
 def test_a_connection_error_without_a_message_is_named_by_its_type(s3, run_dir, aws_env, monkeypatch, capsys):
     """An exception object is always true, so `error or name` never reached the name: the line
     ended in "()" for an OSError raised without arguments."""
+
     def reset(*_):
         raise ConnectionResetError()
 

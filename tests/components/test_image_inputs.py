@@ -42,8 +42,14 @@ def clone(directory: Path) -> Path:
 def image_inputs(root: Path, out: Path) -> dict:
     """The docker-build Image's inputs as `synth` of that checkout renders them."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    result = subprocess.run([sys.executable, "-m", "infra.cli", "synth", "dev", "--out", str(out)], cwd=root, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "synth", "dev", "--out", str(out)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     (image,) = [r for r in json.loads((out / "resources.json").read_text()) if r["type"] == "docker-build:index:Image"]
     return image["inputs"]

@@ -14,28 +14,63 @@ from test_completion_http import NAMESPACE, cluster_env  # noqa: F401
 from test_scheduling_http import Clock, node, pending_worker, scheduler_event
 
 JOB = "prep-run-1"
-INSUFFICIENT_MEMORY = ("0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: "
-                       "1 No preemption victims found for incoming pod.")
+INSUFFICIENT_MEMORY = (
+    "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: "
+    "1 No preemption victims found for incoming pod."
+)
 
 
 def job(*conditions: str) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": JOB, "namespace": NAMESPACE, "uid": "job-uid-1",
-                         "labels": {"app.kubernetes.io/component": "data-prep"}},
-            "spec": {"backoffLimit": 2, "activeDeadlineSeconds": 7200, "completions": 1, "parallelism": 1,
-                     "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-uid-1"}},
-                     "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "prepare", "image": "t"}]}}},
-            "status": {"startTime": "2026-11-22T03:00:00Z", "active": 0 if conditions else 1,
-                       "conditions": [{"type": c, "status": "True", "lastProbeTime": "2026-11-22T03:05:00Z",
-                                       "lastTransitionTime": "2026-11-22T03:05:00Z"} for c in conditions]}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": JOB,
+            "namespace": NAMESPACE,
+            "uid": "job-uid-1",
+            "labels": {"app.kubernetes.io/component": "data-prep"},
+        },
+        "spec": {
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": 7200,
+            "completions": 1,
+            "parallelism": 1,
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-uid-1"}},
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "prepare", "image": "t"}]}},
+        },
+        "status": {
+            "startTime": "2026-11-22T03:00:00Z",
+            "active": 0 if conditions else 1,
+            "conditions": [
+                {
+                    "type": c,
+                    "status": "True",
+                    "lastProbeTime": "2026-11-22T03:05:00Z",
+                    "lastTransitionTime": "2026-11-22T03:05:00Z",
+                }
+                for c in conditions
+            ],
+        },
+    }
 
 
 def job_pod(cpu: str = "1", memory: str = "4Gi") -> dict:
     pod = pending_worker(0, cpu=cpu, memory=memory, message=INSUFFICIENT_MEMORY)
-    pod["metadata"].update(name=f"{JOB}-x7k2p", uid="job-pod-1",
-                           labels={JOB_NAME_LABEL: JOB, "job-name": JOB, "batch.kubernetes.io/controller-uid": "job-uid-1"})
-    pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": JOB, "uid": "job-uid-1",
-                                           "controller": True, "blockOwnerDeletion": True}]
+    pod["metadata"].update(
+        name=f"{JOB}-x7k2p",
+        uid="job-pod-1",
+        labels={JOB_NAME_LABEL: JOB, "job-name": JOB, "batch.kubernetes.io/controller-uid": "job-uid-1"},
+    )
+    pod["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": JOB,
+            "uid": "job-uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     del pod["spec"]["nodeSelector"]  # GPU stacks: the Jobs go to the untainted system nodes
     return pod
 
@@ -48,11 +83,15 @@ def test_a_job_pod_no_node_can_hold_ends_the_job_within_minutes(cluster_env):
     server.nodes = [node(1, cpu="1930m", memory="3137536Ki")]  # a c5.large system node: 3064Mi
     clock = Clock()
 
-    line = guard(JobCluster(kubeconfig, NAMESPACE, JOB), timeout_seconds=7200, clock=lambda: clock.now, sleep=clock.sleep)
+    line = guard(
+        JobCluster(kubeconfig, NAMESPACE, JOB), timeout_seconds=7200, clock=lambda: clock.now, sleep=clock.sleep
+    )
 
-    assert line == (f"Job {NAMESPACE}/{JOB}: pod {JOB}-x7k2p can never be scheduled: no node of the cluster's 1 can "
-                    f"hold it (it requests cpu=1000m, memory=4096Mi); the scheduler says: {INSUFFICIENT_MEMORY}. The "
-                    "Job was ended (activeDeadlineSeconds 1) so `pulumi up` stops; fix the config and run `pulumi up` again")
+    assert line == (
+        f"Job {NAMESPACE}/{JOB}: pod {JOB}-x7k2p can never be scheduled: no node of the cluster's 1 can "
+        f"hold it (it requests cpu=1000m, memory=4096Mi); the scheduler says: {INSUFFICIENT_MEMORY}. The "
+        "Job was ended (activeDeadlineSeconds 1) so `pulumi up` stops; fix the config and run `pulumi up` again"
+    )
     assert scheduling.UNSCHEDULABLE_GRACE_SECONDS <= clock.now < scheduling.UNSCHEDULABLE_GRACE_SECONDS + 60
     ((content_type, patch),) = server.patches
     assert patch == {"spec": {"activeDeadlineSeconds": 1}} and content_type.endswith("merge-patch+json")
@@ -68,7 +107,9 @@ def test_a_job_that_runs_and_completes_is_left_alone(cluster_env):
     clock.at(30, lambda: server.jobs.__setitem__(JOB, job()))
     clock.at(20 * 60, lambda: server.jobs.__setitem__(JOB, job("Complete")))
 
-    line = guard(JobCluster(kubeconfig, NAMESPACE, JOB), timeout_seconds=7200, clock=lambda: clock.now, sleep=clock.sleep)
+    line = guard(
+        JobCluster(kubeconfig, NAMESPACE, JOB), timeout_seconds=7200, clock=lambda: clock.now, sleep=clock.sleep
+    )
 
     assert line is None and server.patches == []
     assert 20 * 60 <= clock.now < 20 * 60 + 30

@@ -56,12 +56,17 @@ def test_nodes_require_imdsv2_and_keep_its_tokens_out_of_pods(dev):
 def test_root_volume_moved_from_the_node_group_into_the_launch_template(dev, synth_stack):
     template = dev.one(LAUNCH_TEMPLATE)
     (root,) = template["inputs"]["blockDeviceMappings"]
-    assert root == {"deviceName": "/dev/xvda", "ebs": {"volumeSize": 100, "volumeType": "gp3", "encrypted": "true",
-                                                        "deleteOnTermination": "true"}}
+    assert root == {
+        "deviceName": "/dev/xvda",
+        "ebs": {"volumeSize": 100, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"},
+    }
     nodes = dev.one(NODE_GROUP)
     assert "diskSize" not in nodes["inputs"]
     assert template["urn"] in nodes["dependsOn"]
-    assert nodes["inputs"]["launchTemplate"]["id"].startswith("lt-") and nodes["inputs"]["launchTemplate"]["version"] == "1"
+    assert (
+        nodes["inputs"]["launchTemplate"]["id"].startswith("lt-")
+        and nodes["inputs"]["launchTemplate"]["version"] == "1"
+    )
     assert nodes["inputs"]["amiType"] == versions.NODE_AMI_TYPE
     # without a launch template pulumi-eks defaults the nodes' version to the cluster's; with one we do
     assert nodes["inputs"]["version"] == dev.one("eks:index:Cluster")["inputs"]["version"]

@@ -43,9 +43,18 @@ def test_instances_volumes_and_interfaces_carry_the_stack_tags(dev):
 def test_the_tag_specifications_are_a_valid_create_launch_template_request(dev):
     template = dev.one(LAUNCH_TEMPLATE)["inputs"]
     assert {spec["resourceType"] for spec in template["tagSpecifications"]} <= allowed_at_launch()
-    request = {"LaunchTemplateName": "nodes", "LaunchTemplateData": {"TagSpecifications": [
-        {"ResourceType": spec["resourceType"], "Tags": [{"Key": k, "Value": v} for k, v in spec["tags"].items()]}
-        for spec in template["tagSpecifications"]]}}
+    request = {
+        "LaunchTemplateName": "nodes",
+        "LaunchTemplateData": {
+            "TagSpecifications": [
+                {
+                    "ResourceType": spec["resourceType"],
+                    "Tags": [{"Key": k, "Value": v} for k, v in spec["tags"].items()],
+                }
+                for spec in template["tagSpecifications"]
+            ]
+        },
+    }
     report = ParamValidator().validate(request, EC2.operation_model("CreateLaunchTemplate").input_shape)
     assert not report.has_errors(), report.generate_report()
     enum = EC2.shape_for("ResourceType").enum

@@ -8,8 +8,11 @@ import pytest
 
 from infra.components import registry
 
-OWN = ("imageContext=examples/text_classifier", 'trainingCommand=["python","-m","examples.text_classifier.train"]',
-       'testCommand=["python","-m","examples.text_classifier.evaluate"]')
+OWN = (
+    "imageContext=examples/text_classifier",
+    'trainingCommand=["python","-m","examples.text_classifier.train"]',
+    'testCommand=["python","-m","examples.text_classifier.evaluate"]',
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,9 @@ def test_the_workloads_run_the_users_image_and_the_platform_keeps_ours(own):
     workloads = [m for m in own.manifests if m["kind"] in ("Job", "ElasticJob")]
     assert len(workloads) >= 3
     for manifest in workloads:
-        assert all(image != ours and "@sha256:" in image for image in pod_images(manifest)), manifest["metadata"]["name"]
+        assert all(image != ours and "@sha256:" in image for image in pod_images(manifest)), manifest["metadata"][
+            "name"
+        ]
     platform = [m for m in own.manifests if m["kind"] == "Deployment"]
     assert platform and all(pod_images(m) == [ours] for m in platform)
 

@@ -19,7 +19,15 @@ from test_completion import FAILED, HOUR, LAST_FAILURE, RUNNING, FakeClock, Fake
 
 from infra.components import completion, kubernetes_reader
 from infra.cli.mocks import RecordingMocks
-from infra.components.completion import ApiError, KubernetesCluster, Snapshot, TransientApiError, Verdict, assess, wait_for
+from infra.components.completion import (
+    ApiError,
+    KubernetesCluster,
+    Snapshot,
+    TransientApiError,
+    Verdict,
+    assess,
+    wait_for,
+)
 
 REF = "training/train-run-1"
 
@@ -28,8 +36,11 @@ def test_the_deadline_is_exactly_the_timeout_and_is_measured_from_the_start_on_a
     job = snap(elasticjob(RUNNING), [pod(0, "Running"), pod(1, "Pending")])
     assert assess(job, HOUR, HOUR).state == "running"
     late = assess(job, HOUR + 0.001, HOUR)
-    assert late == Verdict("failed", f"deadline exceeded: ElasticJob {REF} did not succeed within 60 minutes "
-                                     "(train-run-1-worker-0=Running, train-run-1-worker-1=Pending)")
+    assert late == Verdict(
+        "failed",
+        f"deadline exceeded: ElasticJob {REF} did not succeed within 60 minutes "
+        "(train-run-1-worker-0=Running, train-run-1-worker-1=Pending)",
+    )
     # time.monotonic() starts anywhere: a clock far from zero must not bring the deadline forward.
     clock = FakeClock()
     clock.now = 10 * HOUR
@@ -43,10 +54,15 @@ def test_the_deadline_line_names_pods_without_a_phase_and_says_when_there_are_no
     assert assess(snap(elasticjob()), 2, 1).message.endswith("(no worker pods)")
 
 
-@pytest.mark.parametrize("reason, message, detail", [("BackoffLimit", "too many", "BackoffLimit: too many"),
-                                                     ("XLimit", "over MAX", "XLimit: over MAX"),
-                                                     ("", "only a message", "only a message"),
-                                                     ("OnlyReason", "", "OnlyReason")])
+@pytest.mark.parametrize(
+    "reason, message, detail",
+    [
+        ("BackoffLimit", "too many", "BackoffLimit: too many"),
+        ("XLimit", "over MAX", "XLimit: over MAX"),
+        ("", "only a message", "only a message"),
+        ("OnlyReason", "", "OnlyReason"),
+    ],
+)
 def test_a_failed_condition_quotes_what_it_has(reason, message, detail):
     condition = {"type": "Failed", "status": "True"}
     condition.update({k: v for k, v in (("reason", reason), ("message", message)) if v})
@@ -64,15 +80,20 @@ def test_a_job_without_a_namespace_is_named_alone():
 def test_a_last_failure_without_reason_or_action_reads_error_and_counted():
     bare = {"pod": "train-run-1-0-abcde", "index": 0, "exitCode": 137}
     verdict = assess(snap(elasticjob(FAILED, last_failure=bare)), 0, HOUR)
-    assert verdict == Verdict("failed", f"ElasticJob {REF} failed: FailedIndexes: Job has failed indexes; last failure: "
-                                        "worker train-run-1-0-abcde (index 0) exited 137 (Error, counted)",
-                              "train-run-1-0-abcde")
+    assert verdict == Verdict(
+        "failed",
+        f"ElasticJob {REF} failed: FailedIndexes: Job has failed indexes; last failure: "
+        "worker train-run-1-0-abcde (index 0) exited 137 (Error, counted)",
+        "train-run-1-0-abcde",
+    )
     # no pod named: no last-failure clause and no log to read
     assert assess(snap(elasticjob(FAILED, last_failure={"exitCode": 1})), 0, HOUR) == Verdict(
-        "failed", f"ElasticJob {REF} failed: FailedIndexes: Job has failed indexes")
+        "failed", f"ElasticJob {REF} failed: FailedIndexes: Job has failed indexes"
+    )
 
 
 # --- FailedCreate: reason, kind, name and time must match, the latest one wins ----------------------
+
 
 def refused(*events) -> Verdict:
     return assess(snap(elasticjob(RUNNING), [], list(events)), 0, HOUR)
@@ -98,19 +119,26 @@ def test_the_latest_event_wins_by_last_timestamp_or_else_event_time():
     new = event("FailedCreate", "new", last="2026-11-22T03:05:00Z")
     assert refused(new, old).message.endswith(": new") and refused(old, new).message.endswith(": new")
     # events.k8s.io-style events carry eventTime and no lastTimestamp
-    series_old, series_new = dict(old, lastTimestamp=None, eventTime="2026-11-22T04:00:00.000000Z"), dict(
-        new, lastTimestamp=None, eventTime="2026-11-22T04:10:00.000000Z")
-    assert refused(series_new, series_old).message.endswith(": new") and refused(series_old, series_new).message.endswith(": new")
+    series_old, series_new = (
+        dict(old, lastTimestamp=None, eventTime="2026-11-22T04:00:00.000000Z"),
+        dict(new, lastTimestamp=None, eventTime="2026-11-22T04:10:00.000000Z"),
+    )
+    assert refused(series_new, series_old).message.endswith(": new") and refused(
+        series_old, series_new
+    ).message.endswith(": new")
     # an event with neither time cannot be told from a predecessor's: it does not count
     undated = dict(old, lastTimestamp=None, message="undated")
     assert refused(undated).state == "running" and refused(new, undated).message.endswith(": new")
 
 
 def test_an_event_without_a_message_still_fails_with_its_reason():
-    assert refused(dict(event("FailedCreate", ""), message=None)).message.endswith("cannot create worker pods: FailedCreate")
+    assert refused(dict(event("FailedCreate", ""), message=None)).message.endswith(
+        "cannot create worker pods: FailedCreate"
+    )
 
 
 # --- what the wait says when it stops --------------------------------------------------------------
+
 
 def test_a_failed_deletion_keeps_the_verdict_failed_and_the_failed_pod():
     clock = FakeClock()
@@ -124,8 +152,14 @@ def test_a_failed_deletion_keeps_the_verdict_failed_and_the_failed_pod():
     assert verdict.state == "failed" and verdict.failed_pod == LAST_FAILURE["pod"] and cluster.deletions == 1
 
 
-@pytest.mark.parametrize("log, kept", [("loss 1.5  MAX  \n\n", "loss 1.5  MAX  "), ("step 9 of MAX\n", "step 9 of MAX"),
-                                       ("no newline X", "no newline X")])
+@pytest.mark.parametrize(
+    "log, kept",
+    [
+        ("loss 1.5  MAX  \n\n", "loss 1.5  MAX  "),
+        ("step 9 of MAX\n", "step 9 of MAX"),
+        ("no newline X", "no newline X"),
+    ],
+)
 def test_the_log_tail_keeps_trailing_spaces_and_drops_only_the_last_newlines(log, kept):
     class Spacey(FakeCluster):
         def worker_log_tail(self, pod, lines):
@@ -141,18 +175,23 @@ def test_a_refused_read_retries_its_deletion_through_transient_errors():
     cluster = FakeCluster(ApiError("HTTP 403 Forbidden", 403), delete_errors=[TransientApiError("HTTP 503")])
     verdict = wait_for(cluster, HOUR, 15, clock, clock.sleep)
     assert cluster.deletions == 2 and clock.sleeps == [completion.FIRST_BACKOFF_SECONDS]
-    assert verdict.message.startswith(f"the Kubernetes API refused to show ElasticJob {REF} (HTTP 403 Forbidden). The ElasticJob")
+    assert verdict.message.startswith(
+        f"the Kubernetes API refused to show ElasticJob {REF} (HTTP 403 Forbidden). The ElasticJob"
+    )
 
 
 def test_a_verdicts_deletion_retries_through_transient_errors():
     clock = FakeClock()
-    cluster = FakeCluster(snap(elasticjob(FAILED, last_failure=LAST_FAILURE)), delete_errors=[TransientApiError("HTTP 503")])
+    cluster = FakeCluster(
+        snap(elasticjob(FAILED, last_failure=LAST_FAILURE)), delete_errors=[TransientApiError("HTTP 503")]
+    )
     verdict = wait_for(cluster, HOUR, 15, clock, clock.sleep)
     assert cluster.deletions == 2 and clock.sleeps == [completion.FIRST_BACKOFF_SECONDS]
     assert f"The ElasticJob {REF} was deleted" in verdict.message
 
 
 # --- the client's errors ---------------------------------------------------------------------------
+
 
 def test_arguments_reach_the_client_method_unchanged():
     assert KubernetesCluster._call(lambda *a, **k: (a, k), 1, "two", three=3) == ((1, "two"), {"three": 3})
@@ -178,23 +217,42 @@ def test_a_connection_error_names_its_type():
 
 # --- the Pulumi provider ---------------------------------------------------------------------------
 
-PROPS = {"kubeconfig": "{}", "context": "kind-elastic", "namespace": "training", "name": "train-run-1",
-         "jobLabel": "elastic-training/job", "timeoutSeconds": 7200, "specHash": "--rdzv_id=run-1-abc", "result": None,
-         "region": "us-west-2", "maxRunCostUsd": 5.0, "runCost": None}
+PROPS = {
+    "kubeconfig": "{}",
+    "context": "kind-elastic",
+    "namespace": "training",
+    "name": "train-run-1",
+    "jobLabel": "elastic-training/job",
+    "timeoutSeconds": 7200,
+    "specHash": "--rdzv_id=run-1-abc",
+    "result": None,
+    "region": "us-west-2",
+    "maxRunCostUsd": 5.0,
+    "runCost": None,
+}
 
 
 def test_create_waits_on_the_named_elasticjob_and_fails_with_the_verdicts_message(monkeypatch):
     built, waits = [], []
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
     verdicts = iter([Verdict("succeeded", f"ElasticJob {REF} succeeded"), Verdict("failed", "worker x failed")])
-    monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash, guard:
-                        waits.append((cluster, timeout, spec_hash, guard)) or next(verdicts))
+    monkeypatch.setattr(
+        completion,
+        "wait_for",
+        lambda cluster, timeout, spec_hash, guard: waits.append((cluster, timeout, spec_hash, guard)) or next(verdicts),
+    )
     # The run's cost is measured on the same cluster with the budget the guard kept (tests/components/test_run_cost.py).
-    monkeypatch.setattr(completion.run_cost, "final", lambda cluster, budget: {"on": cluster, "ceiling": budget.ceiling})
+    monkeypatch.setattr(
+        completion.run_cost, "final", lambda cluster, budget: {"on": cluster, "ceiling": budget.ceiling}
+    )
     provider = completion._CompletionProvider()
     result = provider.create(dict(PROPS))
     assert isinstance(result, CreateResult) and result.id == REF
-    assert result.outs == {**PROPS, "result": f"ElasticJob {REF} succeeded", "runCost": {"on": "cluster", "ceiling": 5.0}}
+    assert result.outs == {
+        **PROPS,
+        "result": f"ElasticJob {REF} succeeded",
+        "runCost": {"on": "cluster", "ceiling": 5.0},
+    }
     assert built == [("{}", "training", "train-run-1", "elastic-training/job", "kind-elastic")]
     assert [w[:3] for w in waits] == [("cluster", 7200.0, PROPS["specHash"])] and type(waits[0][1]) is float
     assert callable(waits[0][3])
@@ -224,9 +282,17 @@ def _register_completion(**arguments):
     mocks = RecordingMocks("elastic-training", "dev", "us-west-2")
     mocks.install()
     resource = completion.ElasticJobCompletion(
-        "training-complete", kubeconfig="{}", namespace="training", elasticjob_name="train-run-1",
-        job_label="elastic-training/job", timeout_seconds=7200, spec_hash="--rdzv_id=run-1-abc", region="us-west-2",
-        max_run_cost_usd=5.0, **arguments)
+        "training-complete",
+        kubeconfig="{}",
+        namespace="training",
+        elasticjob_name="train-run-1",
+        job_label="elastic-training/job",
+        timeout_seconds=7200,
+        spec_hash="--rdzv_id=run-1-abc",
+        region="us-west-2",
+        max_run_cost_usd=5.0,
+        **arguments,
+    )
 
     def registration(_urn):
         (found,) = [r for r in mocks.registrations if r.name == "training-complete"]
@@ -266,9 +332,15 @@ def test_the_callers_options_are_kept_beside_the_secret_output():
     mocks.install()
     parent = pulumi.ComponentResource("test:index:Parent", "parent")
     resource = completion.ElasticJobCompletion(
-        "child-complete", kubeconfig="{}", namespace="training", elasticjob_name="train-run-1",
-        job_label="elastic-training/job", timeout_seconds=60, spec_hash="h",
-        opts=pulumi.ResourceOptions(parent=parent, additional_secret_outputs=["result"]))
+        "child-complete",
+        kubeconfig="{}",
+        namespace="training",
+        elasticjob_name="train-run-1",
+        job_label="elastic-training/job",
+        timeout_seconds=60,
+        spec_hash="h",
+        opts=pulumi.ResourceOptions(parent=parent, additional_secret_outputs=["result"]),
+    )
 
     def check(_urn):
         (args,) = [r for r in mocks.registrations if r.name == "child-complete"]
@@ -287,12 +359,17 @@ def test_create_without_a_context_uses_the_current_one(monkeypatch):
     monkeypatch.setattr(completion, "KubernetesCluster", lambda *args: built.append(args) or "cluster")
     monkeypatch.setattr(completion, "wait_for", lambda cluster, timeout, spec_hash, guard: Verdict("succeeded", "ok"))
     monkeypatch.setattr(completion.run_cost, "final", lambda cluster, budget: {})
-    for props in ({k: v for k, v in PROPS.items() if k != "context"}, {**PROPS, "context": ""}, {**PROPS, "context": None}):
+    for props in (
+        {k: v for k, v in PROPS.items() if k != "context"},
+        {**PROPS, "context": ""},
+        {**PROPS, "context": None},
+    ):
         completion._CompletionProvider().create(props)
     assert [args[-1] for args in built] == ["", "", ""]
 
 
 # --- the real client's calls, with the client replaced by one that answers as the API server does --
+
 
 class _Answer:
     def __init__(self, data: bytes):
@@ -323,8 +400,12 @@ def test_deleting_an_elasticjob_that_is_already_gone_succeeds_and_any_other_refu
 
     gone = Custom(404)
     assert bare_cluster(custom=gone).delete_elasticjob() is None
-    assert gone.calls == [(("elastic.pytorch.org", "v1alpha1", "training", "elasticjobs", "train-run-1"),
-                           {"propagation_policy": "Foreground"})]
+    assert gone.calls == [
+        (
+            ("elastic.pytorch.org", "v1alpha1", "training", "elasticjobs", "train-run-1"),
+            {"propagation_policy": "Foreground"},
+        )
+    ]
     for status in (403, 405, 409):
         with pytest.raises(ApiError) as raised:
             bare_cluster(custom=Custom(status)).delete_elasticjob()
@@ -339,8 +420,10 @@ def test_a_log_that_is_not_utf_8_is_read_with_replacement_characters():
 
     core = Core()
     assert bare_cluster(core=core).worker_log_tail("train-run-1-worker-0", 20) == "epoch 1 ✓\n\ufffd\ufffd torn\n"
-    assert core.asked == (("train-run-1-worker-0", "training"),
-                          {"container": "elasticjob-worker", "tail_lines": 20, "_preload_content": False})
+    assert core.asked == (
+        ("train-run-1-worker-0", "training"),
+        {"container": "elasticjob-worker", "tail_lines": 20, "_preload_content": False},
+    )
 
 
 def test_the_run_cost_reads_the_named_nodes_as_api_dicts():
@@ -349,29 +432,49 @@ def test_the_run_cost_reads_the_named_nodes_as_api_dicts():
 
     class Core:
         def list_node(self):
-            return client.V1NodeList(items=[client.V1Node(metadata=client.V1ObjectMeta(
-                name=name, labels={"node.kubernetes.io/instance-type": "c5.4xlarge"})) for name in ("ip-a", "ip-b")])
+            return client.V1NodeList(
+                items=[
+                    client.V1Node(
+                        metadata=client.V1ObjectMeta(
+                            name=name, labels={"node.kubernetes.io/instance-type": "c5.4xlarge"}
+                        )
+                    )
+                    for name in ("ip-a", "ip-b")
+                ]
+            )
 
     cluster = bare_cluster(core=Core())
     cluster._api_client = client.ApiClient()
     assert cluster.read_nodes({"ip-b"}) == {
-        "ip-b": {"metadata": {"name": "ip-b", "labels": {"node.kubernetes.io/instance-type": "c5.4xlarge"}}}}
+        "ip-b": {"metadata": {"name": "ip-b", "labels": {"node.kubernetes.io/instance-type": "c5.4xlarge"}}}
+    }
 
 
 # --- which cluster the wait talks to -----------------------------------------------------------------
 
+
 def _two_cluster_kubeconfig() -> dict:
     """Two contexts on two API servers; `first` is the current one (kubeconfig v1 shape)."""
     return {
-        "apiVersion": "v1", "kind": "Config", "current-context": "first",
-        "clusters": [{"name": name, "cluster": {"server": f"https://{name}.example:6443"}} for name in ("first", "second")],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "first",
+        "clusters": [
+            {"name": name, "cluster": {"server": f"https://{name}.example:6443"}} for name in ("first", "second")
+        ],
         "users": [{"name": name, "user": {"token": f"token-{name}"}} for name in ("first", "second")],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name in ("first", "second")],
     }
 
 
-@pytest.mark.parametrize("context, server", [("", "https://first.example:6443"), ("first", "https://first.example:6443"),
-                                             ("second", "https://second.example:6443")])
+@pytest.mark.parametrize(
+    "context, server",
+    [
+        ("", "https://first.example:6443"),
+        ("first", "https://first.example:6443"),
+        ("second", "https://second.example:6443"),
+    ],
+)
 def test_the_wait_talks_to_the_named_context_or_the_current_one(tmp_path, context, server):
     """The real kubernetes client (kubernetes==36.0.3 config/kube_config.py), from the JSON document
     pulumi-eks hands over and from a file path as on target existing."""

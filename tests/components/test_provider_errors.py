@@ -18,4 +18,5 @@ def test_outside_the_host_the_verdict_keeps_tracebacks_on():
     assert not provider_errors.in_provider_host()
     # The line the host's traceback.format_exc() ends with: the type without a module, the message.
     assert traceback.format_exception_only(failure.value) == [
-        "TrainingFailed: ElasticJob training/train-run-1 failed: Failed: OOM\n"]
+        "TrainingFailed: ElasticJob training/train-run-1 failed: Failed: OOM\n"
+    ]

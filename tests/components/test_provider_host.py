@@ -40,10 +40,21 @@ from pulumi.runtime.proto import provider_pb2
 
 from infra.components import completion
 from infra.cli.mocks import RecordingMocks
-from provider_host import (PROVIDER_KEY, LauncherExit, configure, engine_pwd, from_struct, language_host_virtualenv,
-                           launcher_command, plugin_environment, plugin_version, start_provider_host, to_struct)
+from provider_host import (
+    PROVIDER_KEY,
+    LauncherExit,
+    configure,
+    engine_pwd,
+    from_struct,
+    language_host_virtualenv,
+    launcher_command,
+    plugin_environment,
+    plugin_version,
+    start_provider_host,
+    to_struct,
+)
 from synth_support import REPO
-from test_completion_http import (JOB_LABEL, NAME, NAMESPACE, SPEC_HASH, _elasticjob, _pod, cluster_env)  # noqa: F401 - fixture
+from test_completion_http import JOB_LABEL, NAME, NAMESPACE, SPEC_HASH, _elasticjob, _pod, cluster_env  # noqa: F401 - fixture
 
 URN = "urn:pulumi:dev::elastic-training::pulumi-python:dynamic:Resource::training-complete"
 
@@ -66,15 +77,24 @@ def completion_inputs(kubeconfig: str) -> dict:
     @pulumi.runtime.test
     def register():
         resource = completion.ElasticJobCompletion(
-            "training-complete", kubeconfig=kubeconfig, namespace=NAMESPACE, elasticjob_name=NAME,
-            job_label=JOB_LABEL, timeout_seconds=3600, spec_hash=SPEC_HASH)
+            "training-complete",
+            kubeconfig=kubeconfig,
+            namespace=NAMESPACE,
+            elasticjob_name=NAME,
+            job_label=JOB_LABEL,
+            timeout_seconds=3600,
+            spec_hash=SPEC_HASH,
+        )
         return resource.urn.apply(
-            lambda _: found.update(next(r for r in mocks.registrations if r.name == "training-complete").inputs))
+            lambda _: found.update(next(r for r in mocks.registrations if r.name == "training-complete").inputs)
+        )
 
     register()
     secret = rpc._special_secret_sig
-    return {key: value["value"] if isinstance(value, dict) and value.get(rpc._special_sig_key) == secret else value
-            for key, value in found.items()}
+    return {
+        key: value["value"] if isinstance(value, dict) and value.get(rpc._special_sig_key) == secret else value
+        for key, value in found.items()
+    }
 
 
 def make_checkout(directory: Path) -> Path:
@@ -140,6 +160,7 @@ def imported_from(stderr: Path, package: str) -> set[str]:
 
 # --- where the engine starts the host -----------------------------------------------------------
 
+
 def test_the_launcher_finds_the_virtualenv_the_language_host_uses(tmp_path):
     """Fails with `main: infra/` (today's main): pwd becomes infra/ and the launcher exits 1."""
     root = make_checkout(tmp_path / "checkout")
@@ -163,10 +184,14 @@ def test_a_main_directory_sends_the_launcher_to_a_virtualenv_that_does_not_exist
     with pytest.raises(LauncherExit) as exit_:
         launcher_command(pwd, plugin_environment(project, user_environment(), {}), [])
     venv = f"{root}/infra/.venv"
-    assert str(exit_.value) == f"The 'virtualenv' option in Pulumi.yaml is set to \"{venv}\", but \"{venv}\" doesn't exist."
+    assert (
+        str(exit_.value)
+        == f"The 'virtualenv' option in Pulumi.yaml is set to \"{venv}\", but \"{venv}\" doesn't exist."
+    )
 
 
 # --- the real host -----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def host_in(tmp_path):
@@ -174,8 +199,9 @@ def host_in(tmp_path):
     hosts = []
 
     def start(root: Path, **extra_env: str):
-        host = start_provider_host(root, the_project(root), {**user_environment(), **extra_env},
-                                   tmp_path / f"host-{len(hosts)}.stderr")
+        host = start_provider_host(
+            root, the_project(root), {**user_environment(), **extra_env}, tmp_path / f"host-{len(hosts)}.stderr"
+        )
         hosts.append(host)
         return host
 
@@ -204,11 +230,18 @@ def test_the_host_loads_our_provider_and_returns_the_verdict(cluster_env, host_i
     assert outs[PROVIDER_KEY] == inputs[PROVIDER_KEY]
     assert [token for *_, token in server.requests] and None not in [token for *_, token in server.requests]
 
-    same = host.stub.Diff(provider_pb2.DiffRequest(id=created.id, urn=URN, olds=created.properties,
-                                                   news=checked.inputs))
+    same = host.stub.Diff(
+        provider_pb2.DiffRequest(id=created.id, urn=URN, olds=created.properties, news=checked.inputs)
+    )
     assert same.changes == provider_pb2.DiffResponse.DIFF_NONE
-    changed = host.stub.Diff(provider_pb2.DiffRequest(id=created.id, urn=URN, olds=created.properties,
-                                                      news=to_struct({**inputs, "specHash": "--rdzv_id=run-1-def"})))
+    changed = host.stub.Diff(
+        provider_pb2.DiffRequest(
+            id=created.id,
+            urn=URN,
+            olds=created.properties,
+            news=to_struct({**inputs, "specHash": "--rdzv_id=run-1-def"}),
+        )
+    )
     assert changed.changes == provider_pb2.DiffResponse.DIFF_SOME
     assert list(changed.replaces) == ["specHash"] and changed.deleteBeforeReplace
     host.stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=URN, properties=created.properties))
@@ -220,9 +253,20 @@ def test_the_host_loads_our_provider_and_returns_the_verdict(cluster_env, host_i
 def test_a_failed_run_fails_create_with_the_verdict(cluster_env, host_in, tmp_path):
     start, _ = cluster_env
     failed_pod = f"{NAME}-1-abcde"
-    failed = (200, _elasticjob(("Running", "False", "ElasticJobFinished"), ("Failed", "True", "FailedIndexes"),
-                               last_failure={"pod": failed_pod, "index": 1, "exitCode": 1, "reason": "Error",
-                                             "action": "counted against the retry limit"}))
+    failed = (
+        200,
+        _elasticjob(
+            ("Running", "False", "ElasticJobFinished"),
+            ("Failed", "True", "FailedIndexes"),
+            last_failure={
+                "pod": failed_pod,
+                "index": 1,
+                "exitCode": 1,
+                "reason": "Error",
+                "action": "counted against the retry limit",
+            },
+        ),
+    )
     log = "".join(f"step {i}\n" for i in range(25)) + "ValueError: bad batch\n"
     _, kubeconfig = start([failed], [_pod(0, "Running"), _pod(1, "Failed", 1)], [], {failed_pod: log})
     root = make_checkout(tmp_path / "checkout")
@@ -236,10 +280,12 @@ def test_a_failed_run_fails_create_with_the_verdict(cluster_env, host_in, tmp_pa
     # and the reason on one line, then the worker's last log lines; no traceback.
     assert failure.value.code() == grpc.StatusCode.UNKNOWN
     first, *rest = failure.value.details().rstrip("\n").split("\n")
-    assert first == (f"TrainingFailed: ElasticJob {NAMESPACE}/{NAME} failed: FailedIndexes: ElasticJob {NAME} is failed.; "
-                     f"last failure: worker {failed_pod} (index 1) exited 1 (Error, counted against the retry limit). "
-                     f"The ElasticJob {NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to "
-                     f"create it again)")
+    assert first == (
+        f"TrainingFailed: ElasticJob {NAMESPACE}/{NAME} failed: FailedIndexes: ElasticJob {NAME} is failed.; "
+        f"last failure: worker {failed_pod} (index 1) exited 1 (Error, counted against the retry limit). "
+        f"The ElasticJob {NAMESPACE}/{NAME} was deleted, so its pods stop (run `pulumi up --refresh` to "
+        f"create it again)"
+    )
     assert rest == [f"Last 20 lines of {failed_pod}'s log:", *log.splitlines()[-20:]]
 
 
@@ -254,18 +300,21 @@ def test_the_checkout_wins_over_an_editable_install_of_another_checkout(cluster_
     (root / ".venv").symlink_to(sys.prefix)
     host = host_in(root, PYTHONVERBOSE="1")
     configure(host)
-    host.stub.Check(provider_pb2.CheckRequest(urn=URN, olds=to_struct({}), news=to_struct(completion_inputs(kubeconfig))))
+    host.stub.Check(
+        provider_pb2.CheckRequest(urn=URN, olds=to_struct({}), news=to_struct(completion_inputs(kubeconfig)))
+    )
     assert imported_from(host.stderr, "infra") == {f"{root}/infra/__init__.py"}
 
 
 # --- what the README's setup gives the host ------------------------------------------------------
+
 
 def test_the_readme_setup_gives_the_host_its_virtualenv_and_imports():
     """README step 1 runs scripts/setup.sh; it makes `.venv` (Pulumi.yaml's virtualenv) at the
     project root, where the launcher now looks, and installs the `infra` extra: exactly what the
     hosts above ran with (infra_extra_venv), `infra` itself coming from the root."""
     readme = (REPO / "README.md").read_text()
-    quick_start = readme[readme.index("## Two commands on a fresh machine"):]
+    quick_start = readme[readme.index("## Two commands on a fresh machine") :]
     first_block = re.search(r"```sh\n(.*?)```", quick_start, flags=re.S)[1]
     assert "bash scripts/setup.sh" in first_block
     setup = (REPO / "scripts" / "setup.sh").read_text()

@@ -31,24 +31,50 @@ STORE_POD = "rendezvous-store-0"
 
 
 def store_statefulset(ready: bool) -> dict:
-    statefulset = copy.deepcopy({o["kind"]: o for o in elastic.store_objects(NAMESPACE, IMAGE, "IfNotPresent")}["StatefulSet"])
+    statefulset = copy.deepcopy(
+        {o["kind"]: o for o in elastic.store_objects(NAMESPACE, IMAGE, "IfNotPresent")}["StatefulSet"]
+    )
     statefulset["metadata"].update(uid="store-uid", generation=1, resourceVersion="900")
     # apps/v1 StatefulSetStatus: readyReplicas and availableReplicas are left out when zero.
-    statefulset["status"] = {"observedGeneration": 1, "replicas": 1, "currentReplicas": 1, "updatedReplicas": 1,
-                             "currentRevision": "rendezvous-store-5d4f8c7b9", "updateRevision": "rendezvous-store-5d4f8c7b9",
-                             "collisionCount": 0, **({"readyReplicas": 1, "availableReplicas": 1} if ready else {})}
+    statefulset["status"] = {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "currentReplicas": 1,
+        "updatedReplicas": 1,
+        "currentRevision": "rendezvous-store-5d4f8c7b9",
+        "updateRevision": "rendezvous-store-5d4f8c7b9",
+        "collisionCount": 0,
+        **({"readyReplicas": 1, "availableReplicas": 1} if ready else {}),
+    }
     return statefulset
 
 
 def pending_store_pod() -> dict:
     template = store_statefulset(False)["spec"]["template"]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": STORE_POD, "namespace": NAMESPACE, "uid": "store-pod",
-                         "labels": template["metadata"]["labels"]},
-            "spec": template["spec"],
-            "status": {"phase": "Pending", "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": NO_ROOM,
-                 "lastProbeTime": None, "lastTransitionTime": "2026-11-22T03:10:05Z"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": STORE_POD,
+            "namespace": NAMESPACE,
+            "uid": "store-pod",
+            "labels": template["metadata"]["labels"],
+        },
+        "spec": template["spec"],
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": NO_ROOM,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": "2026-11-22T03:10:05Z",
+                }
+            ],
+        },
+    }
 
 
 def gave_up_pods(count: int) -> list[dict]:
@@ -76,8 +102,12 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
     clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS - 60, store_back)  # a minute short of the bound
     clock.at(60 + rendezvous_health.STORE_DOWN_SECONDS + 600, lambda: server.answers.__setitem__(0, SUCCEEDED))
 
-    verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
-                       clock=lambda: clock.now, sleep=clock.sleep)
+    verdict = wait_for(
+        KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL),
+        timeout_seconds=4 * 3600,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+    )
 
     assert verdict.state == "succeeded", verdict.message
     assert not [r for r in server.requests if r[0] == "DELETE"]  # the run was never stopped
@@ -87,13 +117,18 @@ def test_a_store_that_went_away_and_came_back_leaves_the_run_running(cluster_env
 
 def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(cluster_env):
     start, _ = cluster_env
-    server, kubeconfig = start([RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_store_pod(), *gave_up_pods(2)],
-                               [])
+    server, kubeconfig = start(
+        [RUNNING], [_pod(0, "Running"), _pod(1, "Running"), pending_store_pod(), *gave_up_pods(2)], []
+    )
     server.statefulsets[elastic.STORE_NAME] = store_statefulset(ready=False)
     clock = Clock()
 
-    verdict = wait_for(KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL), timeout_seconds=4 * 3600,
-                       clock=lambda: clock.now, sleep=clock.sleep)
+    verdict = wait_for(
+        KubernetesCluster(kubeconfig, NAMESPACE, NAME, JOB_LABEL),
+        timeout_seconds=4 * 3600,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+    )
 
     assert verdict.state == "failed"
     first_line = verdict.message.splitlines()[0]
@@ -101,13 +136,18 @@ def test_a_store_away_past_the_bound_fails_the_run_in_one_line_that_names_it(clu
         f"ElasticJob {NAMESPACE}/{NAME}: the rendezvous store rendezvous-store:29400 (StatefulSet {NAMESPACE}/rendezvous-store) "
         f"has had no ready pod for 15 minutes (pod {STORE_POD} Pending: {NO_ROOM}); workers gave up on it "
         f"(exit 138) 2 times; the workers cannot form a group without it. The ElasticJob {NAMESPACE}/{NAME} was "
-        f"deleted, so its pods stop (run `pulumi up --refresh` to create it again)")
+        f"deleted, so its pods stop (run `pulumi up --refresh` to create it again)"
+    )
     assert verdict.message == first_line  # no worker log to append: no worker failed for good
     assert rendezvous_health.STORE_DOWN_SECONDS <= clock.now < rendezvous_health.STORE_DOWN_SECONDS + 60
-    assert [r[1] for r in server.requests if r[0] == "DELETE"] == [f"/apis/elastic.pytorch.org/v1alpha1/namespaces/"
-                                                                   f"{NAMESPACE}/elasticjobs/{NAME}"]
-    store_pods = [r for r in server.requests if r[1].endswith("/pods")
-                  and r[2].get("labelSelector") == "app.kubernetes.io/name=rendezvous-store"]
+    assert [r[1] for r in server.requests if r[0] == "DELETE"] == [
+        f"/apis/elastic.pytorch.org/v1alpha1/namespaces/{NAMESPACE}/elasticjobs/{NAME}"
+    ]
+    store_pods = [
+        r
+        for r in server.requests
+        if r[1].endswith("/pods") and r[2].get("labelSelector") == "app.kubernetes.io/name=rendezvous-store"
+    ]
     assert store_pods  # the reason comes from the store's own pod
 
 
@@ -119,15 +159,19 @@ def test_a_store_pod_on_a_node_that_stopped_answering_is_named_with_its_node():
     # what the node lifecycle controller leaves on the pod of a NotReady node (MarkPodsNotReady)
     pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
     state = rendezvous_health.store_state(store_statefulset(ready=False), [pod])
-    assert state == rendezvous_health.StoreState(False, f"pod {STORE_POD} Running: not ready on node ip-10-0-1-5.ec2.internal "
-                                                        "(if that node stopped answering, a new store pod starts once the "
-                                                        "Node is deleted; docs/troubleshooting.md)")
+    assert state == rendezvous_health.StoreState(
+        False,
+        f"pod {STORE_POD} Running: not ready on node ip-10-0-1-5.ec2.internal "
+        "(if that node stopped answering, a new store pod starts once the "
+        "Node is deleted; docs/troubleshooting.md)",
+    )
 
 
 def test_the_store_check_counts_only_the_workers_138_exits():
     sidecar = _pod(20, "Failed", 143)
-    sidecar["status"]["containerStatuses"].append({**sidecar["status"]["containerStatuses"][0], "name": "proxy",
-                                                   "state": {"terminated": {"exitCode": 138}}})
+    sidecar["status"]["containerStatuses"].append(
+        {**sidecar["status"]["containerStatuses"][0], "name": "proxy", "state": {"terminated": {"exitCode": 138}}}
+    )
     events = [*gave_up_pods(3), _pod(21, "Failed", 143), _pod(22, "Running"), sidecar]
     assert rendezvous_health.gave_up_count(events) == 3
     watch = rendezvous_health.StoreWatch(NAMESPACE)
@@ -135,7 +179,8 @@ def test_the_store_check_counts_only_the_workers_138_exits():
     assert watch.problem(down, events, 0) is None
     assert watch.problem(None, events, rendezvous_health.STORE_DOWN_SECONDS - 1) is None  # not known: no reset
     assert "no ready pod for 15 minutes (no store pod); workers gave up on it (exit 138) 3 times" in watch.problem(
-        down, events, rendezvous_health.STORE_DOWN_SECONDS)
+        down, events, rendezvous_health.STORE_DOWN_SECONDS
+    )
     assert watch.problem(rendezvous_health.StoreState(True), events, rendezvous_health.STORE_DOWN_SECONDS + 1) is None
     assert watch.since is None  # back: the bound starts over
 

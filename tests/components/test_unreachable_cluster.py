@@ -35,9 +35,11 @@ def refresh_of_unreachable_object(provider_inputs: dict[str, str], env: dict[str
     """provider.go Read when clusterUnreachable: 'deleted' or the error."""
     if delete_unreachable(provider_inputs, env):
         return "deleted"
-    return ("error: failed to read resource state due to unreachable cluster. If the cluster was deleted, you can "
-            "remove this resource from Pulumi state by rerunning the operation with the PULUMI_K8S_DELETE_UNREACHABLE "
-            "environment variable set to \"true\"")
+    return (
+        "error: failed to read resource state due to unreachable cluster. If the cluster was deleted, you can "
+        "remove this resource from Pulumi state by rerunning the operation with the PULUMI_K8S_DELETE_UNREACHABLE "
+        "environment variable set to \"true\""
+    )
 
 
 def test_a_refresh_with_expired_credentials_keeps_the_objects(dev):

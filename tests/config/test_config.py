@@ -67,14 +67,25 @@ def test_every_stack_file_is_valid(stack):
 
 def test_dev_reproduces_the_workshop_sizes():
     settings = load_settings(read_stack_file("dev"), "dev")
-    assert (settings.region, settings.node_instance_type, settings.capacity_type) == ("us-west-2", "c5.4xlarge", "on-demand")
+    assert (settings.region, settings.node_instance_type, settings.capacity_type) == (
+        "us-west-2",
+        "c5.4xlarge",
+        "on-demand",
+    )
     assert (settings.workers, settings.epochs, settings.batch_size) == (2, 10, 128)
 
 
 def test_values_parse_from_config_strings():
-    raw = {**REGION, f"{PROJECT}:capacityType": "spot", f"{PROJECT}:maxRestarts": "24", f"{PROJECT}:nodeMaxCount": "5",
-           f"{PROJECT}:nodeInstanceTypes": '["c5d.4xlarge", "c5.4xlarge"]', f"{PROJECT}:retainData": "true",
-           f"{PROJECT}:minAccuracy": "0.85", f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24", "198.51.100.7/32"]'}
+    raw = {
+        **REGION,
+        f"{PROJECT}:capacityType": "spot",
+        f"{PROJECT}:maxRestarts": "24",
+        f"{PROJECT}:nodeMaxCount": "5",
+        f"{PROJECT}:nodeInstanceTypes": '["c5d.4xlarge", "c5.4xlarge"]',
+        f"{PROJECT}:retainData": "true",
+        f"{PROJECT}:minAccuracy": "0.85",
+        f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24", "198.51.100.7/32"]',
+    }
     settings = load_settings(raw, "test", today=STANDARD_SUPPORT_DAY)
     assert settings.node_max_count == 5 and settings.retain_data is True and settings.min_accuracy == 0.85
     assert settings.capacity_type == "spot" and settings.node_instance_types == ("c5d.4xlarge", "c5.4xlarge")

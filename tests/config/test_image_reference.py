@@ -44,7 +44,11 @@ def test_parse_as_reference_parse(case):
         return
     ref = image_reference.parse(case["input"])
     assert (ref.name, ref.domain, ref.tag, ref.digest) == (
-        case.get("repository", ""), case.get("domain", ""), case.get("tag", ""), case.get("digest", ""))
+        case.get("repository", ""),
+        case.get("domain", ""),
+        case.get("tag", ""),
+        case.get("digest", ""),
+    )
 
 
 @pytest.mark.parametrize("case", CASES["TestFullNameRegexp"], ids=_id)
@@ -53,7 +57,7 @@ def test_the_name_grammar(case):
     assert (match is not None) == case["match"]
     if match:  # checkRegexp compares the submatches a case lists, no more
         subs = case.get("subs", [])
-        assert [group or "" for group in match.groups()][:len(subs)] == subs
+        assert [group or "" for group in match.groups()][: len(subs)] == subs
 
 
 @pytest.mark.parametrize("case", CASES["TestReferenceRegexp"], ids=_id)
@@ -62,7 +66,7 @@ def test_the_reference_grammar(case):
     assert (match is not None) == case["match"]
     if match:  # checkRegexp compares the submatches a case lists, no more
         subs = case.get("subs", [])
-        assert [group or "" for group in match.groups()][:len(subs)] == subs
+        assert [group or "" for group in match.groups()][: len(subs)] == subs
 
 
 def test_a_trailing_newline_is_not_a_reference():
@@ -71,12 +75,19 @@ def test_a_trailing_newline_is_not_a_reference():
         image_reference.parse("registry.example/trainer:1\n")
 
 
-@pytest.mark.parametrize(("text", "registry"), [
-    ("123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v1", "123456789012.dkr.ecr.us-west-2.amazonaws.com"),
-    ("localhost/trainer", "localhost"), ("localhost:5000/trainer", "localhost:5000"), ("registry:5000/a/b", "registry:5000"),
-    ("[::1]:5000/trainer", "[::1]:5000"),
-    ("trainer:latest", None), ("library/trainer", None), ("example/trainer:1", None),
-])
+@pytest.mark.parametrize(
+    ("text", "registry"),
+    [
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:v1", "123456789012.dkr.ecr.us-west-2.amazonaws.com"),
+        ("localhost/trainer", "localhost"),
+        ("localhost:5000/trainer", "localhost:5000"),
+        ("registry:5000/a/b", "registry:5000"),
+        ("[::1]:5000/trainer", "[::1]:5000"),
+        ("trainer:latest", None),
+        ("library/trainer", None),
+        ("example/trainer:1", None),
+    ],
+)
 def test_registry_follows_split_docker_domain(text, registry):
     assert image_reference.registry(text) == registry
 
@@ -85,4 +96,5 @@ def test_the_issues_path_is_not_a_reference():
     with pytest.raises(ReferenceError, match="invalid reference format"):
         image_reference.parse("../../etc/passwd")
     assert image_reference.parse("docker.io/library/elastic-training:local") == ImageReference(
-        domain="docker.io", path="library/elastic-training", tag="local")
+        domain="docker.io", path="library/elastic-training", tag="local"
+    )

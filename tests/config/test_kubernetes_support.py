@@ -34,13 +34,21 @@ from synth_support import REPO
 KEY = f"{PROJECT}:kubernetesVersion"
 DAY = timedelta(days=1)
 # fact 16, as written there
-FACT_16 = {"1.31": ("2025-11-26", "2026-11-26"), "1.32": ("2026-03-23", "2027-03-23"), "1.33": ("2026-07-29", "2027-07-29"),
-           "1.34": ("2026-12-02", "2027-12-02"), "1.35": ("2027-03-27", "2028-03-27")}
+FACT_16 = {
+    "1.31": ("2025-11-26", "2026-11-26"),
+    "1.32": ("2026-03-23", "2027-03-23"),
+    "1.33": ("2026-07-29", "2027-07-29"),
+    "1.34": ("2026-12-02", "2027-12-02"),
+    "1.35": ("2027-03-27", "2028-03-27"),
+}
 
 
 def settings_on(version: str, today: date):
-    return load_settings({"aws:region": "us-west-2", KEY: version, f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24"]'},
-                         "test", today=today)
+    return load_settings(
+        {"aws:region": "us-west-2", KEY: version, f"{PROJECT}:apiAllowedCidrs": '["203.0.113.0/24"]'},
+        "test",
+        today=today,
+    )
 
 
 def test_the_calendar_is_fact_16_for_every_allowed_version():
@@ -63,16 +71,22 @@ def test_phases_at_the_boundary_days(version):
 
     # The last days of standard support warn of the price to come (issue 39); a month before, nothing.
     (coming,) = settings_on(version, last_standard).warnings
-    assert coming.startswith(f"config {KEY}={version!r} enters EKS extended support on {support.end_of_standard} (in 1 day)")
+    assert coming.startswith(
+        f"config {KEY}={version!r} enters EKS extended support on {support.end_of_standard} (in 1 day)"
+    )
     assert settings_on(version, support.end_of_standard - 31 * DAY).warnings == ()
     for day in (first_extended, last_extended):
         (warning,) = settings_on(version, day).warnings
-        assert warning.startswith(f"config {KEY}={version!r} is in EKS extended support since {support.end_of_standard}")
+        assert warning.startswith(
+            f"config {KEY}={version!r} is in EKS extended support since {support.end_of_standard}"
+        )
         assert "$0.60/hour instead of $0.10/hour" in warning
     with pytest.raises(ConfigError) as refused:
         settings_on(version, day_after)
-    assert str(refused.value).startswith(f"config {KEY}={version!r} is invalid: EKS extended support for Kubernetes "
-                                         f"{version} ended on {support.end_of_extended}")
+    assert str(refused.value).startswith(
+        f"config {KEY}={version!r} is invalid: EKS extended support for Kubernetes "
+        f"{version} ended on {support.end_of_extended}"
+    )
     assert "\n" not in str(refused.value)
 
 
@@ -90,7 +104,9 @@ def test_synth_refuses_a_version_past_extended_support_with_one_line(tmp_path, c
     assert infra.cli.synth.main(["dev", "--out", str(out), "-c", "kubernetesVersion=1.31"]) == 2
     captured = capsys.readouterr()
     (line,) = captured.err.splitlines()
-    assert line.startswith(f"error: config {KEY}='1.31' is invalid: EKS extended support for Kubernetes 1.31 ended on 2026-11-26")
+    assert line.startswith(
+        f"error: config {KEY}='1.31' is invalid: EKS extended support for Kubernetes 1.31 ended on 2026-11-26"
+    )
     assert registered == [] and not out.exists() and captured.out == ""
 
 
@@ -99,8 +115,10 @@ def test_synth_warns_in_extended_support(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(infra.cli.synth, "run_program", lambda settings: ([], {}))
     assert infra.cli.synth.main(["dev", "--out", str(tmp_path / "out"), "-c", "kubernetesVersion=1.34"]) == 0
     err = capsys.readouterr().err
-    assert f"warning: config {KEY}='1.34' is in EKS extended support since 2026-12-02: the control plane costs " \
-           "$0.60/hour instead of $0.10/hour" in err
+    assert (
+        f"warning: config {KEY}='1.34' is in EKS extended support since 2026-12-02: the control plane costs "
+        "$0.60/hour instead of $0.10/hour" in err
+    )
 
 
 def run_program(config: dict[str, str], today: date) -> subprocess.CompletedProcess:
@@ -135,7 +153,8 @@ def test_pulumi_up_warns_in_extended_support_and_resolves_addons_for_the_stack_v
     assert sorted(args["addonName"] for args in lookups) == sorted(versions.OFFLINE_ADDON_VERSIONS)
     assert all(args["kubernetesVersion"] == "1.34" and args["mostRecent"] is True for args in lookups)
     # the Addons carry exactly what the lookup answered (the mocks answer with the last-run versions)
-    assert found["addons"] == {"storage-efs-csi-driver": versions.EFS_CSI_ADDON_VERSION,
-                               "addons-metrics-server": versions.METRICS_SERVER_ADDON_VERSION,
-                               "addons-coredns": versions.COREDNS_ADDON_VERSION}
-
+    assert found["addons"] == {
+        "storage-efs-csi-driver": versions.EFS_CSI_ADDON_VERSION,
+        "addons-metrics-server": versions.METRICS_SERVER_ADDON_VERSION,
+        "addons-coredns": versions.COREDNS_ADDON_VERSION,
+    }

@@ -20,9 +20,14 @@ def dev(**overrides: str) -> dict[str, str]:
     return raw
 
 
-@pytest.mark.parametrize("key, meant", [("elastic_training:workers", "elastic-training:workers"),
-                                        ("elastictraining:epochs", "elastic-training:epochs"),
-                                        ("kubernets:enableServerSideApply", "kubernetes:enableServerSideApply")])
+@pytest.mark.parametrize(
+    "key, meant",
+    [
+        ("elastic_training:workers", "elastic-training:workers"),
+        ("elastictraining:epochs", "elastic-training:epochs"),
+        ("kubernets:enableServerSideApply", "kubernetes:enableServerSideApply"),
+    ],
+)
 def test_a_misspelt_namespace_is_refused_with_the_one_it_meant(key, meant):
     with pytest.raises(ConfigError) as refused:
         load_settings({**read_stack_file("dev"), key: "1"}, "dev")
@@ -30,23 +35,38 @@ def test_a_misspelt_namespace_is_refused_with_the_one_it_meant(key, meant):
 
 
 def test_the_providers_namespaces_are_accepted():
-    settings = load_settings({**read_stack_file("dev"), "kubernetes:enableServerSideApply": "true",
-                              "pulumi:disable-default-providers": '["kubernetes"]'}, "dev")
+    settings = load_settings(
+        {
+            **read_stack_file("dev"),
+            "kubernetes:enableServerSideApply": "true",
+            "pulumi:disable-default-providers": '["kubernetes"]',
+        },
+        "dev",
+    )
     assert settings.stack == "dev"
 
 
 def test_a_key_in_both_forms_is_refused(tmp_path):
     (tmp_path / "Pulumi.twice.yaml").write_text(
-        "config:\n  aws:region: us-west-2\n  nodeMaxCount: 3\n  elastic-training:nodeMaxCount: 4\n", encoding="utf-8")
+        "config:\n  aws:region: us-west-2\n  nodeMaxCount: 3\n  elastic-training:nodeMaxCount: 4\n", encoding="utf-8"
+    )
     with pytest.raises(StackConfigError) as refused:
         read_stack_file("twice", tmp_path)
-    assert str(refused.value) == ("Pulumi.twice.yaml sets elastic-training:nodeMaxCount twice, as 'nodeMaxCount' and as "
-                                  "'elastic-training:nodeMaxCount': keep one")
+    assert str(refused.value) == (
+        "Pulumi.twice.yaml sets elastic-training:nodeMaxCount twice, as 'nodeMaxCount' and as "
+        "'elastic-training:nodeMaxCount': keep one"
+    )
 
 
-@pytest.mark.parametrize("value, why", [("24", "24 without a unit is 24 bytes"),
-                                        ("500m", "the unit m is thousandths (of a byte, for memory), not mebibytes (Mi)"),
-                                        ("24Mi", "24Mi is 24 MiB"), ("1000Mi", "1000Mi is 1000 MiB")])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("24", "24 without a unit is 24 bytes"),
+        ("500m", "the unit m is thousandths (of a byte, for memory), not mebibytes (Mi)"),
+        ("24Mi", "24Mi is 24 MiB"),
+        ("1000Mi", "1000Mi is 1000 MiB"),
+    ],
+)
 def test_worker_memory_too_small_to_train_is_refused_saying_what_it_meant(value, why):
     with pytest.raises(ConfigError) as refused:
         load_settings(dev(workerMemory=value), "dev")
@@ -59,9 +79,11 @@ def test_a_version_days_before_extended_support_is_warned_with_the_price_and_the
     starts = versions.EKS_SUPPORT[version].end_of_standard
     warned = load_settings(dev(kubernetesVersion=version), "dev", starts - timedelta(days=4)).warnings
     (line,) = [w for w in warned if "extended support" in w]
-    assert line == (f"config elastic-training:kubernetesVersion='1.34' enters EKS extended support on {starts.isoformat()} "
-                    "(in 4 days): from then the control plane costs $0.60/hour instead of $0.10/hour; versions in "
-                    "standard support for longer: 1.35")
+    assert line == (
+        f"config elastic-training:kubernetesVersion='1.34' enters EKS extended support on {starts.isoformat()} "
+        "(in 4 days): from then the control plane costs $0.60/hour instead of $0.10/hour; versions in "
+        "standard support for longer: 1.35"
+    )
     early = starts - timedelta(days=31)  # the notice starts 30 days ahead (relations.EXTENDED_SUPPORT_NOTICE_DAYS)
     assert not [w for w in load_settings(dev(kubernetesVersion=version), "dev", early).warnings if "extended" in w]
 
@@ -78,8 +100,10 @@ def test_more_zones_than_the_region_is_known_to_have_are_warned():
     passed synth and failed only at `pulumi up` (issue 39)."""
     warned = load_settings(dev(availabilityZoneCount="4", **{"aws:region": "us-west-1"}), "dev").warnings
     (line,) = [w for w in warned if "availabilityZoneCount" in w]
-    assert line.startswith("config elastic-training:availabilityZoneCount=4 but the zones known in us-west-1 that EKS "
-                           "accepts are 2 (usw1-az1, usw1-az3;")
+    assert line.startswith(
+        "config elastic-training:availabilityZoneCount=4 but the zones known in us-west-1 that EKS "
+        "accepts are 2 (usw1-az1, usw1-az3;"
+    )
     assert not [w for w in load_settings(dev(), "dev").warnings if "availabilityZoneCount" in w]
 
 
@@ -93,7 +117,9 @@ def test_more_public_access_cidrs_than_eks_allows_are_refused_in_one_short_line(
         load_settings(dev(apiAllowedCidrs=cidrs(50_000)), "dev")
     line = str(refused.value)
     assert line.startswith('config elastic-training:apiAllowedCidrs=["10.0.0.0/24", ')
-    assert "... (50000 items)] is invalid: lists 50000 CIDR blocks; EKS allows at most 40 for the public endpoint" in line
+    assert (
+        "... (50000 items)] is invalid: lists 50000 CIDR blocks; EKS allows at most 40 for the public endpoint" in line
+    )
     assert len(line) < 400 and "\n" not in line
     assert load_settings(dev(apiAllowedCidrs=cidrs(40)), "dev").api_allowed_cidrs[-1] == "10.0.39.0/24"
     # Through the command: one line on stderr, exit 2, nothing written.

@@ -46,26 +46,37 @@ BOUNDARIES = [("c5.4xlarge", 1, 15710, 27227), ("g6.xlarge", 1, 3690, 13944), ("
 
 @pytest.mark.parametrize(("instance_type", "per_node", "cpu", "memory"), BOUNDARIES)
 def test_exactly_the_most_that_fits_is_accepted(instance_type, per_node, cpu, memory):
-    settings = load(nodeInstanceType=instance_type, workersPerNode=str(per_node), workerCpu=f"{cpu}m",
-                    workerMemory=f"{memory}Mi")
+    settings = load(
+        nodeInstanceType=instance_type, workersPerNode=str(per_node), workerCpu=f"{cpu}m", workerMemory=f"{memory}Mi"
+    )
     assert (settings.worker_cpu, settings.worker_memory) == (f"{cpu}m", f"{memory}Mi")
     assert not any("not checked" in warning for warning in settings.warnings)
 
 
 @pytest.mark.parametrize(("instance_type", "per_node", "cpu", "memory"), BOUNDARIES)
 def test_one_more_millicore_is_refused_with_the_most_that_fits(instance_type, per_node, cpu, memory):
-    line = refusal(nodeInstanceType=instance_type, workersPerNode=str(per_node), workerCpu=f"{cpu + 1}m",
-                   workerMemory=f"{memory}Mi")
+    line = refusal(
+        nodeInstanceType=instance_type,
+        workersPerNode=str(per_node),
+        workerCpu=f"{cpu + 1}m",
+        workerMemory=f"{memory}Mi",
+    )
     workers = "1 worker per node" if per_node == 1 else f"{per_node} workers per node"
-    assert line.startswith(f"config {P}:workerCpu='{cpu + 1}m' is invalid: must be at most {cpu}m for {workers}: "
-                           f"one {instance_type} node gives pods {cpu * per_node}m of its ")
+    assert line.startswith(
+        f"config {P}:workerCpu='{cpu + 1}m' is invalid: must be at most {cpu}m for {workers}: "
+        f"one {instance_type} node gives pods {cpu * per_node}m of its "
+    )
     assert "\n" not in line
 
 
 @pytest.mark.parametrize(("instance_type", "per_node", "cpu", "memory"), BOUNDARIES)
 def test_one_more_mebibyte_is_refused_with_the_most_that_fits(instance_type, per_node, cpu, memory):
-    line = refusal(nodeInstanceType=instance_type, workersPerNode=str(per_node), workerCpu=f"{cpu}m",
-                   workerMemory=f"{memory + 1}Mi")
+    line = refusal(
+        nodeInstanceType=instance_type,
+        workersPerNode=str(per_node),
+        workerCpu=f"{cpu}m",
+        workerMemory=f"{memory + 1}Mi",
+    )
     assert line.startswith(f"config {P}:workerMemory='{memory + 1}Mi' is invalid: must be at most {memory}Mi for ")
 
 
@@ -76,13 +87,25 @@ def test_workers_per_node_share_the_node():
 
 def test_a_forty_digit_cpu_is_one_clear_line():
     line = refusal(workerCpu="1" * 40)
-    assert line == (f"config {P}:workerCpu='{'1' * 40}' is invalid: must be at most 15710m for 1 worker per node: one "
-                    "c5.4xlarge node gives pods 15710m of its 16 vCPUs (the kubelet keeps 110m, the node's DaemonSets "
-                    "request 180m)")
+    assert line == (
+        f"config {P}:workerCpu='{'1' * 40}' is invalid: must be at most 15710m for 1 worker per node: one "
+        "c5.4xlarge node gives pods 15710m of its 16 vCPUs (the kubelet keeps 110m, the node's DaemonSets "
+        "request 180m)"
+    )
 
 
-@pytest.mark.parametrize(("quantity", "millicores"), [("15", 15000), ("500m", 500), ("1.5", 1500), ("0.0001", 1),
-                                                       ("1k", 1_000_000), ("2Ki", 2_048_000), ("9" * 40, int("9" * 40) * 1000)])
+@pytest.mark.parametrize(
+    ("quantity", "millicores"),
+    [
+        ("15", 15000),
+        ("500m", 500),
+        ("1.5", 1500),
+        ("0.0001", 1),
+        ("1k", 1_000_000),
+        ("2Ki", 2_048_000),
+        ("9" * 40, int("9" * 40) * 1000),
+    ],
+)
 def test_cpu_quantities_in_millicores(quantity, millicores):
     assert cpu_millicores(quantity) == millicores
 
@@ -92,12 +115,14 @@ def test_a_type_outside_the_price_catalog_is_sized_from_ec2s_shapes():
     (infra/aws/instance_shapes.py: 2 vCPUs, 8 GiB) now sizes it, and dev's worker does not fit."""
     assert node_room("m7i-flex.large").cpu_millicores == 2000 - 70 - 180
     assert refusal(nodeInstanceType="m7i-flex.large", workerCpu="15").startswith(
-        f"config {P}:workerCpu='15' is invalid: must be at most 1750m for 1 worker per node: one m7i-flex.large node")
+        f"config {P}:workerCpu='15' is invalid: must be at most 1750m for 1 worker per node: one m7i-flex.large node"
+    )
 
 
 def test_target_existing_checks_no_cpu_node():
-    settings = load_settings({f"{P}:target": "existing", f"{P}:imageUri": "docker.io/library/trainer:1",
-                              f"{P}:workerCpu": "64"}, "t")
+    settings = load_settings(
+        {f"{P}:target": "existing", f"{P}:imageUri": "docker.io/library/trainer:1", f"{P}:workerCpu": "64"}, "t"
+    )
     assert settings.worker_cpu == "64" and settings.warnings == ()
 
 
@@ -120,7 +145,8 @@ def test_the_side_jobs_must_fit_the_system_nodes_beside_every_system_pod():
         assert refusal(**stack, systemNodeInstanceType="c5.large").startswith(
             f"config {P}:systemNodeInstanceType='c5.large' is invalid: must leave the data-prep, test and export Jobs "
             "500m and 4096Mi on one of the 2 c5.large system nodes (systemNodeCount 2) however the system pods spread: "
-            "a node gives pods 1750m and 2960Mi after its DaemonSets, 1250m and 1936Mi after karpenter (500m, 1024Mi)")
+            "a node gives pods 1750m and 2960Mi after its DaemonSets, 1250m and 1936Mi after karpenter (500m, 1024Mi)"
+        )
     # One m5.large: 1250m and 5725Mi after Karpenter; the other system pods (2 x coredns, metrics-server,
     # the controller, the rendezvous store) take 500m and 980Mi of it, which leaves the Jobs their room.
     # (With etcd and the EBS CSI controller before issue 31 they took 770m: one m5.large was refused.)

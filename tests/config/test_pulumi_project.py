@@ -21,9 +21,22 @@ from synth_support import REPO, STACKS
 from infra import versions
 from infra.config import CONFIG_KEYS, PROJECT, ConfigError, load_settings
 from infra.config.stack_file import apply_overrides, read_stack_file
-from pulumi_cli_model import (CONFIG_TYPES, DECLARATION_KEYS, PROJECT_KEYS, NotModelled, StackValue, declarations,
-                              load_yaml, namespaced, stack_values, validate_config_value, validate_project,
-                              validate_stack, value_from_command_line, value_from_config_set_path)
+from pulumi_cli_model import (
+    CONFIG_TYPES,
+    DECLARATION_KEYS,
+    PROJECT_KEYS,
+    NotModelled,
+    StackValue,
+    declarations,
+    load_yaml,
+    namespaced,
+    stack_values,
+    validate_config_value,
+    validate_project,
+    validate_stack,
+    value_from_command_line,
+    value_from_config_set_path,
+)
 
 PROJECT_FILE = REPO / "Pulumi.yaml"
 TYPE_CHOICES = 'value must be one of "string", "integer", "boolean", "array", "object"'
@@ -38,6 +51,7 @@ def stack_document(stack: str) -> dict:
 
 
 # --- Pulumi.yaml -------------------------------------------------------------------------------
+
 
 def test_pulumi_yaml_passes_the_cli_checks():
     assert validate_project(the_project()) == []
@@ -84,6 +98,7 @@ def test_each_declaration_is_one_the_cli_accepts(key):
 
 # --- the CLI refuses what it should (the acceptance cases of issue 16) -------------------------
 
+
 def mutated_project(tmp_path: Path, change) -> dict:
     """Write a changed copy of Pulumi.yaml and read it back as the CLI would."""
     document = yaml.safe_load(PROJECT_FILE.read_text())
@@ -96,8 +111,10 @@ def mutated_project(tmp_path: Path, change) -> dict:
 @pytest.mark.parametrize("bad_type", ["number", "float"])
 def test_a_number_type_is_refused_with_the_cli_message(bad_type, tmp_path):
     """Today's main declared `minAccuracy: {type: number}`; the CLI stops on it."""
+
     def change(document):
         document["config"]["minAccuracy"].update(type=bad_type, default=0.7)
+
     errors = validate_project(mutated_project(tmp_path, change))
     assert "#/config/minAccuracy: oneOf failed" in errors
     assert f"#/config/minAccuracy/type: {TYPE_CHOICES}" in errors
@@ -105,15 +122,26 @@ def test_a_number_type_is_refused_with_the_cli_message(bad_type, tmp_path):
 
 def test_an_array_without_items_is_refused_with_the_cli_message(tmp_path):
     errors = validate_project(mutated_project(tmp_path, lambda d: d["config"]["apiAllowedCidrs"].pop("items")))
-    assert errors == ["The configuration key 'apiAllowedCidrs' declares an array but does not specify the "
-                      "underlying type via the 'items' attribute"]
+    assert errors == [
+        "The configuration key 'apiAllowedCidrs' declares an array but does not specify the "
+        "underlying type via the 'items' attribute"
+    ]
 
 
-@pytest.mark.parametrize("key, default, type_name", [("nodeMaxCount", "two", "integer"), ("retainData", "no", "boolean"),
-                                                     ("runId", 1, "string"), ("apiAllowedCidrs", [1], "array<string>")])
+@pytest.mark.parametrize(
+    "key, default, type_name",
+    [
+        ("nodeMaxCount", "two", "integer"),
+        ("retainData", "no", "boolean"),
+        ("runId", 1, "string"),
+        ("apiAllowedCidrs", [1], "array<string>"),
+    ],
+)
 def test_a_default_of_another_type_is_refused(key, default, type_name, tmp_path):
     errors = validate_project(mutated_project(tmp_path, lambda d: d["config"][key].update(default=default)))
-    assert errors == [f"The default value specified for configuration key '{key}' is not of the expected type '{type_name}'"]
+    assert errors == [
+        f"The default value specified for configuration key '{key}' is not of the expected type '{type_name}'"
+    ]
 
 
 def test_an_unknown_declaration_key_is_refused(tmp_path):
@@ -128,32 +156,39 @@ def mutated_stack(tmp_path: Path, stack: str, **config) -> dict:
     return load_yaml(path.read_text())
 
 
-@pytest.mark.parametrize("key, yaml_value, type_name", [
-    ("nodeMaxCount", "2.5", "integer"),
-    ("nodeMaxCount", "two", "integer"),
-    ("retainData", "yes", "boolean"),         # a string to yaml.v3, unlike PyYAML's YAML 1.1
-    ("apiAllowedCidrs", "203.0.113.0/24", "array<string>"),
-    ("apiAllowedCidrs", "'[\"203.0.113.0/24\"]'", "array<string>"),  # JSON in a string is a string
-    ("clusterAdminArns", "[1, 2]", "array<string>"),
-    ("minAccuracy", "[0.3]", "string"),
-])
+@pytest.mark.parametrize(
+    "key, yaml_value, type_name",
+    [
+        ("nodeMaxCount", "2.5", "integer"),
+        ("nodeMaxCount", "two", "integer"),
+        ("retainData", "yes", "boolean"),  # a string to yaml.v3, unlike PyYAML's YAML 1.1
+        ("apiAllowedCidrs", "203.0.113.0/24", "array<string>"),
+        ("apiAllowedCidrs", "'[\"203.0.113.0/24\"]'", "array<string>"),  # JSON in a string is a string
+        ("clusterAdminArns", "[1, 2]", "array<string>"),
+        ("minAccuracy", "[0.3]", "string"),
+    ],
+)
 def test_a_stack_value_of_the_wrong_type_is_refused_with_the_cli_message(key, yaml_value, type_name, tmp_path):
     document = mutated_stack(tmp_path, "dev", **{key: yaml_value})
     assert validate_stack(the_project(), "dev", stack_values(PROJECT, document)) == [
-        f"Stack 'dev' with configuration key '{key}' must be of type '{type_name}'"]
+        f"Stack 'dev' with configuration key '{key}' must be of type '{type_name}'"
+    ]
 
 
 def test_a_required_key_missing_from_a_stack_is_refused(tmp_path):
     def change(document):
         del document["config"]["runId"]["default"]
         del document["config"]["namespace"]["default"]
+
     project = mutated_project(tmp_path, change)
     values = {k: v for k, v in stack_values(PROJECT, stack_document("smoke")).items() if k != f"{PROJECT}:runId"}
     assert validate_stack(project, "smoke", values) == [
-        "Stack 'smoke' is missing configuration values 'namespace' and 'runId'"]
+        "Stack 'smoke' is missing configuration values 'namespace' and 'runId'"
+    ]
 
 
 # --- the stack files ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_stack_value_has_its_declared_type(stack):
@@ -221,6 +256,7 @@ def test_a_key_in_an_unknown_namespace_is_caught(tmp_path):
 
 # --- every -c and `pulumi config set` the README, the docs and the workflows show -------------
 
+
 @dataclass(frozen=True)
 class Documented:
     where: str
@@ -245,14 +281,18 @@ def documented_config(path: Path) -> list[Documented]:
     for line in command_texts(path):
         for start in re.finditer(r"\bpulumi\b|\belastic-training\b", line):
             try:
-                words = shlex.split(line[start.start():], comments=True)
+                words = shlex.split(line[start.start() :], comments=True)
             except ValueError:
                 continue  # prose with an apostrophe, not a command
-            words = words[:next((i for i, w in enumerate(words) if w in ("&&", "||", ";", "|")), len(words))]
+            words = words[: next((i for i, w in enumerate(words) if w in ("&&", "||", ";", "|")), len(words))]
             command = " ".join(words)
             if words[:3] == ["pulumi", "config", "set"]:
                 found += _config_set(path.name, words[3:], command)
-            elif words[:2] in (["elastic-training", "synth"], ["elastic-training", "preflight"], ["elastic-training", "cost"]) or (words[0] == "pulumi" and len(words) > 1 and words[1] in ("up", "preview")):
+            elif words[:2] in (
+                ["elastic-training", "synth"],
+                ["elastic-training", "preflight"],
+                ["elastic-training", "cost"],
+            ) or (words[0] == "pulumi" and len(words) > 1 and words[1] in ("up", "preview")):
                 found += _overrides(path.name, words, command)
     return found
 
@@ -260,8 +300,13 @@ def documented_config(path: Path) -> list[Documented]:
 def _overrides(where: str, words: list[str], command: str) -> list[Documented]:
     found = []
     for i, word in enumerate(words):
-        setting = words[i + 1] if word in ("-c", "--config") and i + 1 < len(words) else \
-            word.split("=", 1)[1] if word.startswith("--config=") else None
+        setting = (
+            words[i + 1]
+            if word in ("-c", "--config") and i + 1 < len(words)
+            else word.split("=", 1)[1]
+            if word.startswith("--config=")
+            else None
+        )
         if setting is not None:
             key, _, value = setting.partition("=")
             found.append(Documented(where, namespaced(PROJECT, key), value_from_command_line(value), command))
@@ -271,8 +316,9 @@ def _overrides(where: str, words: list[str], command: str) -> list[Documented]:
 def _config_set(where: str, args: list[str], command: str) -> list[Documented]:
     path = "--path" in args
     flags_with_value = ("-s", "--stack", "--config-file", "--type")
-    positional = [a for i, a in enumerate(args)
-                  if not a.startswith("-") and (i == 0 or args[i - 1] not in flags_with_value)]
+    positional = [
+        a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in flags_with_value)
+    ]
     if len(positional) < 2 or any("<" in a or a.isupper() for a in positional):
         return []  # the command named in prose, or with placeholders (`pulumi config set <key> <value>`, `KEY VALUE`)
     key, value = positional
@@ -284,8 +330,11 @@ def _config_set(where: str, args: list[str], command: str) -> list[Documented]:
     return [Documented(where, namespaced(PROJECT, match[1]), value_from_config_set_path([value]), command)]
 
 
-DOCUMENTED_IN = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")),
-                 *sorted((REPO / ".github" / "workflows").glob("*.yml"))]
+DOCUMENTED_IN = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").rglob("*.md")),
+    *sorted((REPO / ".github" / "workflows").glob("*.yml")),
+]
 
 
 def all_documented() -> list[Documented]:
@@ -318,20 +367,66 @@ def test_a_json_list_through_config_set_is_caught(tmp_path):
     (item,) = documented_config(readme)
     values = {**stack_values(PROJECT, stack_document("dev")), item.key: item.value}
     assert validate_stack(the_project(), "dev", values) == [
-        "Stack 'dev' with configuration key 'apiAllowedCidrs' must be of type 'array<string>'"]
+        "Stack 'dev' with configuration key 'apiAllowedCidrs' must be of type 'array<string>'"
+    ]
 
 
 # --- ours is at least as strict as the CLI -----------------------------------------------------
 
 # Stack-file values as a user might write them: numbers, quoted numbers, words, YAML 1.1 booleans,
 # lists, JSON in strings, every key's default and a good value for it.
-YAML_VALUES = ["2", "3", "0", "-1", "2.5", "2.0", "0.3", "'0.3'", "0.85", ".5", "1", "70", "1e-1", "0x10", "010",
-               "true", "false", "yes", "'true'", "True", "''", "two", "c5.4xlarge", "'15'", "500m", "24Gi", "1.33",
-               "'1.33'", "run-2", "[]", "['203.0.113.0/24']", "[1, 2]", "'[\"203.0.113.0/24\"]'", "~",
-               "synthetic:500", "['arn:aws:iam::123456789012:role/admin']", "training", "efs-sc"]
-GOOD = {"kubernetesVersion": versions.SUPPORTED_KUBERNETES_VERSIONS[0], "imageUri": "'123456789012.dkr.ecr.us-west-2."
-        "amazonaws.com/trainer:1'", "dataSource": "s3://bucket/cifar.tar.gz", "dataMd5": "''", "nodeMaxCount": "1",
-        "availabilityZoneCount": "3", "nodeDiskGiB": "50", "jobTimeoutMinutes": "60", "batchSize": "64", "epochs": "3"}
+YAML_VALUES = [
+    "2",
+    "3",
+    "0",
+    "-1",
+    "2.5",
+    "2.0",
+    "0.3",
+    "'0.3'",
+    "0.85",
+    ".5",
+    "1",
+    "70",
+    "1e-1",
+    "0x10",
+    "010",
+    "true",
+    "false",
+    "yes",
+    "'true'",
+    "True",
+    "''",
+    "two",
+    "c5.4xlarge",
+    "'15'",
+    "500m",
+    "24Gi",
+    "1.33",
+    "'1.33'",
+    "run-2",
+    "[]",
+    "['203.0.113.0/24']",
+    "[1, 2]",
+    "'[\"203.0.113.0/24\"]'",
+    "~",
+    "synthetic:500",
+    "['arn:aws:iam::123456789012:role/admin']",
+    "training",
+    "efs-sc",
+]
+GOOD = {
+    "kubernetesVersion": versions.SUPPORTED_KUBERNETES_VERSIONS[0],
+    "imageUri": "'123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer:1'",
+    "dataSource": "s3://bucket/cifar.tar.gz",
+    "dataMd5": "''",
+    "nodeMaxCount": "1",
+    "availabilityZoneCount": "3",
+    "nodeDiskGiB": "50",
+    "jobTimeoutMinutes": "60",
+    "batchSize": "64",
+    "epochs": "3",
+}
 
 
 def candidate_yaml(key) -> list[str]:
@@ -355,8 +450,11 @@ def test_every_stack_file_value_we_accept_the_cli_accepts(key, tmp_path):
     for text in candidate_yaml(key):
         (tmp_path / "Pulumi.t.yaml").write_text(f"config:\n  {PROJECT}:{key.name}: {text}\n")
         document = load_yaml((tmp_path / "Pulumi.t.yaml").read_text())
-        cli = validate_config_value(declaration["type"], declaration.get("items"),
-                                    stack_values(PROJECT, document)[f"{PROJECT}:{key.name}"].content())
+        cli = validate_config_value(
+            declaration["type"],
+            declaration.get("items"),
+            stack_values(PROJECT, document)[f"{PROJECT}:{key.name}"].content(),
+        )
         try:
             ours = ours_accepts(read_stack_file("t", tmp_path))
         except ConfigError:  # refused while reading the file
@@ -385,9 +483,13 @@ def test_a_list_key_through_the_command_line_is_where_synth_is_looser(key):
     """The one known difference, pinned so it stays visible: synth's `-c KEY=[...]` takes a JSON list,
     while the CLI stores any `-c`/`config set` text as a string and refuses it for an array key. The
     README shows lists only through `--path` (checked above), never as `-c` JSON."""
-    text = {"apiAllowedCidrs": '["203.0.113.0/24"]', "nodeInstanceTypes": '["c5.4xlarge", "c5a.4xlarge"]',
-            "trainingCommand": '["python", "-m", "mytrain"]', "dataPrepCommand": '["python", "-m", "myprep"]',
-            "testCommand": '["python", "-m", "mytest"]'}.get(key.name, '["arn:aws:iam::123456789012:role/admin"]')
+    text = {
+        "apiAllowedCidrs": '["203.0.113.0/24"]',
+        "nodeInstanceTypes": '["c5.4xlarge", "c5a.4xlarge"]',
+        "trainingCommand": '["python", "-m", "mytrain"]',
+        "dataPrepCommand": '["python", "-m", "myprep"]',
+        "testCommand": '["python", "-m", "mytest"]',
+    }.get(key.name, '["arn:aws:iam::123456789012:role/admin"]')
     assert ours_accepts(apply_overrides({}, [f"{key.name}={text}"]))
     assert not validate_config_value("array", {"type": "string"}, value_from_command_line(text).content())
     item = text[2:-2]  # the README's way: pulumi config set --path 'KEY[0]' ITEM

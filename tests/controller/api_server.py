@@ -65,7 +65,6 @@ class ApiServer:
         server = self
 
         class Handler(JsonHandler):
-
             def _handle(self, method: str) -> None:
                 path = urlsplit(self.path).path
                 length = int(self.headers.get("Content-Length") or 0)

@@ -11,11 +11,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_controller(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST",
-                                                          "KUBERNETES_SERVICE_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+    }
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "controller", "--namespace", "training", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "controller", "--namespace", "training", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_outside_a_pod_without_a_kubeconfig_it_says_what_it_needs():
@@ -23,7 +32,8 @@ def test_outside_a_pod_without_a_kubeconfig_it_says_what_it_needs():
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         "python -m controller: not running in a pod (no service account to use): outside a pod pass "
-        "--kubeconfig FILE or set KUBECONFIG"]
+        "--kubeconfig FILE or set KUBECONFIG"
+    ]
 
 
 def test_a_missing_kubeconfig_file_is_one_line(tmp_path):

@@ -25,12 +25,21 @@ def test_the_controller_and_the_jobs_read_the_one_table():
     assert exit_codes.meaning is contract.meaning
 
 
-@pytest.mark.parametrize("code, disrupted, meaning", [
-    (143, False, exit_codes.REPLACED), (130, False, exit_codes.REPLACED), (138, False, exit_codes.REPLACED),
-    (1, True, exit_codes.REPLACED),  # a drained node's pod: DisruptionTarget comes first
-    (2, False, exit_codes.INDEX_FAILED), (3, False, exit_codes.INDEX_FAILED), (126, False, exit_codes.INDEX_FAILED),
-    (127, False, exit_codes.INDEX_FAILED),
-    (1, False, exit_codes.COUNTED), (137, False, exit_codes.COUNTED), (None, False, exit_codes.COUNTED),
-])
+@pytest.mark.parametrize(
+    "code, disrupted, meaning",
+    [
+        (143, False, exit_codes.REPLACED),
+        (130, False, exit_codes.REPLACED),
+        (138, False, exit_codes.REPLACED),
+        (1, True, exit_codes.REPLACED),  # a drained node's pod: DisruptionTarget comes first
+        (2, False, exit_codes.INDEX_FAILED),
+        (3, False, exit_codes.INDEX_FAILED),
+        (126, False, exit_codes.INDEX_FAILED),
+        (127, False, exit_codes.INDEX_FAILED),
+        (1, False, exit_codes.COUNTED),
+        (137, False, exit_codes.COUNTED),
+        (None, False, exit_codes.COUNTED),
+    ],
+)
 def test_meaning(code, disrupted, meaning):
     assert exit_codes.meaning(code, disrupted) == meaning

@@ -29,23 +29,38 @@ class LeaseServer:
     """One Lease; `frozen` makes every request wait unanswered (a half-open connection)."""
 
     def __init__(self, holder: str, acquired: str = "2026-11-28T09:00:00.000000Z"):
-        self.spec = {"holderIdentity": holder, "leaseDurationSeconds": 15, "acquireTime": acquired,
-                     "renewTime": acquired, "leaseTransitions": 3}
+        self.spec = {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": 15,
+            "acquireTime": acquired,
+            "renewTime": acquired,
+            "leaseTransitions": 3,
+        }
         self.version, self.puts, self.frozen, self.release = 1, [], False, threading.Event()
         self.forbidden = False  # answer 403, as RBAC does for a Lease name the Role does not list
         server = self
 
         class Handler(JsonHandler):
-
             def _lease(self) -> dict:
-                return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                        "metadata": {"name": NAME, "namespace": NS, "resourceVersion": str(server.version)},
-                        "spec": server.spec}
+                return {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": NAME, "namespace": NS, "resourceVersion": str(server.version)},
+                    "spec": server.spec,
+                }
 
             def do_GET(self):
                 if server.forbidden:
-                    self._send(403, {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
-                                     "message": f'leases.coordination.k8s.io "{NAME}" is forbidden'})
+                    self._send(
+                        403,
+                        {
+                            "kind": "Status",
+                            "status": "Failure",
+                            "reason": "Forbidden",
+                            "code": 403,
+                            "message": f'leases.coordination.k8s.io "{NAME}" is forbidden',
+                        },
+                    )
                     return
                 if server.frozen:
                     server.release.wait(60)

@@ -10,9 +10,28 @@ from jobs.training import checkpoint
 
 
 def worker_elasticjob(run_dir: str) -> dict:
-    return {"spec": {"replicaSpecs": {"Worker": {"template": {"spec": {"containers": [
-        {"name": "elasticjob-worker", "args": ["--nnodes=1:2", "-m", "mytrain", "--epochs", "4"],
-         "env": [{"name": "HOME", "value": "/tmp"}, {"name": run_directory.RUN_DIR_ENV, "value": run_dir}]}]}}}}}}
+    return {
+        "spec": {
+            "replicaSpecs": {
+                "Worker": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "elasticjob-worker",
+                                    "args": ["--nnodes=1:2", "-m", "mytrain", "--epochs", "4"],
+                                    "env": [
+                                        {"name": "HOME", "value": "/tmp"},
+                                        {"name": run_directory.RUN_DIR_ENV, "value": run_dir},
+                                    ],
+                                }
+                            ]
+                        }
+                    }
+                }
+            }
+        }
+    }
 
 
 def write_history(run_dir: Path, records: list[dict]) -> None:
@@ -25,24 +44,54 @@ def test_progress_from_a_history_jobs_train_wrote(tmp_path, monkeypatch):
     run_dir.mkdir(parents=True)
     clock = iter([1000.0, 1010.0, 1020.0, 1025.0, 1030.0, 1040.0])
     monkeypatch.setattr(checkpoint.time, "time", lambda: next(clock))
-    write_history(run_dir, [
-        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 4, "world_size": 2, "restart_count": 0},
-        {"event": "epoch", "epoch": 1, "loss": 2.1, "train_accuracy": 0.25, "images_per_second": 500.0, "seconds": 9.0,
-         "world_size": 2},
-        {"event": "epoch", "epoch": 2, "loss": 1.7, "train_accuracy": 0.4, "images_per_second": 520.0, "seconds": 9.0,
-         "world_size": 2},
-        {"event": "checkpoint", "epochs_done": 2, "position": 1280, "world_size": 2, "reason": "sigterm"},
-        {"event": "start", "epochs_done": 2, "position": 1280, "epochs": 4, "world_size": 1, "restart_count": 1},
-        {"event": "checkpoint", "epochs_done": 2, "position": 2560, "world_size": 1, "reason": "time"},
-    ])
+    write_history(
+        run_dir,
+        [
+            {"event": "start", "epochs_done": 0, "position": 0, "epochs": 4, "world_size": 2, "restart_count": 0},
+            {
+                "event": "epoch",
+                "epoch": 1,
+                "loss": 2.1,
+                "train_accuracy": 0.25,
+                "images_per_second": 500.0,
+                "seconds": 9.0,
+                "world_size": 2,
+            },
+            {
+                "event": "epoch",
+                "epoch": 2,
+                "loss": 1.7,
+                "train_accuracy": 0.4,
+                "images_per_second": 520.0,
+                "seconds": 9.0,
+                "world_size": 2,
+            },
+            {"event": "checkpoint", "epochs_done": 2, "position": 1280, "world_size": 2, "reason": "sigterm"},
+            {"event": "start", "epochs_done": 2, "position": 1280, "epochs": 4, "world_size": 1, "restart_count": 1},
+            {"event": "checkpoint", "epochs_done": 2, "position": 2560, "world_size": 1, "reason": "time"},
+        ],
+    )
     result = progress.read(worker_elasticjob(str(run_dir)), tmp_path)
-    assert result == {"epoch": 2, "epochs": 4, "worldSize": 1, "restarts": 1, "imagesIntoEpoch": 2560,
-                      "loss": 1.7, "accuracy": 0.4, "imagesPerSecond": 520.0, "secondsLeft": 18,
-                      "goodput": round(18 / 40, 3), "finished": False, "updated": "1970-01-01T00:17:20Z"}
+    assert result == {
+        "epoch": 2,
+        "epochs": 4,
+        "worldSize": 1,
+        "restarts": 1,
+        "imagesIntoEpoch": 2560,
+        "loss": 1.7,
+        "accuracy": 0.4,
+        "imagesPerSecond": 520.0,
+        "secondsLeft": 18,
+        "goodput": round(18 / 40, 3),
+        "finished": False,
+        "updated": "1970-01-01T00:17:20Z",
+    }
 
 
 def test_a_torn_last_line_is_skipped(tmp_path):
-    (tmp_path / "history.jsonl").write_text('{"event": "start", "epochs": 3, "epochs_done": 0, "time": 5}\n{"event": "ep')
+    (tmp_path / "history.jsonl").write_text(
+        '{"event": "start", "epochs": 3, "epochs_done": 0, "time": 5}\n{"event": "ep'
+    )
     assert progress.read(worker_elasticjob(str(tmp_path)), tmp_path)["epochs"] == 3
 
 
@@ -109,15 +158,22 @@ def test_progress_of_a_script_on_the_library_is_its_steps(tmp_path):
     import sys
 
     run_dir = tmp_path / "runs" / "mine"
-    script = ("import elastic_training\n"
-              "run = elastic_training.Run(progress_every_seconds=0)\n"
-              "run.resume()\n"
-              "for step in range(7):\n"
-              "    run.log(step + 1, loss=1.0 / (step + 1))\n"
-              "    run.step_done(step + 1, lambda: {})\n"
-              "run.finish()\n")
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
-                   env={**os.environ, run_directory.RUN_DIR_ENV: str(run_dir)})
+    script = (
+        "import elastic_training\n"
+        "run = elastic_training.Run(progress_every_seconds=0)\n"
+        "run.resume()\n"
+        "for step in range(7):\n"
+        "    run.log(step + 1, loss=1.0 / (step + 1))\n"
+        "    run.step_done(step + 1, lambda: {})\n"
+        "run.finish()\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script],
+        check=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, run_directory.RUN_DIR_ENV: str(run_dir)},
+    )
     result = progress.read(worker_elasticjob(str(run_dir)), tmp_path)
     assert result["step"] == 7 and result["loss"] == round(1 / 7, 6) and result["finished"] is True
     assert result["epochs"] is None
@@ -126,15 +182,34 @@ def test_progress_of_a_script_on_the_library_is_its_steps(tmp_path):
 def test_no_goodput_until_wall_time_has_passed(tmp_path):
     """Two lines stamped in the same millisecond (append_history rounds `time` to it) have no wall time between
     them: a share of no time is no figure, so `goodput` is absent, and `status` prints the rest (issue 41)."""
-    write_history(tmp_path, [
-        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2, "restart_count": 0,
-         "time": 1000.0},
-        {"event": "epoch", "epoch": 1, "loss": 1.9, "train_accuracy": 0.31, "images_per_second": 800.0,
-         "seconds": 0.5, "world_size": 2, "time": 1000.0},
-    ])
+    write_history(
+        tmp_path,
+        [
+            {
+                "event": "start",
+                "epochs_done": 0,
+                "position": 0,
+                "epochs": 5,
+                "world_size": 2,
+                "restart_count": 0,
+                "time": 1000.0,
+            },
+            {
+                "event": "epoch",
+                "epoch": 1,
+                "loss": 1.9,
+                "train_accuracy": 0.31,
+                "images_per_second": 800.0,
+                "seconds": 0.5,
+                "world_size": 2,
+                "time": 1000.0,
+            },
+        ],
+    )
     result = progress.read(worker_elasticjob(str(tmp_path)), tmp_path)
     assert "goodput" not in result and result["epoch"] == 1 and result["secondsLeft"] == 2
     from infra.cli.status import lines
+
     printed = lines({"metadata": {"namespace": "training", "name": "train-r1"}, "status": {"progress": result}})
     assert any(line.startswith("progress: epoch 1/5") and "goodput" not in line for line in printed)
 
@@ -147,8 +222,9 @@ def test_a_fifo_in_place_of_the_history_is_refused_at_once(tmp_path):
 
     os.mkfifo(tmp_path / "history.jsonl")
     box = {}
-    reader = threading.Thread(target=lambda: box.update(h=progress.history(worker_elasticjob(str(tmp_path)), tmp_path)),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: box.update(h=progress.history(worker_elasticjob(str(tmp_path)), tmp_path)), daemon=True
+    )
     reader.start()
     reader.join(5)
     assert not reader.is_alive(), "reading a FIFO blocked"
@@ -187,15 +263,25 @@ def test_no_file_or_no_start_record_is_no_history_not_an_unfinished_run(tmp_path
 
 def test_a_line_of_the_wrong_type_is_skipped_not_fatal(tmp_path):
     """Issue 36 item 9: `"epochs": "5"` raised in summarize on every pass, before the status write."""
-    write_history(tmp_path, [
-        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2, "restart_count": 0},
-        {"event": "epoch", "epoch": 1, "loss": 2.0, "train_accuracy": 0.3, "images_per_second": 100.0, "seconds": 1.0,
-         "world_size": 2},
-        {"event": "start", "epochs_done": "1", "position": 0, "epochs": "5", "world_size": 2, "restart_count": 1},
-        {"event": "epoch", "epoch": None, "loss": "low", "seconds": [1], "world_size": 2},
-        {"event": 7},
-        {"event": "finished", "epochs": 5},
-    ])
+    write_history(
+        tmp_path,
+        [
+            {"event": "start", "epochs_done": 0, "position": 0, "epochs": 5, "world_size": 2, "restart_count": 0},
+            {
+                "event": "epoch",
+                "epoch": 1,
+                "loss": 2.0,
+                "train_accuracy": 0.3,
+                "images_per_second": 100.0,
+                "seconds": 1.0,
+                "world_size": 2,
+            },
+            {"event": "start", "epochs_done": "1", "position": 0, "epochs": "5", "world_size": 2, "restart_count": 1},
+            {"event": "epoch", "epoch": None, "loss": "low", "seconds": [1], "world_size": 2},
+            {"event": 7},
+            {"event": "finished", "epochs": 5},
+        ],
+    )
     with open(tmp_path / "history.jsonl", "a") as file:
         file.write('["a list"]\n"a string"\n{"event": "epoch", "epoch": true}\n')
     run = progress.history(worker_elasticjob(str(tmp_path)), tmp_path)
@@ -222,10 +308,12 @@ def test_only_the_tail_of_a_huge_history_is_read(tmp_path, monkeypatch):
 def mounted(elasticjob: dict, mount_path: str, sub_path: str | None = None, claim: bool = True) -> dict:
     """The ElasticJob with its worker container mounting a volume (a claim, or an emptyDir) at `mount_path`."""
     pod = elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
-    pod["volumes"] = [{"name": "shared", **({"persistentVolumeClaim": {"claimName": "shared-data"}} if claim
-                                           else {"emptyDir": {}})}]
-    pod["containers"][0]["volumeMounts"] = [{"name": "shared", "mountPath": mount_path,
-                                             **({"subPath": sub_path} if sub_path else {})}]
+    pod["volumes"] = [
+        {"name": "shared", **({"persistentVolumeClaim": {"claimName": "shared-data"}} if claim else {"emptyDir": {}})}
+    ]
+    pod["containers"][0]["volumeMounts"] = [
+        {"name": "shared", "mountPath": mount_path, **({"subPath": sub_path} if sub_path else {})}
+    ]
     return elasticjob
 
 
@@ -235,10 +323,21 @@ def test_the_run_dir_is_read_through_the_workers_claim_mount_wherever_it_is_moun
     issue 37: a controller whose mount path differed from the workers' read no history and gave a run that
     finished on its minimum workers the Job's Failed)."""
     (tmp_path / "runs" / "a").mkdir(parents=True)
-    write_history(tmp_path / "runs" / "a", [
-        {"event": "start", "epochs_done": 0, "position": 0, "epochs": 1, "world_size": 2, "restart_count": 0,
-         "time": 1000.0},
-        {"event": "finished", "epochs": 1, "time": 1001.0}])
+    write_history(
+        tmp_path / "runs" / "a",
+        [
+            {
+                "event": "start",
+                "epochs_done": 0,
+                "position": 0,
+                "epochs": 1,
+                "world_size": 2,
+                "restart_count": 0,
+                "time": 1000.0,
+            },
+            {"event": "finished", "epochs": 1, "time": 1001.0},
+        ],
+    )
     assert progress.read(mounted(worker_elasticjob("/data/runs/a"), "/data"), tmp_path)["finished"] is True
     assert progress.read(mounted(worker_elasticjob("/work/a"), "/work", sub_path="runs"), tmp_path)["finished"] is True
     assert progress.read(mounted(worker_elasticjob("//data/runs/a"), "/data"), tmp_path)["finished"] is True
@@ -257,7 +356,9 @@ def test_the_run_dir_is_read_through_the_workers_claim_mount_wherever_it_is_moun
     assert progress.history_file(elasticjob, tmp_path) is None
     # A subPathExpr names its folder through the pod's environment: not settled by the template.
     elasticjob = mounted(worker_elasticjob("/data/runs/a"), "/data")
-    elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["subPathExpr"] = "u/$(POD_NAME)"
+    elasticjob["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["volumeMounts"][0][
+        "subPathExpr"
+    ] = "u/$(POD_NAME)"
     assert progress.history_file(elasticjob, tmp_path) is None
     # A subPath that climbs out of the claim is still refused (the read stays under the shared root).
     assert progress.history_file(mounted(worker_elasticjob("/w/a"), "/w", sub_path="../.."), tmp_path) is None

@@ -38,8 +38,11 @@ def elasticjob(run_dir: Path) -> dict:
         if variable["name"] == run_directory.RUN_DIR_ENV:
             variable["value"] = str(run_dir)
     # The shared claim mounted where the controller's shared root is here (<tmp>/runs/run-1: the root is <tmp>).
-    claims = {v["name"] for v in made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
-              if "persistentVolumeClaim" in v}
+    claims = {
+        v["name"]
+        for v in made["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    }
     for mount in container["volumeMounts"]:
         if mount["name"] in claims:
             mount["mountPath"] = str(run_dir.parent.parent)
@@ -54,10 +57,14 @@ def owned_job(the_elasticjob: dict, job_status: dict | None = None) -> dict:
 
 
 def pod(index: int, phase: str, **extra: dict) -> dict:
-    made = {"metadata": {"name": f"{NAME}-{index}-x", "labels": {job_indexes.INDEX_LABEL: str(index),
-                                                                 render.ELASTICJOB_LABEL: NAME},
-                         "ownerReferences": [{"uid": "job-uid", "controller": True}]},
-            "status": {"phase": phase}}
+    made = {
+        "metadata": {
+            "name": f"{NAME}-{index}-x",
+            "labels": {job_indexes.INDEX_LABEL: str(index), render.ELASTICJOB_LABEL: NAME},
+            "ownerReferences": [{"uid": "job-uid", "controller": True}],
+        },
+        "status": {"phase": phase},
+    }
     made["metadata"].update(extra)
     return made
 
@@ -88,9 +95,17 @@ def test_an_unreadable_history_as_the_job_ends_is_read_again_not_a_failed_run(cl
     meanwhile, whatever its failed indexes wait for."""
     os.mkfifo(cluster.run_dir / "history.jsonl")
     the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
-    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {
-        "conditions": [{"type": "Complete", "status": "True", "reason": "SuccessCriteriaMet", "lastTransitionTime": stamp()}],
-        "completionTime": stamp(), "completedIndexes": "0", "succeeded": 1})
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(
+        the_elasticjob,
+        {
+            "conditions": [
+                {"type": "Complete", "status": "True", "reason": "SuccessCriteriaMet", "lastTransitionTime": stamp()}
+            ],
+            "completionTime": stamp(),
+            "completedIndexes": "0",
+            "succeeded": 1,
+        },
+    )
     # index 1 preempted 7 times (ignored failures): the Job controller would re-create it after 600 s
     cluster.pods.append(pod(0, "Succeeded"))
     cluster.pods.append(pod(1, "Failed", annotations={job_indexes.IGNORED_COUNT_ANNOTATION: "6"}))
@@ -101,8 +116,9 @@ def test_an_unreadable_history_as_the_job_ends_is_read_again_not_a_failed_run(cl
     assert running["reason"] == status.VERIFYING_RUN and "not a regular file" in running["message"]
     assert not [c for c in cluster.writes() if c[0] == "DELETE"], "a finished Job was replaced"
     os.unlink(cluster.run_dir / "history.jsonl")
-    (cluster.run_dir / "history.jsonl").write_text('{"event": "start", "epochs": 1, "epochs_done": 0, "time": 1}\n'
-                                                   '{"event": "finished", "epochs": 1, "time": 2}\n')
+    (cluster.run_dir / "history.jsonl").write_text(
+        '{"event": "start", "epochs": 1, "epochs_done": 0, "time": 1}\n{"event": "finished", "epochs": 1, "time": 2}\n'
+    )
     cluster.reconciler.reconcile(NAME)
     verdict = status.finished(stored_status(cluster))
     assert (verdict["type"], verdict["reason"]) == (status.SUCCEEDED, status.RUN_FINISHED)
@@ -123,8 +139,11 @@ def as_main_rendered(obj: dict) -> dict:
     spec = obj["spec"]
     template = spec["replicaSpecs"]["Worker"]["template"] if "replicaSpecs" in spec else spec["template"]
     for container in template["spec"]["containers"]:
-        container["env"] = [v for v in container.get("env", [])
-                            if v["name"] not in (run_directory.RUN_DIR_ENV, run_directory.DATA_DIR_ENV)]
+        container["env"] = [
+            v
+            for v in container.get("env", [])
+            if v["name"] not in (run_directory.RUN_DIR_ENV, run_directory.DATA_DIR_ENV)
+        ]
     return obj
 
 
@@ -143,8 +162,10 @@ def test_an_upgraded_controller_keeps_the_jobs_an_older_one_made(cluster):
     cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
     cluster.reconciler.reconcile(NAME)
     assert not [c for c in cluster.writes() if c[0] in ("DELETE", "POST")], cluster.writes()
-    assert cluster.objects[f"{JOBS}/{NAME}"]["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION] == \
-        render.job({**made})["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+    assert (
+        cluster.objects[f"{JOBS}/{NAME}"]["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+        == render.job({**made})["metadata"]["annotations"][render.SPEC_HASH_ANNOTATION]
+    )
 
     # the older Job, and the ElasticJob resized since (replicas 2 -> 1, within min 1): re-annotated and patched
     cluster.calls.clear()
@@ -164,12 +185,20 @@ def test_an_upgraded_controller_keeps_the_jobs_an_older_one_made(cluster):
 
 def failed_create(message: str, count: int) -> dict:
     """The Job controller's event for refused pod creates (its message: "Error creating: " + the API's)."""
-    return {"metadata": {"name": "ev"}, "reason": "FailedCreate", "count": count, "message": f"Error creating: {message}",
-            "involvedObject": {"kind": "Job", "name": NAME, "uid": "job-uid"}, "lastTimestamp": stamp()}
+    return {
+        "metadata": {"name": "ev"},
+        "reason": "FailedCreate",
+        "count": count,
+        "message": f"Error creating: {message}",
+        "involvedObject": {"kind": "Job", "name": NAME, "uid": "job-uid"},
+        "lastTimestamp": stamp(),
+    }
 
 
-QUOTA = (f'pods "{NAME}-0-x" is forbidden: exceeded quota: compute, requested: nvidia.com/gpu=1, used: '
-         'nvidia.com/gpu=4, limited: nvidia.com/gpu=4')
+QUOTA = (
+    f'pods "{NAME}-0-x" is forbidden: exceeded quota: compute, requested: nvidia.com/gpu=1, used: '
+    'nvidia.com/gpu=4, limited: nvidia.com/gpu=4'
+)
 POD_SECURITY = f'pods "{NAME}-0-x" is forbidden: violates PodSecurity "restricted:latest": privileged'
 
 
@@ -189,8 +218,10 @@ def test_a_quota_refusal_is_reported_and_waited_on_never_a_verdict(cluster):
     assert not [c for c in cluster.writes() if c[0] == "DELETE"]
 
 
-@pytest.mark.parametrize("refusal", [POD_SECURITY, f'pods "{NAME}-0-x" is invalid: spec.containers[0].livenessProbe.'
-                                                 'timeoutSeconds: Invalid value: -1'])
+@pytest.mark.parametrize(
+    "refusal",
+    [POD_SECURITY, f'pods "{NAME}-0-x" is invalid: spec.containers[0].livenessProbe.timeoutSeconds: Invalid value: -1'],
+)
 def test_a_permanent_refusal_fails_the_run_and_stops_its_job(cluster, refusal):
     """Review ctrl-1 item 5: the verdict was written and the Job left to run."""
     from api_server import EVENTS
@@ -219,10 +250,17 @@ def test_a_spec_made_invalid_while_its_job_runs_stops_the_job(cluster):
 def preempted(index: int, ignored: int, counted: int = 0, code: int = 143) -> dict:
     """A worker pod of `index` that ended with `code` (143: SIGTERM, ignored by the podFailurePolicy)
     after `ignored` ignored and `counted` counted failures of its index (the Job controller's annotations)."""
-    made = pod(index, "Failed", annotations={job_indexes.IGNORED_COUNT_ANNOTATION: str(ignored),
-                                             job_indexes.FAILURE_COUNT_ANNOTATION: str(counted)})
-    made["status"]["containerStatuses"] = [{"name": render.WORKER_CONTAINER, "state": {"terminated": {
-        "exitCode": code, "finishedAt": stamp(5)}}}]
+    made = pod(
+        index,
+        "Failed",
+        annotations={
+            job_indexes.IGNORED_COUNT_ANNOTATION: str(ignored),
+            job_indexes.FAILURE_COUNT_ANNOTATION: str(counted),
+        },
+    )
+    made["status"]["containerStatuses"] = [
+        {"name": render.WORKER_CONTAINER, "state": {"terminated": {"exitCode": code, "finishedAt": stamp(5)}}}
+    ]
     return made
 
 
@@ -258,8 +296,10 @@ def test_a_stalled_run_is_not_replaced_when_that_would_lose_something(stalled, c
     elif case == "a counted failure":
         stalled.pods[-1] = preempted(0, ignored=6, counted=1)
     elif case == "a finished history":
-        (stalled.run_dir / "history.jsonl").write_text('{"event": "start", "epochs": 1, "epochs_done": 0, "time": 1}\n'
-                                                       '{"event": "finished", "epochs": 1, "time": 2}\n')
+        (stalled.run_dir / "history.jsonl").write_text(
+            '{"event": "start", "epochs": 1, "epochs_done": 0, "time": 1}\n'
+            '{"event": "finished", "epochs": 1, "time": 2}\n'
+        )
     else:
         stalled.objects[f"{ELASTICJOBS}/{NAME}"]["status"] = {"jobReplacements": 3}
     stalled.reconciler.reconcile(NAME)
@@ -273,7 +313,10 @@ def test_a_refused_resize_is_reported_and_the_status_still_written(cluster):
     cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {"active": 2})
     cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
     the_elasticjob["spec"]["replicaSpecs"]["Worker"]["replicas"] = 1
-    cluster.refuse[("PATCH", f"{JOBS}/{NAME}")] = (422, "Job.batch \"train-run-1\" is invalid: spec.completions: Invalid value")
+    cluster.refuse[("PATCH", f"{JOBS}/{NAME}")] = (
+        422,
+        "Job.batch \"train-run-1\" is invalid: spec.completions: Invalid value",
+    )
     cluster.reconciler.reconcile(NAME)
     conditions = {c["type"]: c for c in stored_status(cluster)["conditions"]}
     assert conditions[status.RUNNING]["status"] == "True"
@@ -287,8 +330,14 @@ def test_a_refused_resize_is_reported_and_the_status_still_written(cluster):
 
 def test_a_finished_job_is_not_resized(cluster):
     the_elasticjob = cluster.objects[f"{ELASTICJOBS}/{NAME}"]
-    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(the_elasticjob, {
-        "conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "lastTransitionTime": stamp(300)}]})
+    cluster.objects[f"{JOBS}/{NAME}"] = owned_job(
+        the_elasticjob,
+        {
+            "conditions": [
+                {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "lastTransitionTime": stamp(300)}
+            ]
+        },
+    )
     the_elasticjob["spec"]["replicaSpecs"]["Worker"]["replicas"] = 1
     cluster.reconciler.reconcile(NAME)
     assert not [c for c in cluster.writes() if c[1] == f"{JOBS}/{NAME}"]
@@ -325,8 +374,10 @@ def test_a_replacement_job_gets_what_is_left_of_the_deadline(cluster):
     assert 2590 <= created["spec"]["activeDeadlineSeconds"] <= 2600
     # the Job started 1000 s after the run: its deadline counts from its own start, and stays put
     created["status"] = {"startTime": stamp(0), "active": 2}
-    started = [datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
-               for t in (the_elasticjob["status"]["startTime"], created["status"]["startTime"])]
+    started = [
+        datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+        for t in (the_elasticjob["status"]["startTime"], created["status"]["startTime"])
+    ]
     created["spec"]["activeDeadlineSeconds"] = 3600 - int((started[1] - started[0]).total_seconds())
     cluster.pods.extend([pod(0, "Running"), pod(1, "Running")])
     for index in (0, 1):
@@ -353,8 +404,11 @@ def test_a_quota_on_jobs_is_waited_on_not_five_strikes(cluster):
     within ~7.5 s failed the run for good (JobRejected)."""
     from controller.reconcile import Backoff
 
-    cluster.refuse[("POST", JOBS)] = (403, f'jobs.batch "{NAME}" is forbidden: exceeded quota: jobs, requested: '
-                                           'count/jobs.batch=1, used: count/jobs.batch=4, limited: count/jobs.batch=4')
+    cluster.refuse[("POST", JOBS)] = (
+        403,
+        f'jobs.batch "{NAME}" is forbidden: exceeded quota: jobs, requested: '
+        'count/jobs.batch=1, used: count/jobs.batch=4, limited: count/jobs.batch=4',
+    )
     for _ in range(7):
         assert isinstance(cluster.reconciler.reconcile(NAME), Backoff)
     assert status.finished(stored_status(cluster)) is None

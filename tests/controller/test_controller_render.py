@@ -81,9 +81,16 @@ def test_rendezvous_prefix_comes_before_the_templates_own_args():
 
 def test_job_is_owned_by_the_elasticjob_and_labels_its_pods():
     job = render.job(stack_elasticjob())
-    assert job["metadata"]["ownerReferences"] == [{
-        "apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob", "name": "train-run-1", "uid": UID,
-        "controller": True, "blockOwnerDeletion": True}]
+    assert job["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "elastic.pytorch.org/v1alpha1",
+            "kind": "ElasticJob",
+            "name": "train-run-1",
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     labels = job["spec"]["template"]["metadata"]["labels"]
     assert labels[render.ELASTICJOB_LABEL] == "train-run-1"
     assert labels["elastic-training/job"] == "train-run-1"  # the template's own labels stay (NetworkPolicies, PDB)
@@ -107,13 +114,18 @@ def test_a_changed_template_changes_the_spec_hash_and_nothing_else_does():
     assert render.job(relabelled)["metadata"]["annotations"][key] == first["metadata"]["annotations"][key]
 
 
-@pytest.mark.parametrize("change, complaint", [
-    (lambda s: s.update(minReplicas=3), "minReplicas <= replicas <= maxReplicas"),
-    (lambda s: s.update(maxReplicas=1), "minReplicas <= replicas <= maxReplicas"),
-    (lambda s: s["replicaSpecs"]["Worker"].update(replicas=0), "at least 1"),
-    (lambda s: s["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(name="main"),
-     "no container named elasticjob-worker"),
-])
+@pytest.mark.parametrize(
+    "change, complaint",
+    [
+        (lambda s: s.update(minReplicas=3), "minReplicas <= replicas <= maxReplicas"),
+        (lambda s: s.update(maxReplicas=1), "minReplicas <= replicas <= maxReplicas"),
+        (lambda s: s["replicaSpecs"]["Worker"].update(replicas=0), "at least 1"),
+        (
+            lambda s: s["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(name="main"),
+            "no container named elasticjob-worker",
+        ),
+    ],
+)
 def test_an_elasticjob_that_cannot_run_is_refused_in_one_line(change, complaint):
     elasticjob = copy.deepcopy(stack_elasticjob())
     change(elasticjob["spec"])
@@ -137,5 +149,11 @@ def test_the_roles_lease_is_the_one_the_controller_elects_on():
     assert elastic.CONTROLLER_LEASE == LEASE_NAME
     lease_rules = [r for r in elastic.controller_role_rules() if r["apiGroups"] == ["coordination.k8s.io"]]
     assert lease_rules == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"], "resourceNames": [LEASE_NAME]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}]
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "update"],
+            "resourceNames": [LEASE_NAME],
+        },
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+    ]

@@ -18,11 +18,18 @@ def test_no_page_asks_for_an_export_that_setup_does_itself():
     warning where it is unreachable), so no page may tell a user to export PIP_EXTRA_INDEX_URL first."""
     script = (ROOT / "scripts" / "install-torch.sh").read_text()
     assert '--extra-index-url "$TORCH_CPU_INDEX"' in script and "is not reachable; taking PyPI's torch" in script
-    asking = [str(path.relative_to(ROOT)) for path in PAGES if re.search(r"export PIP_EXTRA_INDEX_URL", path.read_text())]
+    asking = [
+        str(path.relative_to(ROOT)) for path in PAGES if re.search(r"export PIP_EXTRA_INDEX_URL", path.read_text())
+    ]
     assert not asking, f"{asking} tell the user to export PIP_EXTRA_INDEX_URL; scripts/setup.sh does not need it"
-    words = {path: " ".join(path.read_text().split()) for path in (ROOT / "README.md", ROOT / "docs" / "getting-started.md")}
-    fallback = [str(path.relative_to(ROOT)) for path, text in words.items()
-                if "unreachable" not in text and "cannot be reached" not in text]
+    words = {
+        path: " ".join(path.read_text().split()) for path in (ROOT / "README.md", ROOT / "docs" / "getting-started.md")
+    }
+    fallback = [
+        str(path.relative_to(ROOT))
+        for path, text in words.items()
+        if "unreachable" not in text and "cannot be reached" not in text
+    ]
     assert not fallback, f"{fallback} do not say what setup.sh does where PyTorch's CPU index cannot be reached"
 
 
@@ -34,7 +41,7 @@ def test_elastic_capacity_says_what_a_sigterm_does_with_the_default_options():
     assert save.default is True
     text = page("elastic-capacity.md")
     assert "nothing is saved on SIGTERM" not in text and "last epoch's checkpoint each time" not in text
-    first_section = text[text.index("## A node drained or lost"):text.index("## A preemption, step by step")]
+    first_section = text[text.index("## A node drained or lost") : text.index("## A preemption, step by step")]
     assert "rank 0 saves a checkpoint" in first_section
 
 

@@ -41,10 +41,10 @@ def shown(pattern: str) -> list[Shown]:
         for line in shell_texts(path):
             for start in re.finditer(rf"(?:\.venv/bin/)?\b(?:{pattern})(?=\s|$)", line):
                 try:
-                    words = shlex.split(line[start.start():], comments=True)
+                    words = shlex.split(line[start.start() :], comments=True)
                 except ValueError:
                     continue  # prose with an apostrophe, not a command
-                words = words[:next((i for i, w in enumerate(words) if w in SEPARATORS), len(words))]
+                words = words[: next((i for i, w in enumerate(words) if w in SEPARATORS), len(words))]
                 found.append(Shown(str(path.relative_to(ROOT)), tuple(words), words[0].startswith(".venv/bin/")))
     return found
 
@@ -66,7 +66,7 @@ def options_of(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def stacks() -> set[str]:
-    return {p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml")}
+    return {p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml")}
 
 
 COMMAND_LINES = shown("elastic-training")
@@ -75,8 +75,11 @@ COMMAND_LINES = shown("elastic-training")
 def test_the_extraction_finds_the_commands_the_docs_show():
     """Not a hand-made list: the getting-started commands must be among what is found."""
     runnable = {" ".join(item.words) for item in COMMAND_LINES if item.runnable}
-    assert {".venv/bin/elastic-training up dev", ".venv/bin/elastic-training preflight dev",
-            ".venv/bin/elastic-training local"} <= runnable
+    assert {
+        ".venv/bin/elastic-training up dev",
+        ".venv/bin/elastic-training preflight dev",
+        ".venv/bin/elastic-training local",
+    } <= runnable
     assert len(JOB_LINES) >= 5 and any(item.words[0].endswith("torchrun") for item in JOB_LINES)
 
 
@@ -87,7 +90,9 @@ def test_each_elastic_training_command_shown_parses(item):
     words = list(item.words[1:])
     if not words or words[0] in ("-h", "--help", "COMMAND"):
         return  # the command itself, named in prose
-    assert words[0] in COMMANDS, f"{item.where}: `{' '.join(item.words)}`: no such command (commands: {', '.join(COMMANDS)})"
+    assert words[0] in COMMANDS, (
+        f"{item.where}: `{' '.join(item.words)}`: no such command (commands: {', '.join(COMMANDS)})"
+    )
     parser = docs_script().command_parser(words[0])
     args = words[1:]
     unknown = {w.split("=")[0] for w in args if w.startswith("-")} - options_of(parser)
@@ -116,8 +121,8 @@ def test_each_job_command_shown_parses(item):
         split = words.index("-m")
         torchrun_args = words[1:split]
         if item.runnable:  # torchrun's own parser, as `torchrun` itself runs it
-            parses(get_args_parser(), [*torchrun_args, "-m", words[split + 1], *words[split + 2:]])
-        module, args = words[split + 1], words[split + 2:]
+            parses(get_args_parser(), [*torchrun_args, "-m", words[split + 1], *words[split + 2 :]])
+        module, args = words[split + 1], words[split + 2 :]
     else:
         module, args = words[2], words[3:]
     assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), f"{item.where}: no module {module}"
@@ -125,7 +130,9 @@ def test_each_job_command_shown_parses(item):
         return
     parser = job_parser(module)
     named = {w.split("=")[0].lstrip("[") for w in args if w.lstrip("[").startswith("--")}
-    assert not named - options_of(parser), f"{item.where}: `{' '.join(words)}`: {sorted(named - options_of(parser))} are not options of {module}"
+    assert not named - options_of(parser), (
+        f"{item.where}: `{' '.join(words)}`: {sorted(named - options_of(parser))} are not options of {module}"
+    )
     if item.runnable:
         parses(parser, args)
 
@@ -142,10 +149,18 @@ def test_every_script_named_exists():
 def test_a_wrong_option_in_a_shown_command_is_caught():
     """The check itself: a misspelt option and a stack that does not exist are refused."""
     with pytest.raises(AssertionError, match="are not options of synth"):
-        test_each_elastic_training_command_shown_parses(Shown("x.md", (".venv/bin/elastic-training", "synth", "dev", "--outdir", "o"), True))
+        test_each_elastic_training_command_shown_parses(
+            Shown("x.md", (".venv/bin/elastic-training", "synth", "dev", "--outdir", "o"), True)
+        )
     with pytest.raises(AssertionError, match="no stack prod"):
-        test_each_elastic_training_command_shown_parses(Shown("x.md", (".venv/bin/elastic-training", "preflight", "prod"), True))
+        test_each_elastic_training_command_shown_parses(
+            Shown("x.md", (".venv/bin/elastic-training", "preflight", "prod"), True)
+        )
     with pytest.raises(AssertionError, match="refused"):
-        test_each_job_command_shown_parses(Shown("x.md", (".venv/bin/python", "-m", "jobs.training.train", "--data", "d"), True))
+        test_each_job_command_shown_parses(
+            Shown("x.md", (".venv/bin/python", "-m", "jobs.training.train", "--data", "d"), True)
+        )
     with pytest.raises(AssertionError, match="are not options of jobs.results.evaluate"):
-        test_each_job_command_shown_parses(Shown("x.md", ("python", "-m", "jobs.results.evaluate", "[--gate", "F]"), False))
+        test_each_job_command_shown_parses(
+            Shown("x.md", ("python", "-m", "jobs.results.evaluate", "[--gate", "F]"), False)
+        )

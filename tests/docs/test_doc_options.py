@@ -38,16 +38,18 @@ MENTION = re.compile(
     r"|\bscripts/(?P<script>[\w.-]+\.(?:sh|py))\b"
     r"|\b(?P<torchrun>torchrun)\b(?!\.py)"
     r"|\b(?P<other>pulumi|aws|kubectl|mkdocs|pytest|docker|kind|helm|gh|git|pip|checkov|kubernetes-validate|hadolint"
-    r"|actionlint|eksctl|mutmut|benchmarks/[\w./-]+)\b", re.MULTILINE)
+    r"|actionlint|eksctl|mutmut|benchmarks/[\w./-]+)\b",
+    re.MULTILINE,
+)
 OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 UNIT_START = re.compile(r"^(?:\s*[-*] |\s*\d+\. |\|)")
 
 
 @dataclass(frozen=True)
 class Named:
-    where: str     # page:line
+    where: str  # page:line
     option: str
-    owner: str     # "command:synth", "job:jobs.training.train", "torchrun", "script:setup.sh"; "" for none of ours
+    owner: str  # "command:synth", "job:jobs.training.train", "torchrun", "script:setup.sh"; "" for none of ours
 
 
 def units(text: str) -> list[tuple[int, str, bool]]:
@@ -119,7 +121,9 @@ def named_options(path: Path, root: Path = ROOT) -> list[Named]:
             elif not value.endswith("-"):  # `--no-…`: an abbreviation in prose
                 named.append(Named(f"{path.relative_to(root)}:{line}", value, owner))
         previous = "code" if code else "table" if table else "prose"
-        continued = code and (text.rstrip().endswith("\\") or text.startswith("usage:") or (continued and text[:1].isspace()))
+        continued = code and (
+            text.rstrip().endswith("\\") or text.startswith("usage:") or (continued and text[:1].isspace())
+        )
     return named
 
 
@@ -132,13 +136,16 @@ def script_options(name: str) -> set[str] | None:
     """What scripts/<name> accepts; None when it hands its arguments to another tool (test.sh: pytest)."""
     path = ROOT / "scripts" / name
     if path.suffix == ".py":
-        help_text = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120,
-                                   cwd=ROOT, check=True).stdout
+        help_text = subprocess.run(
+            [sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT, check=True
+        ).stdout
         return set(OPTION.findall(help_text))
     text = path.read_text()
     if re.search(r"pytest\b.*\"\$@\"", text):
         return None
-    return set(re.findall(r"(?:^\s*|\|)(--[\w-]+)(?=[|)])", text, re.MULTILINE)) | set(re.findall(r'= "(--[\w-]+)"', text))
+    return set(re.findall(r"(?:^\s*|\|)(--[\w-]+)(?=[|)])", text, re.MULTILINE)) | set(
+        re.findall(r'= "(--[\w-]+)"', text)
+    )
 
 
 @cache
@@ -173,34 +180,52 @@ NAMED = [item for path in PAGES for item in named_options(path)]
 def test_the_reading_attributes_options_to_their_commands():
     """Not a hand-made list: options the pages are known to name, each to its command."""
     pairs = {(item.owner, item.option) for item in NAMED}
-    assert {("command:local", "--run-id"), ("command:synth", "--out"), ("script:setup.sh", "--gpu"),
-            ("job:jobs.training.train", "--checkpoint-every-seconds"), ("torchrun", "--shutdown-timeout")} <= pairs
+    assert {
+        ("command:local", "--run-id"),
+        ("command:synth", "--out"),
+        ("script:setup.sh", "--gpu"),
+        ("job:jobs.training.train", "--checkpoint-every-seconds"),
+        ("torchrun", "--shutdown-timeout"),
+    } <= pairs
     assert ("", "--strict") in pairs  # mkdocs's, not ours
 
 
 def test_every_option_a_page_names_exists_in_its_commands_parser():
-    wrong = [f"{item.where}: {item.option} is not an option of {item.owner.partition(':')[2] or item.owner} "
-             f"(it has {', '.join(sorted(accepted(item.owner))) or 'none'})"
-             for item in NAMED if accepted(item.owner) is not None and item.option not in accepted(item.owner)]
+    wrong = [
+        f"{item.where}: {item.option} is not an option of {item.owner.partition(':')[2] or item.owner} "
+        f"(it has {', '.join(sorted(accepted(item.owner))) or 'none'})"
+        for item in NAMED
+        if accepted(item.owner) is not None and item.option not in accepted(item.owner)
+    ]
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("text, page, expected", [
-    ("Run `elastic-training local` again, or pass a new `--run-dir`.\n", "troubleshooting.md",
-     Named("x:1", "--run-dir", "command:local")),
-    ("- `--run-dir RUN` picks the run\n", "commands/local.md", Named("x:1", "--run-dir", "command:local")),
-    ("`jobs.training.train` takes:\n\n| option | what |\n|---|---|\n| `--checkpoint-every-second` | x |\n", "runs.md",
-     Named("x:5", "--checkpoint-every-second", "job:jobs.training.train")),
-    ("```sh\nbash scripts/setup.sh --cpu-only\n```\n", "index.md", Named("x:2", "--cpu-only", "script:setup.sh")),
-    ("torchrun waits for `--shutdown-timeout`, then `pulumi up --yes`.\n", "index.md",
-     Named("x:1", "--yes", "")),
-])
+@pytest.mark.parametrize(
+    "text, page, expected",
+    [
+        (
+            "Run `elastic-training local` again, or pass a new `--run-dir`.\n",
+            "troubleshooting.md",
+            Named("x:1", "--run-dir", "command:local"),
+        ),
+        ("- `--run-dir RUN` picks the run\n", "commands/local.md", Named("x:1", "--run-dir", "command:local")),
+        (
+            "`jobs.training.train` takes:\n\n| option | what |\n|---|---|\n| `--checkpoint-every-second` | x |\n",
+            "runs.md",
+            Named("x:5", "--checkpoint-every-second", "job:jobs.training.train"),
+        ),
+        ("```sh\nbash scripts/setup.sh --cpu-only\n```\n", "index.md", Named("x:2", "--cpu-only", "script:setup.sh")),
+        ("torchrun waits for `--shutdown-timeout`, then `pulumi up --yes`.\n", "index.md", Named("x:1", "--yes", "")),
+    ],
+)
 def test_the_check_itself(tmp_path, text, page, expected):
     """An option of another command, or one a command lacks, is found and given to the right command."""
     path = tmp_path / page
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    found = [Named("x:" + item.where.rsplit(":", 1)[1], item.option, item.owner) for item in named_options(path, tmp_path)]
+    found = [
+        Named("x:" + item.where.rsplit(":", 1)[1], item.option, item.owner) for item in named_options(path, tmp_path)
+    ]
     assert found[-1] == expected
     if expected.owner:
         assert expected.option not in accepted(expected.owner)

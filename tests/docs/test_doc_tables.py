@@ -27,7 +27,8 @@ def test_the_outputs_table_is_what_every_stack_exports(synth_stack):
             exported.setdefault(name, set()).add(target)
     assert set(documented) == set(exported), (
         f"docs/runs.md 'Stack outputs': missing {sorted(set(exported) - set(documented))}, "
-        f"no longer exported {sorted(set(documented) - set(exported))}")
+        f"no longer exported {sorted(set(documented) - set(exported))}"
+    )
     for name, targets in exported.items():
         assert documented[name] == targets, f"docs/runs.md: `{name}` is exported by targets {sorted(targets)}"
 
@@ -42,8 +43,11 @@ def test_the_preflight_checks_table_names_every_check_in_order():
 def test_the_jobs_table_names_every_job():
     """A job is a module of jobs/ (of any of its packages) with a main(): what a pod (or a person) runs
     with `python -m`."""
-    jobs = sorted(p.stem for p in (ROOT / "jobs").rglob("*.py")
-                  if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in ast.parse(p.read_text()).body))
+    jobs = sorted(
+        p.stem
+        for p in (ROOT / "jobs").rglob("*.py")
+        if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in ast.parse(p.read_text()).body)
+    )
     rows = table_rows(page("commands/jobs.md").split("\n\n- **prepare**")[0])
     assert sorted(row[0] for row in rows) == jobs
 
@@ -61,8 +65,13 @@ def test_every_workflow_has_its_section_in_the_ci_page():
 def test_every_count_of_workflows_in_the_docs_is_right():
     """The old README said "three workflows" after the fourth had landed."""
     count = NUMBER_WORDS[len(list((ROOT / ".github" / "workflows").glob("*.yml")))]
-    said = [(path.name, m.group(1).lower()) for path in doc_files()
-            for m in re.finditer(rf"\b({'|'.join(NUMBER_WORDS)}) (?:GitHub Actions )?workflows\b", path.read_text(), re.IGNORECASE)]
+    said = [
+        (path.name, m.group(1).lower())
+        for path in doc_files()
+        for m in re.finditer(
+            rf"\b({'|'.join(NUMBER_WORDS)}) (?:GitHub Actions )?workflows\b", path.read_text(), re.IGNORECASE
+        )
+    ]
     assert said, "no page says how many workflows there are"
     wrong = [(where, word) for where, word in said if word != count]
     assert not wrong, f"there are {count} workflows; the docs say {wrong}"

@@ -16,7 +16,9 @@ BLOCKS = docs_script().blocks()
 def test_generated_block_is_current(block):
     text = (ROOT / block.file).read_text()
     found = docs_script().current(text, block.name)
-    assert found is not None, f"{block.file} has no block {block.name}: run `.venv/bin/python scripts/docs.py` after adding its markers"
+    assert found is not None, (
+        f"{block.file} has no block {block.name}: run `.venv/bin/python scripts/docs.py` after adding its markers"
+    )
     assert found == block.render(), f"{block.file}: block {block.name} is stale: run `.venv/bin/python scripts/docs.py`"
 
 
@@ -41,7 +43,9 @@ def copy(tmp_path):
 def test_the_check_finds_a_stale_block_and_the_writer_fixes_it(copy):
     script = docs_script()
     path = copy / "docs" / "configuration.md"
-    path.write_text(path.read_text().replace("| `elastic-training:nodeMaxCount` |", "| `elastic-training:nodeMaxKount` |"))
+    path.write_text(
+        path.read_text().replace("| `elastic-training:nodeMaxCount` |", "| `elastic-training:nodeMaxKount` |")
+    )
     assert script.stale(copy) == ["docs/configuration.md: block `config-table` is stale (run scripts/docs.py)"]
     script.write(copy)
     assert script.stale(copy) == [] and path.read_text() == (DOCS / "configuration.md").read_text()

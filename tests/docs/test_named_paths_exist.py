@@ -20,7 +20,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TOP = ("infra", "jobs", "controller", "scripts", "tests", "docs", "images", "stacks", "benchmarks", ".github", "overrides")
+TOP = (
+    "infra",
+    "jobs",
+    "controller",
+    "scripts",
+    "tests",
+    "docs",
+    "images",
+    "stacks",
+    "benchmarks",
+    ".github",
+    "overrides",
+)
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_])" % "|".join(map(re.escape, TOP)))
 # Words that look like paths: "50 images/s" is a rate.
 UNITS = {"images/s"}
@@ -45,7 +57,9 @@ def tracked(*suffixes: str) -> list[Path]:
 
 def python_prose(text: str) -> list[str]:
     """The comments and docstrings of a Python file, as lines."""
-    lines = [token.string for token in tokenize.generate_tokens(io.StringIO(text).readline) if token.type == tokenize.COMMENT]
+    lines = [
+        token.string for token in tokenize.generate_tokens(io.StringIO(text).readline) if token.type == tokenize.COMMENT
+    ]
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             docstring = ast.get_docstring(node, clean=False)
@@ -63,7 +77,7 @@ def named_paths(lines: list[str]) -> set[str]:
             path = match.group(1).rstrip(".")
             # The whole word the path is part of (to the next space, quote or bracket): a placeholder in it
             # (stacks/Pulumi.<stack>.yaml) makes it a pattern, not a path.
-            word = re.match(r"[^\s`'\"()\[\]]*", line[match.start():]).group(0)
+            word = re.match(r"[^\s`'\"()\[\]]*", line[match.start() :]).group(0)
             if path in UNITS or path in NOT_OURS or any(mark in word for mark in "<>{}*$&"):
                 continue
             found.add(path)
@@ -83,6 +97,8 @@ def test_every_path_named_in_prose_exists(path):
 
 def test_the_check_finds_a_moved_file(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text('"""See tests/test_cost.py for the rule."""\n# and jobs/checkpoint.py\nx = "tests/made_up.py"\n',
-                     encoding="utf-8")
+    probe.write_text(
+        '"""See tests/test_cost.py for the rule."""\n# and jobs/checkpoint.py\nx = "tests/made_up.py"\n',
+        encoding="utf-8",
+    )
     assert missing_in(probe) == ["jobs/checkpoint.py", "tests/test_cost.py"]

@@ -19,8 +19,13 @@ from docs_support import DOCS, ROOT, docs_script
 def build(config: Path, site: Path) -> subprocess.CompletedProcess:
     # NO_MKDOCS_2_WARNING: mkdocs-material 9.8 prints a banner about its end of life on every build.
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
-                           "--site-dir", str(site)], capture_output=True, text=True, timeout=180, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config), "--site-dir", str(site)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
 
 
 def test_the_site_builds_in_strict_mode_with_every_page(tmp_path):
@@ -48,10 +53,14 @@ def append(path: Path, text: str) -> None:
 
 
 BREAKAGES = {
-    "a link to a page that does not exist": (lambda site: append(site / "docs" / "index.md", "\n[gone](no-such-page.md)\n"),
-                                              "no-such-page.md"),
-    "a link to a heading that does not exist": (lambda site: append(site / "docs" / "index.md", "\n[gone](costs.md#no-such-heading)\n"),
-                                                "no-such-heading"),
+    "a link to a page that does not exist": (
+        lambda site: append(site / "docs" / "index.md", "\n[gone](no-such-page.md)\n"),
+        "no-such-page.md",
+    ),
+    "a link to a heading that does not exist": (
+        lambda site: append(site / "docs" / "index.md", "\n[gone](costs.md#no-such-heading)\n"),
+        "no-such-heading",
+    ),
     "a page left out of the nav": (lambda site: (site / "docs" / "orphan.md").write_text("# Orphan\n"), "orphan.md"),
     "a nav entry without its page": (lambda site: (site / "docs" / "gpu.md").unlink(), "gpu.md"),
 }

@@ -21,8 +21,10 @@ from tests.jobs.torchrun_harness import ProcessId, descendants_of, worker_rank
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 300
 # `local` with its runs under a temporary root instead of the checkout's runs/.
-LOCAL = ("import sys; from pathlib import Path; from infra.cli import local; "
-         "sys.exit(local.main(sys.argv[2:], root=Path(sys.argv[1])))")
+LOCAL = (
+    "import sys; from pathlib import Path; from infra.cli import local; "
+    "sys.exit(local.main(sys.argv[2:], root=Path(sys.argv[1])))"
+)
 
 
 @dataclass

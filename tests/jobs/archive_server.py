@@ -74,8 +74,15 @@ class ArchiveServer:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.httpd.server_port}{path}"
 
-    def serve(self, path: str, body: bytes, announced_length: int | None = None, *,
-              length_header: str | None = "", delay_seconds: float = 0.0) -> str:
+    def serve(
+        self,
+        path: str,
+        body: bytes,
+        announced_length: int | None = None,
+        *,
+        length_header: str | None = "",
+        delay_seconds: float = 0.0,
+    ) -> str:
         """`length_header` "" (the default) sends the announced length, or the body's."""
         if length_header == "":
             length_header = str(announced_length or len(body))

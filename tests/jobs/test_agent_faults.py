@@ -10,8 +10,14 @@ import time
 
 import pytest
 from conftest import assert_one_line_error
-from torchrun_harness import (REPO_ROOT, TorchrunJob, agent_environment, cluster_style_torchrun_flags, run_torchrun_agents,
-                              run_torchrun_jobs)
+from torchrun_harness import (
+    REPO_ROOT,
+    TorchrunJob,
+    agent_environment,
+    cluster_style_torchrun_flags,
+    run_torchrun_agents,
+    run_torchrun_jobs,
+)
 
 from jobs import exit_codes
 from jobs.elastic import torchrun_options
@@ -30,18 +36,23 @@ def test_the_option_names_are_torchruns():
     assert torchrun_options.option_names() == torchs
 
 
-@pytest.mark.parametrize("option, said", [
-    ("--nnodes=0", "--nnodes=0: must be a whole number from 1 to 1024"),
-    ("--nnodes=3:2", "--nnodes=3:2: MIN:MAX needs MIN <= MAX"),
-    ("--nproc_per_node=-1", "--nproc_per_node=-1: must be a whole number from 1 to 512, or auto, cpu, gpu or xpu"),
-    ("--max_restarts=-5", "--max_restarts=-5: must be a whole number from 0 to 100"),
-    ("--monitor-interval=0", "--monitor_interval=0: must be a number > 0"),
-])
+@pytest.mark.parametrize(
+    "option, said",
+    [
+        ("--nnodes=0", "--nnodes=0: must be a whole number from 1 to 1024"),
+        ("--nnodes=3:2", "--nnodes=3:2: MIN:MAX needs MIN <= MAX"),
+        ("--nproc_per_node=-1", "--nproc_per_node=-1: must be a whole number from 1 to 512, or auto, cpu, gpu or xpu"),
+        ("--max_restarts=-5", "--max_restarts=-5: must be a whole number from 0 to 100"),
+        ("--monitor-interval=0", "--monitor_interval=0: must be a number > 0"),
+    ],
+)
 def test_bad_torchrun_options_are_one_line_and_exit_2(tmp_path, option, said):
     """Before: torch's assertion, 17 lines of traceback, exit 1 (retried)."""
     termination_log = tmp_path / "termination-log"
     termination_log.write_text("")
-    result = agent("--standalone", option, "-m", "jobs.training.train", JOBS_TERMINATION_LOG=str(termination_log), timeout=60)
+    result = agent(
+        "--standalone", option, "-m", "jobs.training.train", JOBS_TERMINATION_LOG=str(termination_log), timeout=60
+    )
     line = assert_one_line_error(result, exit_codes.USAGE, "jobs.elastic.agent: error:", said)
     assert termination_log.read_text() == line
 
@@ -55,9 +66,13 @@ def test_a_worker_that_fails_permanently_ends_the_agent_at_once_with_its_code(tm
                    JOBS_TERMINATION_LOG=str(termination_log))  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == exit_codes.CANNOT_CONTINUE, output
-    assert output.count(f"jobs.training.train: error: data folder {tmp_path / 'missing'} does not exist") == 1, output  # no restart
+    assert output.count(f"jobs.training.train: error: data folder {tmp_path / 'missing'} does not exist") == 1, (
+        output
+    )  # no restart
     assert "jobs.elastic.agent: a worker failed and a retry cannot help (exit 3)" in output
-    assert termination_log.read_text().startswith(f"jobs.training.train: data folder {tmp_path / 'missing'} does not exist")
+    assert termination_log.read_text().startswith(
+        f"jobs.training.train: data folder {tmp_path / 'missing'} does not exist"
+    )
 
 
 def test_a_worker_killed_more_often_than_max_restarts_ends_bounded_with_one_line(tmp_path):
@@ -116,7 +131,9 @@ def test_more_agents_than_the_rendezvous_admits_end_bounded_with_one_line(store_
     run_torchrun_jobs([job], deadline_seconds=240)
     results = job.results()
     assert not any(result.timed_out for result in results), [result.log[-2000:] for result in results]
-    assert [result.returncode for result in results] == [0] * 4, [(result.returncode, result.log[-1500:]) for result in results]
+    assert [result.returncode for result in results] == [0] * 4, [
+        (result.returncode, result.log[-1500:]) for result in results
+    ]
     spares = [result for result in results if "worker up" not in result.log]
     assert len(spares) == 2, [result.log[-1500:] for result in results]
     for result in spares:
@@ -139,7 +156,9 @@ def test_an_agent_that_arrives_after_its_group_finished_exits_0_with_one_line(st
     (late,) = run_torchrun_agents([command], tmp_path / "late", deadline_seconds=120, name="late")
     assert late.returncode == 0, late.log[-2000:]
     said = [line for line in late.log.splitlines() if line.startswith("jobs.elastic.torchrun:")]
-    assert len(said) == 1 and "was closed before this node joined it" in said[0] and said[0].endswith("exiting 0"), late.log[-2000:]
+    assert len(said) == 1 and "was closed before this node joined it" in said[0] and said[0].endswith("exiting 0"), (
+        late.log[-2000:]
+    )
     assert "Traceback" not in late.log and "worker up" not in late.log
 
 

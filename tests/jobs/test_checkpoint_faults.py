@@ -51,11 +51,14 @@ def fail_replace(_source, _target):
     raise OSError(28, "No space left on device")
 
 
-@pytest.mark.parametrize("where, fault, error", [
-    ("serialisation", ("torch", "save", crash_mid_serialisation), KeyboardInterrupt),
-    ("fsync", ("os", "fsync", fail_fsync), OSError),
-    ("rename", ("os", "replace", fail_replace), VolumeError),  # ENOSPC: one line, exit 3
-])
+@pytest.mark.parametrize(
+    "where, fault, error",
+    [
+        ("serialisation", ("torch", "save", crash_mid_serialisation), KeyboardInterrupt),
+        ("fsync", ("os", "fsync", fail_fsync), OSError),
+        ("rename", ("os", "replace", fail_replace), VolumeError),  # ENOSPC: one line, exit 3
+    ],
+)
 def test_a_fault_at_any_step_keeps_the_previous_checkpoint_and_no_temporary(tmp_path, monkeypatch, where, fault, error):
     path = tmp_path / checkpoint.CHECKPOINT_NAME
     checkpoint.save_atomically(OLD, path)
@@ -168,8 +171,10 @@ def test_history_is_one_sorted_json_line_per_event_and_a_torn_last_line_is_skipp
     checkpoint.append_history(tmp_path, {"event": "epoch", "epoch": 1})
     assert len(synced) == 2
     text = (tmp_path / checkpoint.HISTORY_NAME).read_text()
-    assert text == ('{"epoch": 0, "event": "start", "time": 1700000000.123}\n'
-                    '{"epoch": 1, "event": "epoch", "time": 1700000000.123}\n')
+    assert text == (
+        '{"epoch": 0, "event": "start", "time": 1700000000.123}\n'
+        '{"epoch": 1, "event": "epoch", "time": 1700000000.123}\n'
+    )
     with open(tmp_path / checkpoint.HISTORY_NAME, "a") as file:
         file.write('{"event": "epo')  # the writer died mid-line
     assert checkpoint.read_history(tmp_path) == [json.loads(line) for line in text.splitlines()]
@@ -183,12 +188,17 @@ def test_the_first_record_after_a_torn_line_is_kept_and_so_are_the_ones_after_it
         file.write('{"event": "epo')
     checkpoint.append_history(tmp_path, {"event": "start", "n": 2})
     checkpoint.append_history(tmp_path, {"event": "epoch", "n": 3})
-    assert [(r["event"], r["n"]) for r in checkpoint.read_history(tmp_path)] == [("start", 1), ("start", 2), ("epoch", 3)]
+    assert [(r["event"], r["n"]) for r in checkpoint.read_history(tmp_path)] == [
+        ("start", 1),
+        ("start", 2),
+        ("epoch", 3),
+    ]
 
 
 def test_a_failure_to_create_the_temporary_is_reported_as_itself(tmp_path, monkeypatch):
     """open() failing (no space, no permission) leaves no temporary to remove: the caller must see
     that error, not a FileNotFoundError from the clean-up."""
+
     def no_space(*_args, **_kwargs):
         raise OSError(28, "No space left on device")
 

@@ -57,11 +57,17 @@ def test_flipped_bytes_load_in_torch_but_are_refused_here(three_epochs, tmp_path
         checkpoint.load(path, "checkpoint")
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda raw: b"", r"is empty \(0 bytes\): its write never completed"),
-    (lambda raw: raw[: len(raw) // 3], r"is not readable as a file written by jobs.training.train \(.+; \d+ bytes\)"),
-    (lambda raw: b"garbage" * 100, r"is not readable as a file written by jobs.training.train \(.+; 700 bytes\)"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda raw: b"", r"is empty \(0 bytes\): its write never completed"),
+        (
+            lambda raw: raw[: len(raw) // 3],
+            r"is not readable as a file written by jobs.training.train \(.+; \d+ bytes\)",
+        ),
+        (lambda raw: b"garbage" * 100, r"is not readable as a file written by jobs.training.train \(.+; 700 bytes\)"),
+    ],
+)
 def test_truncated_empty_and_garbage_files_get_a_real_reason(three_epochs, tmp_path, damage, reason):
     path = tmp_path / "checkpoint.pt"
     path.write_bytes(damage((three_epochs / checkpoint.CHECKPOINT_NAME).read_bytes()))
@@ -82,7 +88,9 @@ def test_a_foreign_pickle_is_refused_without_torchs_advice_to_run_it(tmp_path):
     assert "weights_only" not in message and "arbitrary code" not in message and "\n" not in message
 
 
-def test_a_damaged_checkpoint_falls_back_to_the_previous_one_and_is_set_aside(three_epochs, tiny_cifar, tmp_path, capsys):
+def test_a_damaged_checkpoint_falls_back_to_the_previous_one_and_is_set_aside(
+    three_epochs, tiny_cifar, tmp_path, capsys
+):
     run_dir = copy_of(three_epochs, tmp_path)
     flip_middle(run_dir / checkpoint.CHECKPOINT_NAME)
     assert train.main(train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0")) == 0
@@ -138,7 +146,9 @@ def test_a_nan_loss_stops_the_run_before_any_checkpoint_or_model_with_exit_3(thr
     saved["model"][name] = torch.full_like(saved["model"][name], float("nan"))
     checkpoint.save_atomically(saved, run_dir / checkpoint.CHECKPOINT_NAME)
     before = {path.name: path.read_bytes() for path in run_dir.glob("checkpoint*.pt")}
-    result = run_job("jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0"))
+    result = run_job(
+        "jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "3", "--checkpoint-every-seconds", "0")
+    )
     assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "the training loss is nan at epoch 3 step 5/5",
                           "training diverged")  # fmt: skip
     assert not (run_dir / checkpoint.MODEL_NAME).exists()

@@ -39,15 +39,21 @@ def test_the_record_holds_each_files_size_and_sha256(prepared):
     record = json.loads((prepared / data_record.MANIFEST_NAME).read_text())
     assert set(record["files"]) == {*data.REQUIRED_FILES, data.SYNTHETIC_MARKER}
     for name, entry in record["files"].items():
-        assert entry == {"bytes": (prepared / name).stat().st_size, "sha256": data_record.sha256_of_file(prepared / name)}
+        assert entry == {
+            "bytes": (prepared / name).stat().st_size,
+            "sha256": data_record.sha256_of_file(prepared / name),
+        }
 
 
-@pytest.mark.parametrize("damage, said", [
-    (lambda path: flip(path, path.stat().st_size // 2, 1024), "data_batch_2: content changed"),  # same size
-    (lambda path: flip(path, 0, 16, 0), "data_batch_2: content changed"),  # the pickle's header zeroed
-    (lambda path: path.write_bytes(path.read_bytes()[:1000]), "data_batch_2: 1000 bytes"),
-    (lambda path: path.unlink(), "data_batch_2: missing"),
-])
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda path: flip(path, path.stat().st_size // 2, 1024), "data_batch_2: content changed"),  # same size
+        (lambda path: flip(path, 0, 16, 0), "data_batch_2: content changed"),  # the pickle's header zeroed
+        (lambda path: path.write_bytes(path.read_bytes()[:1000]), "data_batch_2: 1000 bytes"),
+        (lambda path: path.unlink(), "data_batch_2: missing"),
+    ],
+)
 def test_a_rerun_of_prepare_rebuilds_a_folder_whose_file_no_longer_matches(prepared, tmp_path, damage, said):
     """Before: sizes only, so a same-size flip was 'already prepared ... nothing to do'."""
     folder = copy_of(prepared, tmp_path)
@@ -69,10 +75,13 @@ def test_a_rerun_on_intact_data_checks_every_digest_and_does_nothing(prepared, t
     assert (folder / data_record.MANIFEST_NAME).stat().st_mtime_ns == before
 
 
-@pytest.mark.parametrize("damage, said", [
-    (lambda path: flip(path, path.stat().st_size // 2, 1024), "its content changed since it was prepared"),
-    (lambda path: path.write_bytes(path.read_bytes()[:-100]), "when prepared"),
-])
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda path: flip(path, path.stat().st_size // 2, 1024), "its content changed since it was prepared"),
+        (lambda path: path.write_bytes(path.read_bytes()[:-100]), "when prepared"),
+    ],
+)
 def test_training_refuses_data_that_does_not_match_the_record(prepared, tmp_path, damage, said):
     """Before: the flipped images were trained on without a word."""
     folder = copy_of(prepared, tmp_path)
@@ -89,7 +98,9 @@ def test_evaluate_refuses_a_changed_test_batch(prepared, tmp_path, trained_run):
     flip(folder / data.TEST_FILE, (folder / data.TEST_FILE).stat().st_size // 2, 64)
     result = run_job("jobs.results.evaluate", "--data", str(folder), "--model", str(trained_run / "model.pt"),
                      "--metrics-out", str(tmp_path / "metrics.json"))  # fmt: skip
-    assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, "test_batch does not match the data jobs.data.prepare recorded")
+    assert_one_line_error(
+        result, cli.EXIT_CANNOT_CONTINUE, "test_batch does not match the data jobs.data.prepare recorded"
+    )
 
 
 def test_a_folder_without_a_record_trains_with_a_warning(tiny_cifar, tmp_path):

@@ -29,9 +29,15 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, gated_agent_command, run_torchrun_jobs,
-                              torchrun_command,
-                              worker_rank)
+from torchrun_harness import (
+    TorchrunJob,
+    agent_environment,
+    cluster_style_torchrun_flags,
+    gated_agent_command,
+    run_torchrun_jobs,
+    torchrun_command,
+    worker_rank,
+)
 
 from jobs.training import checkpoint
 from jobs.results import evaluate
@@ -100,11 +106,17 @@ def elastic_runs(store_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
     runs = {}
     for name in ["normal", *FAULT_RUNS, *EVICTION_RUNS]:
         run_dir = base / name
-        data_dir, epochs = {"normal": (tiny_cifar, 2)}.get(name, (small_cifar, EVICTION_EPOCHS if name in EVICTION_RUNS else 3))
+        data_dir, epochs = {"normal": (tiny_cifar, 2)}.get(
+            name, (small_cifar, EVICTION_EPOCHS if name in EVICTION_RUNS else 3)
+        )
         train_args = ["--data", str(data_dir), "--run-dir", str(run_dir), "--epochs", str(epochs),
                       "--batch-size", "10", "--log-every", "5", "--pg-timeout", "20"]  # fmt: skip
         flags = cluster_style_torchrun_flags(store_server.endpoint, name)
-        command = _agent_command(flags, train_args) if name in EVICTION_RUNS else torchrun_command(flags, "jobs.training.train", train_args)
+        command = (
+            _agent_command(flags, train_args)
+            if name in EVICTION_RUNS
+            else torchrun_command(flags, "jobs.training.train", train_args)
+        )
         commands = [command, command]
         if EVICTION_RUNS.get(name):
             commands.append(gated_agent_command(base / f"{name}-gate", command[3:]))
@@ -120,8 +132,10 @@ def elastic_runs(store_server, tiny_cifar, tmp_path_factory) -> dict[str, Run]:
 
     run_torchrun_jobs([run.job for run in runs.values()], DEADLINE_SECONDS, on_tick=inject_faults)
     for run in runs.values():
-        print(f"\n{run.name}: {run.job.seconds:.1f} s, agents {[r.returncode for r in run.job.results()]}, "
-              f"killed {run.killed}, evicted agent exited {run.evicted_exit} after {run.evicted_after} s")
+        print(
+            f"\n{run.name}: {run.job.seconds:.1f} s, agents {[r.returncode for r in run.job.results()]}, "
+            f"killed {run.killed}, evicted agent exited {run.evicted_exit} after {run.evicted_after} s"
+        )
     return runs
 
 
@@ -203,8 +217,9 @@ def test_recreated_agent_rejoins_and_the_world_is_back_to_two(elastic_runs, tmp_
     results = run.job.results()
     assert run.evicted_exit == 143, results[0].log[-3000:]
     assert run.replacement is not None
-    assert results[1].returncode == 0 and results[run.replacement].returncode == 0, \
-        "\n".join(r.log[-2000:] for r in results)
+    assert results[1].returncode == 0 and results[run.replacement].returncode == 0, "\n".join(
+        r.log[-2000:] for r in results
+    )
     history, restarts = _history_after_eviction(run)
     back = [r for r in restarts if r["world_size"] == 2 and r["epochs_done"] >= 1]
     assert back, history

@@ -34,7 +34,12 @@ def test_the_run_cost_is_kept_in_the_metrics_and_the_run_history(trained_run, ti
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(trained_run / "model.pt", run / "model.pt")
-    measured = {"durationSeconds": 5400.0, "workerNodeHours": 2.916667, "estimatedCostUsd": 1.983333, "note": "complete"}
+    measured = {
+        "durationSeconds": 5400.0,
+        "workerNodeHours": 2.916667,
+        "estimatedCostUsd": 1.983333,
+        "note": "complete",
+    }
     assert evaluate.main(["--data", str(tiny_cifar), "--model", str(run / "model.pt"),
                           "--run-cost", json.dumps(measured)]) == 0  # fmt: skip
     assert json.loads((run / "metrics.json").read_text())["run_cost"] == measured
@@ -57,8 +62,12 @@ def test_gate_fails_below_min_accuracy_but_still_writes_metrics(trained_run, tin
 
 def test_command_line_gate_exit_code_and_default_metrics_path(trained_run, tiny_cifar, tmp_path):
     shutil.copy(trained_run / "model.pt", tmp_path / "model.pt")
-    result = run_job("jobs.results.evaluate", "--data", str(tiny_cifar), "--model", str(tmp_path / "model.pt"), "--min-accuracy", "1")
-    assert_one_line_error(result, cli.EXIT_BELOW_GATE, "jobs.results.evaluate: error: accuracy", "below --min-accuracy 1")
+    result = run_job(
+        "jobs.results.evaluate", "--data", str(tiny_cifar), "--model", str(tmp_path / "model.pt"), "--min-accuracy", "1"
+    )
+    assert_one_line_error(
+        result, cli.EXIT_BELOW_GATE, "jobs.results.evaluate: error: accuracy", "below --min-accuracy 1"
+    )
     assert json.loads((tmp_path / "metrics.json").read_text())["min_accuracy"] == 1.0  # next to the model
 
 

@@ -30,9 +30,15 @@ def cifar(tmp_path_factory):
 def model_path(tmp_path_factory):
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("model") / "model.pt"
-    checkpoint.save_atomically({"architecture": ARCHITECTURE, "state_dict": WorkshopCNN(num_classes=10).state_dict(),
-                                "normalization": Normalization.unit_scale_only().to_dict(),
-                                "class_names": list(data.CLASS_NAMES)}, path)
+    checkpoint.save_atomically(
+        {
+            "architecture": ARCHITECTURE,
+            "state_dict": WorkshopCNN(num_classes=10).state_dict(),
+            "normalization": Normalization.unit_scale_only().to_dict(),
+            "class_names": list(data.CLASS_NAMES),
+        },
+        path,
+    )
     return path
 
 
@@ -51,7 +57,9 @@ def expected_report(model_path, cifar) -> dict:
 
 
 def run(model_path, cifar, out, *extra: str) -> int:
-    return evaluate.main(["--data", str(cifar), "--model", str(model_path), "--metrics-out", str(out), "--batch-size", "7", *extra])
+    return evaluate.main(
+        ["--data", str(cifar), "--model", str(model_path), "--metrics-out", str(out), "--batch-size", "7", *extra]
+    )
 
 
 def test_accuracy_exactly_at_the_gate_passes_and_one_step_above_fails(model_path, cifar, tmp_path):
@@ -90,11 +98,17 @@ def test_the_report_of_known_predictions_is_exact():
     labels = torch.tensor([0, 0, 1, 1, 1, 2])
     predictions = torch.tensor([0, 1, 1, 1, 0, 0])
     report = evaluate.accuracy_report(predictions, labels, ["a", "b", "c", "d"])
-    assert report == {"accuracy": 3 / 6, "correct": 3, "total": 6, "per_class": {
-        "a": {"accuracy": 0.5, "correct": 1, "total": 2},
-        "b": {"accuracy": 2 / 3, "correct": 2, "total": 3},
-        "c": {"accuracy": 0.0, "correct": 0, "total": 1},
-        "d": {"accuracy": None, "correct": 0, "total": 0}}}
+    assert report == {
+        "accuracy": 3 / 6,
+        "correct": 3,
+        "total": 6,
+        "per_class": {
+            "a": {"accuracy": 0.5, "correct": 1, "total": 2},
+            "b": {"accuracy": 2 / 3, "correct": 2, "total": 3},
+            "c": {"accuracy": 0.0, "correct": 0, "total": 1},
+            "d": {"accuracy": None, "correct": 0, "total": 0},
+        },
+    }
     assert all(type(v["correct"]) is int and type(v["total"]) is int for v in report["per_class"].values())
 
 
@@ -121,8 +135,10 @@ def test_a_failed_metrics_write_keeps_the_old_file_and_no_temporary(tmp_path, mo
     monkeypatch.setattr(evaluate.os, "replace", no_space)
     with pytest.raises(cli.VolumeError) as error:  # exit 3: a retry finds the same full volume
         evaluate.write_json_atomically({"accuracy": 0.9}, path)
-    assert str(error.value) == (f"cannot write metrics to {path}: No space left on device "
-                                "(the volume is full: free space or grow it, then rerun)")
+    assert str(error.value) == (
+        f"cannot write metrics to {path}: No space left on device "
+        "(the volume is full: free space or grow it, then rerun)"
+    )
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"accuracy": 0.5}
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
@@ -143,7 +159,10 @@ def test_a_checkpoint_or_a_foreign_network_is_refused(model_path, tmp_path):
     checkpoint.save_atomically({**saved, "architecture": "resnet"}, not_a_model)
     with pytest.raises(cli.JobError) as error:
         evaluate.load_model(not_a_model, torch.device("cpu"))
-    assert str(error.value) == f"{not_a_model} is not a {ARCHITECTURE} model written by jobs.training.train (a checkpoint.pt, perhaps?)"
+    assert (
+        str(error.value)
+        == f"{not_a_model} is not a {ARCHITECTURE} model written by jobs.training.train (a checkpoint.pt, perhaps?)"
+    )
 
     wrong_shape = tmp_path / "wrong.pt"
     checkpoint.save_atomically({**saved, "class_names": ["a", "b"]}, wrong_shape)
@@ -205,10 +224,17 @@ def test_an_interrupted_metrics_write_leaves_no_temporary(tmp_path, monkeypatch)
 
 # --- the command line: defaults, required options, the help the pod's users read ---------------
 
+
 def test_the_command_line_defaults_and_required_options():
     args = evaluate.parse_args(["--data", "d", "--model", "m.pt"])
-    assert vars(args) == {"data": Path("d"), "model": Path("m.pt"), "metrics_out": None, "min_accuracy": None,
-                          "batch_size": 500, "run_cost": None}
+    assert vars(args) == {
+        "data": Path("d"),
+        "model": Path("m.pt"),
+        "metrics_out": None,
+        "min_accuracy": None,
+        "batch_size": 500,
+        "run_cost": None,
+    }
     for missing in (["--model", "m.pt"], ["--data", "d"]):
         with pytest.raises(cli.UsageError) as refused:
             evaluate.parse_args(missing)
@@ -220,16 +246,24 @@ def test_the_help_names_the_command_and_documents_every_option(capsys):
         evaluate.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert text.startswith("usage: python -m jobs.results.evaluate ")
-    for phrase in ("Accuracy of a trained model on the test split.", "the cifar-10-batches-py folder",
-                   "RUN_DIR/model.pt written by jobs.training.train", "JSON file to write (default: metrics.json next to --model)",
-                   "fail (exit 3) below this fraction, 0..1"):
+    for phrase in (
+        "Accuracy of a trained model on the test split.",
+        "the cifar-10-batches-py folder",
+        "RUN_DIR/model.pt written by jobs.training.train",
+        "JSON file to write (default: metrics.json next to --model)",
+        "fail (exit 3) below this fraction, 0..1",
+    ):
         assert phrase in text, phrase
 
 
-def test_synthetic_data_is_announced_and_the_model_goes_to_the_chosen_device(model_path, cifar, tmp_path, monkeypatch, capsys):
+def test_synthetic_data_is_announced_and_the_model_goes_to_the_chosen_device(
+    model_path, cifar, tmp_path, monkeypatch, capsys
+):
     devices, threads = [], []
     real_load_model = evaluate.load_model
-    monkeypatch.setattr(evaluate, "load_model", lambda path, device: devices.append(device) or real_load_model(path, device))
+    monkeypatch.setattr(
+        evaluate, "load_model", lambda path, device: devices.append(device) or real_load_model(path, device)
+    )
     monkeypatch.setattr(evaluate, "configure_cpu_threads", lambda: threads.append(1) or 1)
     assert run(model_path, cifar, tmp_path / "m.json") == cli.EXIT_OK
     assert devices == [torch.device("cpu")] and threads == [1]
@@ -247,9 +281,13 @@ def test_the_summary_lines_are_exact(model_path, cifar, tmp_path, capsys):
     lines = [line.split(" ", 1)[1] for line in (captured.out + captured.err).splitlines() if " " in line]
     total, correct, accuracy = metrics["total"], metrics["correct"], metrics["accuracy"]
     # The workshop's words first, then the exact figures, once: `local` printed the accuracy twice (issue 30).
-    assert (f"Accuracy of the network on the {total} test images: {int(100 * accuracy)} % "
-            f"({100 * accuracy:.2f}%, {correct} of {total} correct)") in lines
-    assert sum("accuracy" in line.lower() and "test images" in line or line.startswith("accuracy") for line in lines) == 1
+    assert (
+        f"Accuracy of the network on the {total} test images: {int(100 * accuracy)} % "
+        f"({100 * accuracy:.2f}%, {correct} of {total} correct)"
+    ) in lines
+    assert (
+        sum("accuracy" in line.lower() and "test images" in line or line.startswith("accuracy") for line in lines) == 1
+    )
     for name, result in metrics["per_class"].items():
         assert f"  {name:<10s} {100 * result['accuracy']:6.2f}% ({result['correct']} of {result['total']})" in lines
     assert f"metrics written to {out}" in lines

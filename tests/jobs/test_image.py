@@ -44,14 +44,22 @@ def test_image_requirements_are_the_jobs_extra():
     lines = (REPO_ROOT / "images" / "requirements.txt").read_text().splitlines()
     requirements = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert sorted(requirements) == sorted(extra)
-    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9.]*", line) for line in requirements), "pin every package exactly"
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9.]*", line) for line in requirements), (
+        "pin every package exactly"
+    )
 
 
 def test_build_context_holds_only_the_contract_jobs_and_controller_packages_and_requirements():
-    rules = [line for line in (REPO_ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
+    rules = [
+        line for line in (REPO_ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")
+    ]
     assert rules[0] == "*", "deny everything first, then allow what the image needs"
-    assert {rule for rule in rules if rule.startswith("!")} == {"!elastic_training/", "!jobs/", "!controller/",
-                                                                 "!images/requirements.txt"}
+    assert {rule for rule in rules if rule.startswith("!")} == {
+        "!elastic_training/",
+        "!jobs/",
+        "!controller/",
+        "!images/requirements.txt",
+    }
 
 
 def test_image_runs_jobs_as_a_non_root_user_without_installers():
@@ -81,12 +89,18 @@ def test_base_image_is_the_current_patch_tag_and_the_docs_agree():
 
 
 def test_image_keeps_what_torch_requires_and_runs_pip_check():
-    pinned = next(line for line in (REPO_ROOT / "images" / "requirements.txt").read_text().splitlines()
-                  if line.startswith("torch=="))
+    pinned = next(
+        line
+        for line in (REPO_ROOT / "images" / "requirements.txt").read_text().splitlines()
+        if line.startswith("torch==")
+    )
     # torch's own declaration (its wheel's METADATA, Requires-Dist), from the torch installed here.
     assert metadata.version("torch").split("+")[0] == pinned.split("==")[1]
-    required = {canonical(re.match(r"[A-Za-z0-9_.-]+", req).group(0))
-                for req in metadata.requires("torch") or [] if "extra ==" not in req}
+    required = {
+        canonical(re.match(r"[A-Za-z0-9_.-]+", req).group(0))
+        for req in metadata.requires("torch") or []
+        if "extra ==" not in req
+    }
     assert "setuptools" in required  # torch 2.13.0: Requires-Dist: setuptools>=77.0.3
 
     instructions = dockerfile_instructions()
@@ -96,16 +110,23 @@ def test_image_keeps_what_torch_requires_and_runs_pip_check():
     for _, run in [item for item in instructions if item[0] == "RUN"]:
         for command in shell_commands(run):
             if command[0] in venv_pip and "uninstall" in command:
-                removed_from_venv |= {canonical(arg) for arg in command[command.index("uninstall") + 1:]
-                                      if not arg.startswith("-")}
-    assert not removed_from_venv & required, f"the image removes what torch requires: {sorted(removed_from_venv & required)}"
+                removed_from_venv |= {
+                    canonical(arg) for arg in command[command.index("uninstall") + 1 :] if not arg.startswith("-")
+                }
+    assert not removed_from_venv & required, (
+        f"the image removes what torch requires: {sorted(removed_from_venv & required)}"
+    )
 
     # `pip check` runs in the final stage on the virtualenv it ships, after that was copied in,
     # and nothing installs into it afterwards.
     final = instructions[final_from:]
     copy = final.index(("COPY", "--from=build /opt/venv /opt/venv"))
-    checks = [i for i, (keyword, run) in enumerate(final) if keyword == "RUN"
-              and any(c[:4] == ["/opt/venv/bin/python", "-m", "pip", "check"] for c in shell_commands(run))]
+    checks = [
+        i
+        for i, (keyword, run) in enumerate(final)
+        if keyword == "RUN"
+        and any(c[:4] == ["/opt/venv/bin/python", "-m", "pip", "check"] for c in shell_commands(run))
+    ]
     assert checks and checks[0] > copy, "the final stage must run `/opt/venv/bin/python -m pip check`"
-    for _, run in [item for item in final[checks[0]:] if item[0] == "RUN"]:
+    for _, run in [item for item in final[checks[0] :] if item[0] == "RUN"]:
         assert not any("install" in c for c in shell_commands(run)), "nothing may install after `pip check`"

@@ -29,8 +29,15 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, gated_agent_command,
-                              run_torchrun_jobs, worker_rank)
+from torchrun_harness import (
+    TorchrunJob,
+    agent_environment,
+    cluster_style_torchrun_flags,
+    descendants_of,
+    gated_agent_command,
+    run_torchrun_jobs,
+    worker_rank,
+)
 
 from jobs.training import checkpoint
 from jobs.results import evaluate
@@ -121,7 +128,9 @@ def _logs(run: Run) -> str:
 
 def _assert_finished_once_with_one_model(run: Run, tmp_path: Path) -> list[dict]:
     history = run.history()
-    assert [r["epoch"] for r in history if r["event"] == "epoch"] == list(range(1, EPOCHS + 1)), f"{history}\n{_logs(run)}"
+    assert [r["epoch"] for r in history if r["event"] == "epoch"] == list(range(1, EPOCHS + 1)), (
+        f"{history}\n{_logs(run)}"
+    )
     assert [r["event"] for r in history].count("finished") == 1 and history[-1]["event"] == "finished"
     assert evaluate.main(["--data", str(run.run_dir.parent / "data" / "cifar-10-batches-py"),
                           "--model", str(run.run_dir / "model.pt"), "--metrics-out", str(tmp_path / "metrics.json"),
@@ -176,15 +185,19 @@ def test_rank_0_s_node_lost_without_notice_the_survivor_re_forms_alone_quickly(l
     assert restarted and restarted[0]["world_size"] == 1 and restarted[0]["epochs_done"] >= 1, history
     took = rendezvous_seconds(run.job.results()[survivor].log)
     assert took and max(took) < TORCH_DEFAULT_LAST_CALL, (took, _logs(run))
-    print(f"\nrank 0's node lost: the survivor's rendezvous took {max(took):.1f} s; training again "
-          f"{restarted[0]['time'] - run.event_at:.1f} s after the loss")
+    print(
+        f"\nrank 0's node lost: the survivor's rendezvous took {max(took):.1f} s; training again "
+        f"{restarted[0]['time'] - run.event_at:.1f} s after the loss"
+    )
 
 
 def test_an_agent_sigkilled_comes_back_and_the_world_is_two_again(loss_runs, tmp_path):
     run = loss_runs["agent-killed"]
     assert run.event_at is not None and run.replacement is not None, _logs(run)
     assert run.exits[run.victim] == -signal.SIGKILL  # a container killed so reports 137: retryable
-    assert {i: c for i, c in run.exits.items() if i != run.victim} == {1 - run.victim: 0, run.replacement: 0}, _logs(run)
+    assert {i: c for i, c in run.exits.items() if i != run.victim} == {1 - run.victim: 0, run.replacement: 0}, _logs(
+        run
+    )
     history = _assert_finished_once_with_one_model(run, tmp_path)
     back = [r for r in _starts_after(history, run.event_at) if r["world_size"] == 2]
     assert back and back[0]["epochs_done"] >= 1, history

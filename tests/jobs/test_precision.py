@@ -99,7 +99,9 @@ def test_the_worker_logs_how_long_it_took_to_its_first_step_phase_by_phase(tiny_
     assert train.main(["--data", str(tiny_cifar), "--run-dir", str(tmp_path / "run"), "--epochs", "1",
                        "--batch-size", "50"]) == 0  # fmt: skip
     # The log goes to stdout (jobs.cli.configure_logging), after its "HH:MM:SS [rank 0/1] " prefix.
-    (line,) = [text.split("] ", 1)[1] for text in capsys.readouterr().out.splitlines() if "after the worker started" in text]
+    (line,) = [
+        text.split("] ", 1)[1] for text in capsys.readouterr().out.splitlines() if "after the worker started" in text
+    ]
     phases = [part.split()[0] for part in line.split(": ", 1)[1].split(" (")[0].split(", ")]
     assert phases == ["imports", "data", "waiting", "data", "process", "model", "first"], line
     seconds = float(line.split()[2])

@@ -32,8 +32,14 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import make_synthetic_cifar
-from torchrun_harness import (TorchrunJob, agent_environment, cluster_style_torchrun_flags, descendants_of, run_torchrun_jobs,
-                              worker_rank)
+from torchrun_harness import (
+    TorchrunJob,
+    agent_environment,
+    cluster_style_torchrun_flags,
+    descendants_of,
+    run_torchrun_jobs,
+    worker_rank,
+)
 
 from jobs.training import checkpoint
 from jobs.results import evaluate
@@ -146,16 +152,33 @@ def runs(store_server, tmp_path_factory):
 
     # The reference runs beside the others, as a process of its own with the same one thread as
     # the "kill"/"term" processes: the same arithmetic, so their models can be compared bit for bit.
-    command = [sys.executable, "-m", "jobs.training.train",
-               *_train_args(data_dir, base / "reference", base / "reference-trace", "--checkpoint-every-seconds", "0")]
+    command = [
+        sys.executable,
+        "-m",
+        "jobs.training.train",
+        *_train_args(data_dir, base / "reference", base / "reference-trace", "--checkpoint-every-seconds", "0"),
+    ]
     reference = TorchrunJob("reference", [command], base / "logs", agent_environment())
 
     run_dir, trace_dir = base / "preempt", base / "preempt-trace"
-    flags = cluster_style_torchrun_flags(store_server.endpoint, "preempt", nnodes="2:3") + ["--rdzv_conf=last_call_timeout=2"]
-    torchrun_args = [*flags, "-m", "jobs.training.train", *_train_args(data_dir, run_dir, trace_dir, "--pg-timeout", "20")]
+    flags = cluster_style_torchrun_flags(store_server.endpoint, "preempt", nnodes="2:3") + [
+        "--rdzv_conf=last_call_timeout=2"
+    ]
+    torchrun_args = [
+        *flags,
+        "-m",
+        "jobs.training.train",
+        *_train_args(data_dir, run_dir, trace_dir, "--pg-timeout", "20"),
+    ]
     command = [sys.executable, "-m", "jobs.elastic.agent", *torchrun_args]
     (base / "replacement.py").write_text(REPLACEMENT)
-    replacement = [sys.executable, str(base / "replacement.py"), str(base / "gate"), str(base / "ready"), *torchrun_args]
+    replacement = [
+        sys.executable,
+        str(base / "replacement.py"),
+        str(base / "gate"),
+        str(base / "ready"),
+        *torchrun_args,
+    ]
     job = TorchrunJob("preempt", [command] * 3 + [replacement], base / "logs", agent_environment(LOGLEVEL="INFO"))
     agents = Agents(job, run_dir, trace_dir, base / "gate", base / "ready", replacement=3)
 
@@ -163,7 +186,12 @@ def runs(store_server, tmp_path_factory):
     for name, stop_signal in [("kill", signal.SIGKILL), ("term", signal.SIGTERM)]:
         run_dir, trace_dir = base / name, base / f"{name}-trace"
         # A checkpoint by time every 0.5 s: at least one in most epochs of 40 steps.
-        command = [sys.executable, "-m", "jobs.training.train", *_train_args(data_dir, run_dir, trace_dir, "--checkpoint-every-seconds", "0.5")]
+        command = [
+            sys.executable,
+            "-m",
+            "jobs.training.train",
+            *_train_args(data_dir, run_dir, trace_dir, "--checkpoint-every-seconds", "0.5"),
+        ]
         job = TorchrunJob(name, [command], base / "logs", agent_environment())
         alone[name] = Alone(name, stop_signal, run_dir, trace_dir, command, job)
 
@@ -175,9 +203,13 @@ def runs(store_server, tmp_path_factory):
     run_torchrun_jobs([agents.job, reference, *(run.job for run in alone.values())], DEADLINE_SECONDS,
                       on_tick=drive, tick_seconds=0.05)  # fmt: skip
     assert [r.returncode for r in reference.results()] == [0], reference.results()[0].log[-3000:]
-    print(f"\npreempt: {agents.job.seconds:.1f} s, {agents.events}, agents {[r.returncode for r in agents.job.results()]}")
+    print(
+        f"\npreempt: {agents.job.seconds:.1f} s, {agents.events}, agents {[r.returncode for r in agents.job.results()]}"
+    )
     for run in alone.values():
-        print(f"{run.name}: {run.job.seconds:.1f} s, stopped {run.stopped_at}, exits {[r.returncode for r in run.job.results()]}")
+        print(
+            f"{run.name}: {run.job.seconds:.1f} s, stopped {run.stopped_at}, exits {[r.returncode for r in run.job.results()]}"
+        )
     return {"base": base, "data": data_dir, "agents": agents, **alone}
 
 
@@ -234,7 +266,10 @@ def test_stopped_mid_epoch_resumes_at_the_next_step_with_the_uninterrupted_model
     assert len(starts) == 2 and starts[1]["position"] > 0, history
     before_stop = [r for r in history if r["event"] == "checkpoint" and r["time"] < starts[1]["time"]]
     # It resumes where the last checkpoint before the stop left off: mid-epoch, not at its start.
-    assert (starts[1]["epochs_done"], starts[1]["position"]) == (before_stop[-1]["epochs_done"], before_stop[-1]["position"])
+    assert (starts[1]["epochs_done"], starts[1]["position"]) == (
+        before_stop[-1]["epochs_done"],
+        before_stop[-1]["position"],
+    )
     steps = _steps(run.trace_dir)
     first_after = min((s for s in steps if s.group == starts[1]["group"]), key=lambda s: s.time)
     assert (first_after.epoch, first_after.start) == (starts[1]["epochs_done"], starts[1]["position"])

@@ -96,13 +96,21 @@ def _failure_cases(archive: bytes, source_folder: Path, server: ArchiveServer, t
     random_bytes = os.urandom(len(archive))
     return [
         ("wrong checksum", ["--source", server.serve("/a.tgz", archive), "--md5", "0" * 32], "checksum mismatch"),
-        ("truncated archive", ["--source", server.serve("/b.tgz", archive[: len(archive) // 2])], "corrupt or truncated"),
+        (
+            "truncated archive",
+            ["--source", server.serve("/b.tgz", archive[: len(archive) // 2])],
+            "corrupt or truncated",
+        ),
         ("corrupt archive", ["--source", server.serve("/c.tgz", random_bytes)], "corrupt or truncated"),
         ("connection cut short", ["--source", server.serve("/d.tgz", archive[:5000], len(archive))], "download of"),
         ("HTTP 404", ["--source", server.url("/not-served.tgz")], "HTTP 404"),
         ("nothing listening", ["--source", f"http://127.0.0.1:{free_port()}/x.tgz"], "cannot reach"),
         ("missing local file", ["--source", str(tmp_path / "absent.tar.gz")], "does not exist"),
-        ("corrupt pickle inside", ["--source", server.serve("/f.tgz", make_tarball(broken_pickle_folder))], "data_batch_3"),
+        (
+            "corrupt pickle inside",
+            ["--source", server.serve("/f.tgz", make_tarball(broken_pickle_folder))],
+            "data_batch_3",
+        ),
         ("member escaping dest", ["--source", server.serve("/g.tgz", escaping)], "escaped.txt"),
         ("not the CIFAR archive", ["--source", server.serve("/h.tgz", no_folder.getvalue())], "cifar-10-batches-py"),
     ]
@@ -121,7 +129,9 @@ def test_failures_exit_with_one_line_and_leave_nothing(tmp_path, server, archive
     attempts += [(name, good, args, phrase) for name, args, phrase in cases]
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda attempt: run_job("jobs.data.prepare", "--dest", str(attempt[1]), *attempt[2]), attempts))
+        results = list(
+            pool.map(lambda attempt: run_job("jobs.data.prepare", "--dest", str(attempt[1]), *attempt[2]), attempts)
+        )
 
     for (name, dest, _, phrase), result in zip(attempts, results):
         # Content that fails its check once extracted: downloading it again gives the same (exit 3).
@@ -212,7 +222,11 @@ def s3_endpoint():
 def test_s3_source(tmp_path, s3_endpoint, archive):
     import boto3
 
-    credentials = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    credentials = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
                       aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
     s3.create_bucket(Bucket="datasets")
@@ -224,6 +238,8 @@ def test_s3_source(tmp_path, s3_endpoint, archive):
     assert result.returncode == 0, result.stderr
     assert listing(tmp_path / "ok" / data.FOLDER_NAME) == CIFAR_FILES | {MANIFEST_NAME}
 
-    missing = run_job("jobs.data.prepare", "--dest", str(tmp_path / "missing"), "--source", "s3://datasets/nope.tar.gz", **environment)
+    missing = run_job(
+        "jobs.data.prepare", "--dest", str(tmp_path / "missing"), "--source", "s3://datasets/nope.tar.gz", **environment
+    )
     assert_one_line_error(missing, 1, "s3://datasets/nope.tar.gz", "404")
     assert not (tmp_path / "missing").exists()

@@ -29,10 +29,17 @@ def request_for(*argv: str) -> dict:
 
 # --- what is asked for ---------------------------------------------------------------------------
 
+
 def test_the_default_source_carries_the_official_checksum_and_no_other_source_gets_it():
     assert request_for() == {"source": prepare.OFFICIAL_URL, "md5": prepare.OFFICIAL_MD5}
-    assert request_for("--source", prepare.OFFICIAL_URL) == {"source": prepare.OFFICIAL_URL, "md5": prepare.OFFICIAL_MD5}
-    assert request_for("--source", "https://mirror.example/c.tgz") == {"source": "https://mirror.example/c.tgz", "md5": None}
+    assert request_for("--source", prepare.OFFICIAL_URL) == {
+        "source": prepare.OFFICIAL_URL,
+        "md5": prepare.OFFICIAL_MD5,
+    }
+    assert request_for("--source", "https://mirror.example/c.tgz") == {
+        "source": "https://mirror.example/c.tgz",
+        "md5": None,
+    }
     assert request_for("--md5", "A" * 32) == {"source": prepare.OFFICIAL_URL, "md5": "a" * 32}
     assert request_for("--synthetic", "3", "--seed", "4") == {"synthetic_images_per_class": 3, "seed": 4}
     assert request_for("--synthetic", "3") == {"synthetic_images_per_class": 3, "seed": 0}
@@ -53,8 +60,9 @@ def test_a_wrong_archive_from_the_default_source_is_refused_and_nothing_is_left(
     with pytest.raises(prepare.SourceError) as refused:
         prepare.main(["--dest", str(dest)])
     assert fetched == [prepare.OFFICIAL_URL]
-    assert str(refused.value) == (f"checksum mismatch for {prepare.OFFICIAL_URL}: expected MD5 {prepare.OFFICIAL_MD5}, "
-                                  f"got {md5(archive)}")
+    assert str(refused.value) == (
+        f"checksum mismatch for {prepare.OFFICIAL_URL}: expected MD5 {prepare.OFFICIAL_MD5}, got {md5(archive)}"
+    )
     assert not dest.exists()
 
 
@@ -75,8 +83,13 @@ def test_a_matching_checksum_is_verified_and_no_checksum_only_warns(tmp_path, se
     assert str(refused.value) == f"checksum mismatch for {url}: expected MD5 {'0' * 32}, got {md5(archive)}"
 
 
-@pytest.mark.parametrize("text, value", [("c58f30108f718f92721af3b95e74349a",) * 2, ("C58F30108F718F92721AF3B95E74349A",
-                                                                                     "c58f30108f718f92721af3b95e74349a")])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("c58f30108f718f92721af3b95e74349a",) * 2,
+        ("C58F30108F718F92721AF3B95E74349A", "c58f30108f718f92721af3b95e74349a"),
+    ],
+)
 def test_md5_arguments_are_32_hex_digits_stored_lowercase(text, value):
     assert prepare._md5_hex(text) == value
 
@@ -88,19 +101,33 @@ def test_other_md5_arguments_are_refused(text):
     assert str(refused.value) == f"must be 32 hexadecimal characters, got {text!r}"
 
 
-@pytest.mark.parametrize("source", ["https://h/c.tgz", "https://h/c.tgz?from=s3://b/k", "http://h/c.tgz", "s3://b/k", "s3://b/k/deeper", "file:///x.tgz",
-                                    "/x.tgz", "relative.tgz"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "https://h/c.tgz",
+        "https://h/c.tgz?from=s3://b/k",
+        "http://h/c.tgz",
+        "s3://b/k",
+        "s3://b/k/deeper",
+        "file:///x.tgz",
+        "/x.tgz",
+        "relative.tgz",
+    ],
+)
 def test_accepted_sources(source):
     assert prepare._check_source(source) == source
 
 
-@pytest.mark.parametrize("source, message", [
-    ("ftp://h/c.tgz", "unsupported scheme ftp://; use http(s)://..., s3://bucket/key or a local path"),
-    ("S3://b/k", "unsupported scheme S3://; use http(s)://..., s3://bucket/key or a local path"),
-    ("s3://bucket", "must look like s3://bucket/key, got s3://bucket"),
-    ("s3://bucket/", "must look like s3://bucket/key, got s3://bucket/"),
-    ("s3:///key", "must look like s3://bucket/key, got s3:///key"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("ftp://h/c.tgz", "unsupported scheme ftp://; use http(s)://..., s3://bucket/key or a local path"),
+        ("S3://b/k", "unsupported scheme S3://; use http(s)://..., s3://bucket/key or a local path"),
+        ("s3://bucket", "must look like s3://bucket/key, got s3://bucket"),
+        ("s3://bucket/", "must look like s3://bucket/key, got s3://bucket/"),
+        ("s3:///key", "must look like s3://bucket/key, got s3:///key"),
+    ],
+)
 def test_refused_sources(source, message):
     with pytest.raises(argparse.ArgumentTypeError) as refused:
         prepare._check_source(source)
@@ -108,6 +135,7 @@ def test_refused_sources(source, message):
 
 
 # --- what arrives: hashed and counted byte for byte ----------------------------------------------
+
 
 def test_the_hashing_writer_passes_every_byte_through_and_hashes_exactly_them(monkeypatch, caplog):
     clock = iter([0.0, 5.0, 10.0, 11.0, 25.0])
@@ -149,8 +177,10 @@ def test_a_connection_dropped_before_the_announced_length_is_refused(tmp_path, s
     url = server.serve("/short.tgz", archive[:100], announced_length=len(archive))
     with pytest.raises(prepare.SourceError) as refused:
         prepare.fetch(url, tmp_path / "out")
-    assert str(refused.value) in (f"download of {url} was cut short after 100 bytes of this chunk",
-                                  f"download of {url} is truncated: got 100 of {len(archive)} bytes")
+    assert str(refused.value) in (
+        f"download of {url} was cut short after 100 bytes of this chunk",
+        f"download of {url} is truncated: got 100 of {len(archive)} bytes",
+    )
 
 
 def test_http_errors_and_unreachable_hosts_are_one_line(tmp_path, server):
@@ -184,12 +214,16 @@ def test_each_scheme_goes_to_its_own_fetcher(tmp_path, monkeypatch):
 
 # --- s3:// (moto's in-process S3; the subprocess run against moto's server is in test_prepare.py) ----
 
+
 @pytest.fixture
 def s3(monkeypatch):
     from moto import mock_aws
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
         import boto3
@@ -237,7 +271,10 @@ def test_an_unreachable_s3_endpoint_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(boto3, "client", lambda *_: Unreachable())
     with pytest.raises(prepare.SourceError) as refused:
         prepare.fetch("s3://datasets/c.tgz", tmp_path / "out")
-    assert str(refused.value) == 'cannot download s3://datasets/c.tgz: Could not connect to the endpoint URL: "https://s3.example"'
+    assert (
+        str(refused.value)
+        == 'cannot download s3://datasets/c.tgz: Could not connect to the endpoint URL: "https://s3.example"'
+    )
 
 
 def test_the_config_refuses_exactly_the_synthetic_counts_data_prep_refuses():
@@ -254,7 +291,9 @@ def test_an_s3_object_announces_its_size_and_an_s3_refusal_says_what_s3_said(tmp
 
     s3.put_object(Bucket="datasets", Key="c.tgz", Body=archive)
     sizes = []
-    prepare._fetch_s3("s3://datasets/c.tgz", lambda size: sizes.append(size) or prepare._HashingWriter(io.BytesIO(), "t", size))
+    prepare._fetch_s3(
+        "s3://datasets/c.tgz", lambda size: sizes.append(size) or prepare._HashingWriter(io.BytesIO(), "t", size)
+    )
     assert sizes == [len(archive)]
 
     import boto3
@@ -271,13 +310,16 @@ def test_an_s3_object_announces_its_size_and_an_s3_refusal_says_what_s3_said(tmp
         with pytest.raises(prepare.SourceError) as refused:
             prepare.fetch("s3://datasets/c.tgz", tmp_path / "out")
         said.append(str(refused.value))
-    assert said == ["cannot download s3://datasets/c.tgz: AccessDenied",
-                    "cannot download s3://datasets/c.tgz: slow down",
-                    "cannot download s3://datasets/c.tgz: An error occurred (Unknown) when calling the HeadObject "
-                    "operation: Unknown"]
+    assert said == [
+        "cannot download s3://datasets/c.tgz: AccessDenied",
+        "cannot download s3://datasets/c.tgz: slow down",
+        "cannot download s3://datasets/c.tgz: An error occurred (Unknown) when calling the HeadObject "
+        "operation: Unknown",
+    ]
 
 
 # --- synthetic data: what --synthetic asks for is what is written ----------------------------------
+
 
 def test_a_synthetic_request_writes_that_many_images_from_that_seed_and_says_they_are_fake(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="jobs.data.prepare")
@@ -306,6 +348,7 @@ def test_an_archive_that_is_not_a_tarball_is_named_by_its_source(tmp_path, serve
 
 
 # --- streaming: never the whole archive in memory, progress and timing told right --------------------
+
 
 class _Chunks:
     """A writer that records the size of every chunk it is handed."""
@@ -340,8 +383,11 @@ def test_progress_is_reported_every_10_seconds_from_the_start(monkeypatch, caplo
     writer = prepare._HashingWriter(io.BytesIO(), "fetching x", expected_bytes=5_150_001)
     for chunk in (1_000_000, 1_050_001, 1_000_000, 1_000_000, 1_100_000, 0):
         writer.write(b"z" * chunk)
-    assert caplog.messages == ["fetching x: 2.1 of 5.2 MB so far", "fetching x: 4.1 of 5.2 MB so far",
-                               "fetching x: 5.2 of 5.2 MB so far"]
+    assert caplog.messages == [
+        "fetching x: 2.1 of 5.2 MB so far",
+        "fetching x: 4.1 of 5.2 MB so far",
+        "fetching x: 5.2 of 5.2 MB so far",
+    ]
     caplog.clear()
     times = iter([0.0, 10.0])
     unknown = prepare._HashingWriter(io.BytesIO(), "fetching y")
@@ -360,6 +406,7 @@ def test_fetch_labels_its_progress_and_times_the_whole_transfer(tmp_path, monkey
 
 
 # --- HTTP as servers really answer -------------------------------------------------------------------
+
 
 def test_the_download_says_who_is_asking(server, tmp_path):
     url = server.serve("/ua.tgz", b"x")
@@ -389,13 +436,21 @@ def test_a_url_with_no_host_is_one_line(tmp_path):
     assert str(refused.value) == "cannot reach http:///c.tgz: no host given"
 
 
-@pytest.mark.parametrize("error, said", [
-    (http.client.IncompleteRead(b"abc"), "download of {url} was cut short after 3 bytes of this chunk"),
-    (ConnectionResetError(), "download of {url} failed: ConnectionResetError"),
-    (ConnectionResetError(104, "Connection reset by peer"), "download of {url} failed: [Errno 104] Connection reset by peer"),
-    (http.client.RemoteDisconnected("Remote end closed connection without response"),
-     "download of {url} failed: Remote end closed connection without response"),
-])
+@pytest.mark.parametrize(
+    "error, said",
+    [
+        (http.client.IncompleteRead(b"abc"), "download of {url} was cut short after 3 bytes of this chunk"),
+        (ConnectionResetError(), "download of {url} failed: ConnectionResetError"),
+        (
+            ConnectionResetError(104, "Connection reset by peer"),
+            "download of {url} failed: [Errno 104] Connection reset by peer",
+        ),
+        (
+            http.client.RemoteDisconnected("Remote end closed connection without response"),
+            "download of {url} failed: Remote end closed connection without response",
+        ),
+    ],
+)
 def test_a_transfer_that_breaks_is_one_line(tmp_path, monkeypatch, error, said):
     """Faults injected where urllib raises them: while the response is read."""
     url = "http://mirror.example/c.tgz"

@@ -38,8 +38,12 @@ def local_command(command: list[str], store_endpoint: str, mount: str) -> list[s
 
 def test_rendered_elasticjob_command_trains_with_two_agents(store_server, tiny_cifar, tmp_path):
     run_id = f"render-{uuid.uuid4().hex[:8]}"  # the store keeps a closed rendezvous until it restarts
-    raw = {**read_stack_file("dev"), "elastic-training:runId": run_id, "elastic-training:epochs": "2",
-           "elastic-training:batchSize": "20"}
+    raw = {
+        **read_stack_file("dev"),
+        "elastic-training:runId": run_id,
+        "elastic-training:epochs": "2",
+        "elastic-training:batchSize": "20",
+    }
     settings = load_settings(raw, "dev")
     rdzv_id = specs.rendezvous_id(settings, IMAGE)
     elasticjob = specs.elastic_job(settings, IMAGE, f"--rdzv_id={rdzv_id}")

@@ -78,12 +78,16 @@ def test_the_retried_workers_of_a_failed_run_rejoin_it_and_finish(store_server, 
     first = failing.results()
     assert [r.returncode for r in first] == [exit_codes.FAILURE] * 2, [r.log[-2000:] for r in first]
 
-    retries = TorchrunJob("retry", [agent_command(flags, script, "run", str(release)) for _ in range(2)], tmp_path / "retry")
+    retries = TorchrunJob(
+        "retry", [agent_command(flags, script, "run", str(release)) for _ in range(2)], tmp_path / "retry"
+    )
     run_torchrun_jobs([retries], deadline_seconds=150)
     second = retries.results()
     assert [r.returncode for r in second] == [0, 0], [r.log[-2000:] for r in second]
     for result in second:
-        assert "worker up rank" in result.log and "of 2" in result.log, result.log[-2000:]  # they trained, as a group of 2
+        assert "worker up rank" in result.log and "of 2" in result.log, result.log[
+            -2000:
+        ]  # they trained, as a group of 2
         assert not said(result.log), result.log[-2000:]  # no "arrived after the end"
 
 
@@ -99,8 +103,11 @@ def test_a_lone_replacement_of_a_failed_run_waits_for_its_group_and_never_exits_
     run_torchrun_jobs([failing], deadline_seconds=150)
     assert [r.returncode for r in failing.results()] == [exit_codes.FAILURE] * 2
 
-    lone = TorchrunJob("lone", [agent_command([*flags, "--rdzv_conf=join_timeout=10"], script, "run", str(tmp_path / "x"))],
-                       tmp_path / "lone")
+    lone = TorchrunJob(
+        "lone",
+        [agent_command([*flags, "--rdzv_conf=join_timeout=10"], script, "run", str(tmp_path / "x"))],
+        tmp_path / "lone",
+    )
     started = time.monotonic()
     run_torchrun_jobs([lone], deadline_seconds=150)
     (result,) = lone.results()
@@ -119,16 +126,22 @@ def test_a_worker_retried_while_its_group_trains_rejoins_it(store_server, tmp_pa
     script.write_text(WORKER)
     release = tmp_path / "release"
     flags = cluster_style_torchrun_flags(store_server.endpoint, "rejoin", max_restarts=0, nnodes="1:2")
-    job = TorchrunJob("rejoin", [agent_command(flags, script, "fail"), agent_command(flags, script, "run", str(release))],
-                      tmp_path / "logs")
+    job = TorchrunJob(
+        "rejoin",
+        [agent_command(flags, script, "fail"), agent_command(flags, script, "run", str(release))],
+        tmp_path / "logs",
+    )
     try:
         job.start()
         wait_for("agent A ended", lambda: job.agents[0].poll() is not None, job)
         assert job.agents[0].returncode == exit_codes.FAILURE, job.results()[0].log[-2000:]
         assert job.agents[1].poll() is None, job.results()[1].log[-2000:]  # B trains on
         retry = job.add_agent(agent_command(flags, script, "run", str(release)))
-        wait_for("A's retry runs a worker in a group of 2",
-                 lambda: "of 2" in job.log_path(retry).read_text(errors="replace") or job.agents[retry].poll() is not None, job)
+        wait_for(
+            "A's retry runs a worker in a group of 2",
+            lambda: "of 2" in job.log_path(retry).read_text(errors="replace") or job.agents[retry].poll() is not None,
+            job,
+        )
         release.write_text("")
         wait_for("every agent ended", job.is_finished, job)
     finally:
@@ -147,8 +160,16 @@ def test_a_replacement_that_finds_a_rendezvous_closed_without_a_finished_record_
     closed rendezvous never opens again; the Job fails the index at once, under podFailurePolicy
     FailIndex, instead of retrying it with growing delays), and the termination message says why."""
     run_id = f"foreign-{time.time_ns()}"
-    params = RendezvousParameters(rendezvous.BACKEND, store_server.endpoint, run_id, min_nodes=1, max_nodes=1,
-                                  local_addr="127.0.0.1", is_host=False, last_call_timeout=1)
+    params = RendezvousParameters(
+        rendezvous.BACKEND,
+        store_server.endpoint,
+        run_id,
+        min_nodes=1,
+        max_nodes=1,
+        local_addr="127.0.0.1",
+        is_host=False,
+        last_call_timeout=1,
+    )
     backend, client = torch_c10d_backend(params)
     foreign = torch_create_handler(client, backend, params)
     foreign.next_rendezvous()
@@ -157,10 +178,20 @@ def test_a_replacement_that_finds_a_rendezvous_closed_without_a_finished_record_
     script.write_text(WORKER)
     termination_log = tmp_path / "termination-log"
     termination_log.write_text("")
-    flags = [f"--rdzv_endpoint={store_server.endpoint}", f"--rdzv_id={run_id}", "--nnodes=1:2",
-             f"--rdzv_backend={rendezvous.BACKEND}", "--nproc_per_node=1", "--local_addr=127.0.0.1"]
-    late = TorchrunJob("late", [agent_command(flags, script, "run", str(tmp_path / "x"))], tmp_path / "late",
-                       agent_environment(JOBS_TERMINATION_LOG=str(termination_log)))
+    flags = [
+        f"--rdzv_endpoint={store_server.endpoint}",
+        f"--rdzv_id={run_id}",
+        "--nnodes=1:2",
+        f"--rdzv_backend={rendezvous.BACKEND}",
+        "--nproc_per_node=1",
+        "--local_addr=127.0.0.1",
+    ]
+    late = TorchrunJob(
+        "late",
+        [agent_command(flags, script, "run", str(tmp_path / "x"))],
+        tmp_path / "late",
+        agent_environment(JOBS_TERMINATION_LOG=str(termination_log)),
+    )
     run_torchrun_jobs([late], deadline_seconds=120)
     (result,) = late.results()
     assert result.returncode == exit_codes.CANNOT_CONTINUE, result.log[-2000:]
@@ -226,19 +257,35 @@ def test_a_spare_of_a_rendezvous_closed_without_a_finished_record_exits_3(store_
     """The other side of item 4: a spare whose rendezvous torch's own handler closed (no RunEnd: the
     run may have failed) still ends with one line and exit 3, never 0."""
     run_id = f"foreign-spare-{time.time_ns()}"
-    params = RendezvousParameters(rendezvous.BACKEND, store_server.endpoint, run_id, min_nodes=1, max_nodes=1,
-                                  local_addr="127.0.0.1", is_host=False, last_call_timeout=1)
+    params = RendezvousParameters(
+        rendezvous.BACKEND,
+        store_server.endpoint,
+        run_id,
+        min_nodes=1,
+        max_nodes=1,
+        local_addr="127.0.0.1",
+        is_host=False,
+        last_call_timeout=1,
+    )
     backend, client = torch_c10d_backend(params)
     foreign = torch_create_handler(client, backend, params)
     foreign.next_rendezvous()  # its round is full at 1; its keep-alive thread heartbeats meanwhile
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    flags = [f"--rdzv_endpoint={store_server.endpoint}", f"--rdzv_id={run_id}", "--nnodes=1:1",
-             f"--rdzv_backend={rendezvous.BACKEND}", "--nproc_per_node=1", "--local_addr=127.0.0.1"]
+    flags = [
+        f"--rdzv_endpoint={store_server.endpoint}",
+        f"--rdzv_id={run_id}",
+        "--nnodes=1:1",
+        f"--rdzv_backend={rendezvous.BACKEND}",
+        "--nproc_per_node=1",
+        "--local_addr=127.0.0.1",
+    ]
     job = TorchrunJob("spare", [agent_command(flags, script, "run", str(tmp_path / "x"))], tmp_path / "logs")
     try:
         job.start()
-        wait_for("the agent waits as a spare", lambda: len(stored_state(store_server.port, run_id).redundancy_list) == 1, job)
+        wait_for(
+            "the agent waits as a spare", lambda: len(stored_state(store_server.port, run_id).redundancy_list) == 1, job
+        )
         assert foreign.shutdown() is True  # torch's close, as after a failed group: no RunEnd
         wait_for("the spare ended", job.is_finished, job)
     finally:

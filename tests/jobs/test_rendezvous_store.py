@@ -221,7 +221,10 @@ def test_a_node_that_re_joins_after_its_group_finished_did_not_finish(store, run
     finished. Now RejoinedAfterTheEnd (jobs.elastic.torchrun: exit 3), naming A's round."""
     a, b = (ours(store, run_id, handlers, min_nodes=2, max_nodes=2) for _ in range(2))
     rounds = {}
-    threads = [threading.Thread(target=lambda h=h, n=n: rounds.__setitem__(n, h.next_rendezvous())) for n, h in (("a", a), ("b", b))]
+    threads = [
+        threading.Thread(target=lambda h=h, n=n: rounds.__setitem__(n, h.next_rendezvous()))
+        for n, h in (("a", a), ("b", b))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -244,7 +247,9 @@ def test_the_handler_s_timeouts_are_ours_unless_the_command_line_says_otherwise(
     assert settings.timeout.join == timedelta(seconds=600 + CAPACITY_WAIT_SECONDS) == timedelta(minutes=40)
     assert (settings.timeout.last_call, settings.keep_alive_interval, settings.keep_alive_max_attempt) == (
         timedelta(seconds=rendezvous.DEFAULTS["last_call_timeout"]),
-        timedelta(seconds=rendezvous.DEFAULTS["keep_alive_interval"]), rendezvous.DEFAULTS["keep_alive_max_attempt"])
+        timedelta(seconds=rendezvous.DEFAULTS["keep_alive_interval"]),
+        rendezvous.DEFAULTS["keep_alive_max_attempt"],
+    )
     assert ours(store, run_id, handlers, last_call_timeout=7).settings.timeout.last_call == timedelta(seconds=7)
     assert os.environ[rendezvous.SHARE_STORE_VARIABLE] == "1"  # fact 10
     with pytest.raises(ValueError, match="keep_alive_interval=0: must be a whole number of seconds above 0"):

@@ -36,8 +36,14 @@ from pathlib import Path
 
 import pytest
 from conftest import make_synthetic_cifar
-from torchrun_harness import (StoreServer, TorchrunJob, agent_environment, cluster_style_torchrun_flags, gated_agent_command,
-                              run_torchrun_jobs)
+from torchrun_harness import (
+    StoreServer,
+    TorchrunJob,
+    agent_environment,
+    cluster_style_torchrun_flags,
+    gated_agent_command,
+    run_torchrun_jobs,
+)
 
 from infra.components import rendezvous_health
 from infra.specs.workloads import WORKER_CONTAINER
@@ -177,7 +183,9 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
             store = StoreServer(base / f"store-{name}").start()
             next_store = None
             if name != "stalled":
-                next_store = StoreServer(base / f"store-{name}-next", port=store.port).launch(base / f"{name}-store-gate")
+                next_store = StoreServer(base / f"store-{name}-next", port=store.port).launch(
+                    base / f"{name}-store-gate"
+                )
             run_dir = base / name
             nnodes = {"empty": "1:3", "forming": "2:2"}.get(name, "1:2")
             flags = cluster_style_torchrun_flags(store.endpoint, name, nnodes=nnodes)
@@ -188,7 +196,15 @@ def outage_runs(tmp_path_factory) -> dict[str, Run]:
                           "--batch-size", "10", "--log-every", "50", "--pg-timeout", "20"]  # fmt: skip
             if name == "stock":  # torch's own backend on our store, which its client does not host
                 flags = [*flags, "--rdzv_backend=c10d", "--rdzv_conf=is_host=false"]
-                command = [sys.executable, "-m", "torch.distributed.run", *flags, "-m", "jobs.training.train", *train_args]
+                command = [
+                    sys.executable,
+                    "-m",
+                    "torch.distributed.run",
+                    *flags,
+                    "-m",
+                    "jobs.training.train",
+                    *train_args,
+                ]
             else:
                 command = [sys.executable, "-m", "jobs.elastic.agent", *flags, "-m", "jobs.training.train", *train_args]
             commands = [command] if name == "forming" else [command, command]
@@ -260,11 +276,15 @@ def test_store_back_empty_the_group_trains_through_then_re_forms_with_the_newcom
     after = [r for r in history if r["event"] == "start" and r["time"] > run.back_at]
     assert after and after[-1]["world_size"] == 3 and after[-1]["epochs_done"] >= 3, history
     assert all(r["world_size"] in (2, 3) for r in history if r["event"] == "start"), history
-    assert all(r["world_size"] == 3 for r in history if r["event"] == "epoch" and r["time"] > after[-1]["time"]), history
+    assert all(r["world_size"] == 3 for r in history if r["event"] == "epoch" and r["time"] > after[-1]["time"]), (
+        history
+    )
     next_epoch = min(r["time"] for r in history if r["event"] == "epoch" and r["time"] > run.back_at)
-    print(f"\nempty: {len(trained_in_outage)} epochs finished while the store was away ({run.back_at - run.killed_at:.1f} s), "
-          f"next epoch {next_epoch - run.back_at:.1f} s after its return; training at world size 3 with the newcomer "
-          f"{after[-1]['time'] - run.back_at:.1f} s after the store's return")
+    print(
+        f"\nempty: {len(trained_in_outage)} epochs finished while the store was away ({run.back_at - run.killed_at:.1f} s), "
+        f"next epoch {next_epoch - run.back_at:.1f} s after its return; training at world size 3 with the newcomer "
+        f"{after[-1]['time'] - run.back_at:.1f} s after the store's return"
+    )
 
 
 def test_a_stalled_store_that_keeps_its_data_never_stops_the_group(outage_runs, tmp_path):
@@ -298,7 +318,9 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     # one line, naming the store, for the wait to read (log, and the termination message in a pod):
     # it gave up on the first try past the bound (a try takes a few seconds: connect, then a pause)
     line = [text for text in results[0].log.splitlines() if text.startswith("jobs.elastic.torchrun:")]
-    assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable for " in line[0], results[0].log[-3000:]
+    assert len(line) == 1 and f"the rendezvous store {run.store.endpoint} was unreachable for " in line[0], results[
+        0
+    ].log[-3000:]
     waited = float(line[0].split(" was unreachable for ")[1].split(" s,")[0])
     # waited is the line's figure, rounded to 0.1 s: a give-up just past the bound reads as the bound itself.
     assert BOUND_SECONDS <= waited <= BOUND_SECONDS + 10 and f"exiting {EXIT_STORE_UNAVAILABLE}" in line[0], line[0]
@@ -311,9 +333,16 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     # The wait's verdict on a store that does not come back: the failed worker pods the ElasticJob's
     # Job keeps, one per exit, with the worker's code in its status (controller/render.py), and a
     # Deployment without a ready pod.
-    pods = [{"metadata": {"name": f"train-gone-{index}-x{number}"}, "status": {"phase": "Failed", "containerStatuses": [
-                {"name": WORKER_CONTAINER, "state": {"terminated": {"exitCode": code}}}]}}
-            for number, (index, code, _) in enumerate(run.exits)]
+    pods = [
+        {
+            "metadata": {"name": f"train-gone-{index}-x{number}"},
+            "status": {
+                "phase": "Failed",
+                "containerStatuses": [{"name": WORKER_CONTAINER, "state": {"terminated": {"exitCode": code}}}],
+            },
+        }
+        for number, (index, code, _) in enumerate(run.exits)
+    ]
     watch = rendezvous_health.StoreWatch("training")
     down = rendezvous_health.StoreState(False, "no store pod")
     assert watch.problem(down, pods, 0) is None
@@ -321,6 +350,8 @@ def test_store_gone_past_the_bound_agents_exit_138_naming_it_and_the_recreated_o
     gave_up = codes.count(EXIT_STORE_UNAVAILABLE)
     assert verdict.startswith("the rendezvous store rendezvous-store:29400 (StatefulSet training/rendezvous-store)")
     assert f"workers gave up on it (exit 138) {gave_up} times" in verdict and "\n" not in verdict
-    print(f"\ngone: agents gave up {first_exit - run.killed_at:.1f} s after the store died (bound {BOUND_SECONDS} s); "
-          f"training resumed {resumed[0]['time'] - run.back_at:.1f} s after its return, from epoch "
-          f"{resumed[0]['epochs_done']}; work lost: {first_exit - stopped[-1]['time']:.1f} s since the last checkpoint")
+    print(
+        f"\ngone: agents gave up {first_exit - run.killed_at:.1f} s after the store died (bound {BOUND_SECONDS} s); "
+        f"training resumed {resumed[0]['time'] - run.back_at:.1f} s after its return, from epoch "
+        f"{resumed[0]['epochs_done']}; work lost: {first_exit - stopped[-1]['time']:.1f} s since the last checkpoint"
+    )

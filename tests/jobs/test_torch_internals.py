@@ -21,8 +21,14 @@ TORCH_PIN = "2.13.0"
 
 
 def _self_attributes(cls_node: ast.ClassDef) -> set[str]:
-    return {node.attr for node in ast.walk(cls_node) if isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name) and node.value.id == "self" and node.attr.startswith("_")}
+    return {
+        node.attr
+        for node in ast.walk(cls_node)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr.startswith("_")
+    }
 
 
 def test_torch_is_pinned_exactly():
@@ -38,11 +44,19 @@ def test_every_private_member_of_torch_the_handler_uses_is_declared():
     """The private names our handler reads on `self` that it does not define itself are torch's:
     each must be in rendezvous.TORCH_HANDLER_INTERNALS, which the next test checks against torch."""
     module = ast.parse(inspect.getsource(rendezvous))
-    (handler,) = [node for node in module.body if isinstance(node, ast.ClassDef)
-                  and node.name == rendezvous.OutlastingRendezvousHandler.__name__]
+    (handler,) = [
+        node
+        for node in module.body
+        if isinstance(node, ast.ClassDef) and node.name == rendezvous.OutlastingRendezvousHandler.__name__
+    ]
     ours = {node.name for node in handler.body if isinstance(node, ast.FunctionDef)}
-    ours |= {target.id for node in handler.body if isinstance(node, ast.AnnAssign | ast.Assign)
-             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)}
+    ours |= {
+        target.id
+        for node in handler.body
+        if isinstance(node, ast.AnnAssign | ast.Assign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
     used = _self_attributes(handler) - ours
     assert used <= set(rendezvous.TORCH_HANDLER_INTERNALS), \
         f"jobs/elastic/rendezvous.py uses torch's {sorted(used - set(rendezvous.TORCH_HANDLER_INTERNALS))} " \
@@ -54,14 +68,29 @@ def test_every_private_member_of_torch_the_handler_uses_is_declared():
 
 
 def test_torch_has_every_internal_the_handler_uses(store_server):
-    handler = rendezvous.create_handler(RendezvousParameters(rendezvous.BACKEND, store_server.endpoint,
-                                                             f"internals-{uuid.uuid4().hex[:8]}", 1, 1))
+    handler = rendezvous.create_handler(
+        RendezvousParameters(rendezvous.BACKEND, store_server.endpoint, f"internals-{uuid.uuid4().hex[:8]}", 1, 1)
+    )
     missing = [name for name in rendezvous.TORCH_HANDLER_INTERNALS if not hasattr(handler, name)]
-    assert not missing, f"torch {torch.__version__}'s DynamicRendezvousHandler has no {missing}: jobs/elastic/rendezvous.py uses them"
-    assert hasattr(handler._state_holder, "state"), f"torch {torch.__version__}: the handler's _state_holder has no `state`"
+    assert not missing, (
+        f"torch {torch.__version__}'s DynamicRendezvousHandler has no {missing}: jobs/elastic/rendezvous.py uses them"
+    )
+    assert hasattr(handler._state_holder, "state"), (
+        f"torch {torch.__version__}: the handler's _state_holder has no `state`"
+    )
     fields = set(vars(_RendezvousState()))
     missing = sorted(set(rendezvous.TORCH_STATE_FIELDS) - fields)
-    assert not missing, f"torch {torch.__version__}'s _RendezvousState has no {missing}: jobs/elastic/rendezvous.py uses them"
+    assert not missing, (
+        f"torch {torch.__version__}'s _RendezvousState has no {missing}: jobs/elastic/rendezvous.py uses them"
+    )
     # torch 2.13.0's fields: a new or removed one changes what a reseeded or renewed state carries.
-    assert fields == {"round", "complete", "deadline", "closed", "participants", "wait_list", "redundancy_list",
-                      "last_heartbeats"}, f"torch {torch.__version__}'s _RendezvousState fields changed: {sorted(fields)}"
+    assert fields == {
+        "round",
+        "complete",
+        "deadline",
+        "closed",
+        "participants",
+        "wait_list",
+        "redundancy_list",
+        "last_heartbeats",
+    }, f"torch {torch.__version__}'s _RendezvousState fields changed: {sorted(fields)}"

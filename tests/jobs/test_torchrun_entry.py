@@ -28,8 +28,10 @@ def test_plain_torchrun_finds_our_backend_through_its_entry_point():
     is imported (registry.py `_register_out_of_tree_handlers`), in a process that never imported jobs."""
     (entry,) = [e for e in entry_points(group="torchrun.handlers") if e.name == rendezvous.BACKEND]
     assert entry.value == "jobs.elastic.rendezvous_plugin:handler_creator"
-    probe = ("import torch.distributed.elastic.rendezvous as r, sys; "
-             f"sys.exit(0 if r.rendezvous_handler_registry._registry.get({rendezvous.BACKEND!r}) else 1)")
+    probe = (
+        "import torch.distributed.elastic.rendezvous as r, sys; "
+        f"sys.exit(0 if r.rendezvous_handler_registry._registry.get({rendezvous.BACKEND!r}) else 1)"
+    )
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, env=agent_environment(), capture_output=True,
                             text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0 and "Exception while registering" not in result.stderr, result.stderr

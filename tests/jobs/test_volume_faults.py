@@ -56,7 +56,9 @@ def test_a_file_size_limit_fails_the_same_way_without_privileges(tmp_path, tiny_
     result = subprocess.run([sys.executable, "-m", "jobs.training.train", *train_args(tiny_cifar, run_dir, "--epochs", "1")],
                             cwd=REPO_ROOT, env=agent_environment(), capture_output=True, text=True, timeout=120,
                             preexec_fn=file_size_limit(checkpoint_bytes // 2))  # fmt: skip
-    assert_one_line_error(result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {run_dir / 'checkpoint.pt'}", "File too large")
+    assert_one_line_error(
+        result, cli.EXIT_CANNOT_CONTINUE, f"cannot write {run_dir / 'checkpoint.pt'}", "File too large"
+    )
     assert not (run_dir / checkpoint.CHECKPOINT_NAME).exists()
     assert [path.name for path in run_dir.iterdir() if path.name.startswith(".")] == []
 

@@ -233,7 +233,9 @@ class StoreServer:
 # --- torchrun agents --------------------------------------------------------------------------
 
 
-def cluster_style_torchrun_flags(store_endpoint: str, run_name: str, max_restarts: int = 3, nnodes: str = "1:2") -> list[str]:
+def cluster_style_torchrun_flags(
+    store_endpoint: str, run_name: str, max_restarts: int = 3, nnodes: str = "1:2"
+) -> list[str]:
     """torchrun flags in the shape the ElasticJob produces on the cluster: the four the archived
     controller prepends (its --rdzv_backend=etcd included), then the template's, whose later
     --rdzv_backend and --rdzv_id win (argparse keeps the last). A fresh hash in the id: the store
@@ -302,8 +304,14 @@ class TorchrunJob:
         index = len(self.agents)
         with open(self.log_path(index), "wb") as log_file:
             self.agents.append(
-                subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 cwd=REPO_ROOT, env=self.environment)  # fmt: skip
+                subprocess.Popen(
+                    command,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=REPO_ROOT,
+                    env=self.environment,
+                )  # fmt: skip
             )
         return index
 

@@ -73,7 +73,10 @@ def test_sigterm_saves_the_step_reached_and_exits_143_then_a_rerun_resumes_there
     saved = checkpoints.newest_checkpoint(tmp_path)
     assert saved is not None and 0 < saved.state["step"] < 400
     records = history.read(tmp_path / run_directory.HISTORY)
-    assert [r["event"] for r in records if r["event"] in (history.CHECKPOINT, history.STOP)] == [history.CHECKPOINT, history.STOP]
+    assert [r["event"] for r in records if r["event"] in (history.CHECKPOINT, history.STOP)] == [
+        history.CHECKPOINT,
+        history.STOP,
+    ]
 
     code, output = finish(start(tmp_path, steps=saved.state["step"] + 3, nan_at=10**6))
     assert code == 0, output

@@ -12,13 +12,23 @@ from infra.specs import capacity, gpu
 from tests import karpenter_schema
 
 SPOT_POOL = capacity.WorkerPool(
-    capacity_type=capacity.SPOT, instance_types=("c5.4xlarge", "c5a.4xlarge", "c6i.4xlarge"),
-    zones=("us-west-2a", "us-west-2b"), shape=capacity.WorkerShape(vcpus=16, memory_mib=32768),
-    max_nodes=4, grace_seconds=90, disk_gib=100)
+    capacity_type=capacity.SPOT,
+    instance_types=("c5.4xlarge", "c5a.4xlarge", "c6i.4xlarge"),
+    zones=("us-west-2a", "us-west-2b"),
+    shape=capacity.WorkerShape(vcpus=16, memory_mib=32768),
+    max_nodes=4,
+    grace_seconds=90,
+    disk_gib=100,
+)
 GPU_POOL = capacity.WorkerPool(
-    capacity_type=capacity.ON_DEMAND, instance_types=("g6.xlarge",), zones=("us-west-2a", "us-west-2b", "us-west-2c"),
+    capacity_type=capacity.ON_DEMAND,
+    instance_types=("g6.xlarge",),
+    zones=("us-west-2a", "us-west-2b", "us-west-2c"),
     shape=capacity.WorkerShape(vcpus=4, memory_mib=16384, gpus=1, gpu_model="L4"),
-    max_nodes=2, grace_seconds=45, disk_gib=100)
+    max_nodes=2,
+    grace_seconds=45,
+    disk_gib=100,
+)
 SUBNETS = ["subnet-0a1b2c3d", "subnet-4e5f6a7b"]
 
 
@@ -32,30 +42,40 @@ def test_the_node_pool_and_node_class_are_valid_karpenter_v1_objects(pool):
     assert karpenter_schema.problems(node_class(pool)) == []
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda p: p["spec"]["template"]["spec"].update(expireAfter="never"), "expireAfter"),
-    (lambda p: p["spec"]["disruption"].update(consolidationPolicy="WhenIdle"), "consolidationPolicy"),
-    (lambda p: p["spec"]["disruption"]["budgets"][0]["reasons"].append("Expired"), "reasons"),
-    (lambda p: p["spec"]["template"]["spec"].update(terminationGracePeriod="90"), "terminationGracePeriod"),
-    (lambda p: p["spec"]["template"]["spec"]["requirements"].append({"key": "kubernetes.io/hostname", "operator": "Exists"}),
-     "kubernetes.io/hostname"),
-    (lambda p: p["spec"]["template"]["spec"]["requirements"][0].update(values=[]), "In needs values"),
-    (lambda p: p["spec"]["disruption"].update(consolidateAfer="60s"), "consolidateAfer"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda p: p["spec"]["template"]["spec"].update(expireAfter="never"), "expireAfter"),
+        (lambda p: p["spec"]["disruption"].update(consolidationPolicy="WhenIdle"), "consolidationPolicy"),
+        (lambda p: p["spec"]["disruption"]["budgets"][0]["reasons"].append("Expired"), "reasons"),
+        (lambda p: p["spec"]["template"]["spec"].update(terminationGracePeriod="90"), "terminationGracePeriod"),
+        (
+            lambda p: p["spec"]["template"]["spec"]["requirements"].append(
+                {"key": "kubernetes.io/hostname", "operator": "Exists"}
+            ),
+            "kubernetes.io/hostname",
+        ),
+        (lambda p: p["spec"]["template"]["spec"]["requirements"][0].update(values=[]), "In needs values"),
+        (lambda p: p["spec"]["disruption"].update(consolidateAfer="60s"), "consolidateAfer"),
+    ],
+)
 def test_the_modelled_node_pool_schema_refuses_what_the_crd_refuses(breakage, expected):
     pool = copy.deepcopy(capacity.node_pool(SPOT_POOL))
     breakage(pool)
     assert any(expected in problem for problem in karpenter_schema.problems(pool))
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda c: c["spec"].update(role="KarpenterNodeRole"), "exactly one of role and instanceProfile"),
-    (lambda c: c["spec"]["amiSelectorTerms"].append({"id": "ami-0123"}), "only amiSelectorTerm"),
-    (lambda c: c["spec"]["amiSelectorTerms"][0].update(alias="al2023"), "family@version"),
-    (lambda c: c["spec"]["subnetSelectorTerms"][0].update(id="vpc-123"), "subnet-"),
-    (lambda c: c["spec"]["tags"].update({"kubernetes.io/cluster/x": "owned"}), "reserved for Karpenter"),
-    (lambda c: c["spec"]["blockDeviceMappings"][0]["ebs"].update(volumeSize="100"), "volumeSize"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda c: c["spec"].update(role="KarpenterNodeRole"), "exactly one of role and instanceProfile"),
+        (lambda c: c["spec"]["amiSelectorTerms"].append({"id": "ami-0123"}), "only amiSelectorTerm"),
+        (lambda c: c["spec"]["amiSelectorTerms"][0].update(alias="al2023"), "family@version"),
+        (lambda c: c["spec"]["subnetSelectorTerms"][0].update(id="vpc-123"), "subnet-"),
+        (lambda c: c["spec"]["tags"].update({"kubernetes.io/cluster/x": "owned"}), "reserved for Karpenter"),
+        (lambda c: c["spec"]["blockDeviceMappings"][0]["ebs"].update(volumeSize="100"), "volumeSize"),
+    ],
+)
 def test_the_modelled_node_class_schema_refuses_what_the_crd_refuses(breakage, expected):
     node = copy.deepcopy(node_class())
     breakage(node)
@@ -69,9 +89,16 @@ def requirement(pool_obj, key):
 
 def test_spot_workers_come_from_every_listed_type_in_every_zone_of_the_stack():
     pool = capacity.node_pool(SPOT_POOL)
-    assert requirement(pool, "karpenter.sh/capacity-type") == {"key": "karpenter.sh/capacity-type", "operator": "In",
-                                                               "values": ["spot"]}
-    assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == ["c5.4xlarge", "c5a.4xlarge", "c6i.4xlarge"]
+    assert requirement(pool, "karpenter.sh/capacity-type") == {
+        "key": "karpenter.sh/capacity-type",
+        "operator": "In",
+        "values": ["spot"],
+    }
+    assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == [
+        "c5.4xlarge",
+        "c5a.4xlarge",
+        "c6i.4xlarge",
+    ]
     assert requirement(pool, "topology.kubernetes.io/zone")["values"] == ["us-west-2a", "us-west-2b"]
     assert requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
 
@@ -115,7 +142,9 @@ def test_on_a_spot_notice_the_worker_gets_sigterm_when_the_drain_starts_and_its_
 
 
 def test_worker_nodes_are_tainted_for_workers_only_and_workers_tolerate_exactly_that():
-    assert capacity.worker_taints(False) == [{"key": "elastic-training/workers", "value": "true", "effect": "NoSchedule"}]
+    assert capacity.worker_taints(False) == [
+        {"key": "elastic-training/workers", "value": "true", "effect": "NoSchedule"}
+    ]
     assert capacity.worker_taints(True) == [{"key": gpu.GPU_TAINT_KEY, "value": "true", "effect": "NoSchedule"}]
     for gpu_stack in (False, True):
         [taint], [toleration] = capacity.worker_taints(gpu_stack), capacity.worker_tolerations(gpu_stack)
@@ -125,7 +154,9 @@ def test_worker_nodes_are_tainted_for_workers_only_and_workers_tolerate_exactly_
 def test_the_node_class_boots_the_pinned_al2023_release_hardened_like_the_system_group():
     spec = node_class()["spec"]
     assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
-    assert spec["metadataOptions"]["httpTokens"] == "required" and spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    assert (
+        spec["metadataOptions"]["httpTokens"] == "required" and spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    )
     assert "seccompDefault: true" in spec["userData"]
     assert spec["subnetSelectorTerms"] == [{"id": s} for s in SUBNETS]
     assert spec["blockDeviceMappings"][0]["ebs"]["encrypted"] is True

@@ -76,7 +76,11 @@ def _openapi_as_jsonschema(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     converted = {k: _openapi_as_jsonschema(v) for k, v in schema.items() if not k.startswith("x-kubernetes-")}
-    if schema.get("type") == "object" and "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+    if (
+        schema.get("type") == "object"
+        and "properties" in schema
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
         converted["additionalProperties"] = False
     return converted
 
@@ -97,18 +101,42 @@ def _upstream_sample() -> dict[str, Any]:
     @ bc88e6982961d4117e53c4c8163ecf277f35c2c5: no `command` (the image's entrypoint runs), a template
     with apiVersion/kind keys, a GPU limit."""
     return {
-        "apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
+        "apiVersion": "elastic.pytorch.org/v1alpha1",
+        "kind": "ElasticJob",
         "metadata": {"name": "imagenet", "namespace": "elastic-job"},
         "spec": {
-            "rdzvEndpoint": "rendezvous-store:29400", "minReplicas": 1, "maxReplicas": 2,
-            "replicaSpecs": {"Worker": {
-                "replicas": 2, "restartPolicy": "ExitCode",
-                "template": {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{
-                    "name": "elasticjob-worker", "image": "torchelastic/examples:0.2.0", "imagePullPolicy": "Always",
-                    "args": ["--nproc_per_node=1", "/workspace/examples/imagenet/main.py", "--arch=resnet18",
-                             "--epochs=20", "--batch-size=32", "--workers=0", "/workspace/data/tiny-imagenet-200"],
-                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]}},
-            }},
+            "rdzvEndpoint": "rendezvous-store:29400",
+            "minReplicas": 1,
+            "maxReplicas": 2,
+            "replicaSpecs": {
+                "Worker": {
+                    "replicas": 2,
+                    "restartPolicy": "ExitCode",
+                    "template": {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "elasticjob-worker",
+                                    "image": "torchelastic/examples:0.2.0",
+                                    "imagePullPolicy": "Always",
+                                    "args": [
+                                        "--nproc_per_node=1",
+                                        "/workspace/examples/imagenet/main.py",
+                                        "--arch=resnet18",
+                                        "--epochs=20",
+                                        "--batch-size=32",
+                                        "--workers=0",
+                                        "/workspace/data/tiny-imagenet-200",
+                                    ],
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                                }
+                            ]
+                        },
+                    },
+                }
+            },
         },
     }
 
@@ -117,31 +145,55 @@ def _workshop_sample() -> dict[str, Any]:
     """Shaped like aws-samples/aws-distributed-training-workshop-eks 5-train-model/train.yaml.template
     @ a17c4ab3f2e7ff17d03e10218f187e22bc3ff72b, with its variables filled in (NODE_COUNT=2, CPU_LIMIT=15)."""
     return {
-        "apiVersion": "elastic.pytorch.org/v1alpha1", "kind": "ElasticJob",
+        "apiVersion": "elastic.pytorch.org/v1alpha1",
+        "kind": "ElasticJob",
         "metadata": {"name": "cifar10-train"},
         "spec": {
-            "rdzvEndpoint": "rendezvous-store:29400", "minReplicas": 1, "maxReplicas": 128,
-            "replicaSpecs": {"Worker": {
-                "replicas": 2, "restartPolicy": "ExitCode",
-                "template": {
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"annotations": {"sidecar.istio.io/inject": "false"}},
-                    "spec": {
-                        "nodeSelector": {"beta.kubernetes.io/instance-type": "c5.4xlarge"},
-                        "containers": [{
-                            "name": "elasticjob-worker", "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/pytorch-cpu:latest",
-                            "imagePullPolicy": "Always", "command": ["torchrun"],
-                            "args": ["--nproc_per_node=1", "/workspace/cifar10-model-train.py", "--epochs=10",
-                                     "--batch-size=128", "--workers=15", "--model-file=/efs-shared/cifar10-model.pth",
-                                     "/efs-shared/cifar-10-batches-py/"],
-                            "env": [{"name": "PROCESSOR", "value": "cpu"}],
-                            "ports": [{"containerPort": 5678}],
-                            "resources": {"limits": {"cpu": 15, "nvidia.com/gpu": 0}},
-                            "volumeMounts": [{"name": "efs-pv", "mountPath": "/efs-shared"},
-                                             {"name": "dshm", "mountPath": "/dev/shm"}]}],
-                        "volumes": [{"name": "efs-pv", "persistentVolumeClaim": {"claimName": "efs-pvc"}},
-                                    {"name": "dshm", "emptyDir": {"medium": "Memory"}}]}},
-            }},
+            "rdzvEndpoint": "rendezvous-store:29400",
+            "minReplicas": 1,
+            "maxReplicas": 128,
+            "replicaSpecs": {
+                "Worker": {
+                    "replicas": 2,
+                    "restartPolicy": "ExitCode",
+                    "template": {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"annotations": {"sidecar.istio.io/inject": "false"}},
+                        "spec": {
+                            "nodeSelector": {"beta.kubernetes.io/instance-type": "c5.4xlarge"},
+                            "containers": [
+                                {
+                                    "name": "elasticjob-worker",
+                                    "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/pytorch-cpu:latest",
+                                    "imagePullPolicy": "Always",
+                                    "command": ["torchrun"],
+                                    "args": [
+                                        "--nproc_per_node=1",
+                                        "/workspace/cifar10-model-train.py",
+                                        "--epochs=10",
+                                        "--batch-size=128",
+                                        "--workers=15",
+                                        "--model-file=/efs-shared/cifar10-model.pth",
+                                        "/efs-shared/cifar-10-batches-py/",
+                                    ],
+                                    "env": [{"name": "PROCESSOR", "value": "cpu"}],
+                                    "ports": [{"containerPort": 5678}],
+                                    "resources": {"limits": {"cpu": 15, "nvidia.com/gpu": 0}},
+                                    "volumeMounts": [
+                                        {"name": "efs-pv", "mountPath": "/efs-shared"},
+                                        {"name": "dshm", "mountPath": "/dev/shm"},
+                                    ],
+                                }
+                            ],
+                            "volumes": [
+                                {"name": "efs-pv", "persistentVolumeClaim": {"claimName": "efs-pvc"}},
+                                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                            ],
+                        },
+                    },
+                }
+            },
         },
     }
 
@@ -165,15 +217,18 @@ def test_upstream_and_workshop_elasticjobs_fit_our_crd(sample):
 
 
 @pytest.mark.parametrize("sample", [_upstream_sample, _workshop_sample])
-@pytest.mark.parametrize("broken, problem", [
-    # controllers/util.go computeDesiredReplicas and job.go UpdateJobStatus dereference Worker.replicas.
-    (lambda job: _without(job, "replicas"), "'replicas' is a required property"),
-    # job.go UpdateJobStatus: expected = replicas - succeeded == 0 marks the job Succeeded at once.
-    (lambda job: _with_replicas(job, 0), "0 is less than the minimum of 1"),
-    # kubeflow/common pod.go setRestartPolicy copies an empty policy; the API server defaults it to Always.
-    (lambda job: _without(job, "restartPolicy"), "'restartPolicy' is a required property"),
-    (lambda job: _without(job, "template"), "'template' is a required property"),
-])
+@pytest.mark.parametrize(
+    "broken, problem",
+    [
+        # controllers/util.go computeDesiredReplicas and job.go UpdateJobStatus dereference Worker.replicas.
+        (lambda job: _without(job, "replicas"), "'replicas' is a required property"),
+        # job.go UpdateJobStatus: expected = replicas - succeeded == 0 marks the job Succeeded at once.
+        (lambda job: _with_replicas(job, 0), "0 is less than the minimum of 1"),
+        # kubeflow/common pod.go setRestartPolicy copies an empty policy; the API server defaults it to Always.
+        (lambda job: _without(job, "restartPolicy"), "'restartPolicy' is a required property"),
+        (lambda job: _without(job, "template"), "'template' is a required property"),
+    ],
+)
 def test_worker_specs_the_controller_cannot_run_are_refused(sample, broken, problem):
     validator = jsonschema.Draft7Validator(_openapi_as_jsonschema(elasticjob_schema()))
     assert [e.message for e in validator.iter_errors(broken(sample()))] == [problem]

@@ -9,7 +9,12 @@ resource is added as a dependency."), so a dependency on a component counts for 
 
 from __future__ import annotations
 
-POD_MAKERS = {"kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:batch/v1:Job", "kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob"}
+POD_MAKERS = {
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:apps/v1:StatefulSet",
+    "kubernetes:batch/v1:Job",
+    "kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob",
+}
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 
@@ -33,7 +38,11 @@ def waits_for(resources: list[dict], urn: str) -> set[str]:
 
 def test_every_pod_maker_waits_for_every_policy_of_its_namespace(dev):
     policies = dev.of_type(POLICY)
-    assert {p["inputs"]["metadata"]["name"] for p in policies} >= {"deny-ingress", "store-from-training", "training-peers"}
+    assert {p["inputs"]["metadata"]["name"] for p in policies} >= {
+        "deny-ingress",
+        "store-from-training",
+        "training-peers",
+    }
     makers = [r for r in dev.resources if r["type"] in POD_MAKERS]
     assert {r["inputs"]["kind"] for r in makers} == {"Deployment", "StatefulSet", "Job", "ElasticJob"}
     for maker in makers:

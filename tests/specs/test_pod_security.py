@@ -21,8 +21,11 @@ ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
 def enforced_level(synth, namespace: str) -> str:
-    (labels,) = [m["metadata"]["labels"] for m in synth.manifests
-                 if m["kind"] == "Namespace" and m["metadata"]["name"] == namespace]
+    (labels,) = [
+        m["metadata"]["labels"]
+        for m in synth.manifests
+        if m["kind"] == "Namespace" and m["metadata"]["name"] == namespace
+    ]
     return labels[ENFORCE]
 
 
@@ -55,7 +58,10 @@ def test_every_pod_the_api_server_creates_passes_restricted(synth_stack, stack):
     synth = synth_stack(stack)
     owners = [m for m in synth.manifests if m["kind"] in ("Deployment", "StatefulSet", "Job")]
     names = {m["metadata"]["name"] for m in owners}
-    assert {elastic_specs.STORE_NAME, elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {"prep-", "eval-"}, names
+    assert {elastic_specs.STORE_NAME, elastic_specs.CONTROLLER_NAME} <= names and {n[:5] for n in names} >= {
+        "prep-",
+        "eval-",
+    }, names
     for obj in owners:
         pod = template_pod(obj)
         assert violations(pod, RESTRICTED) == {}, f"{obj['kind']}/{obj['metadata']['name']}"
@@ -65,14 +71,22 @@ def test_every_pod_the_api_server_creates_passes_restricted(synth_stack, stack):
 
 # --- the checker itself, on known-bad pods ------------------------------------------------------
 
+
 def compliant_pod() -> dict:
-    context = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
-               "seccompProfile": {"type": "RuntimeDefault"}}
-    return {"metadata": {"name": "p"},
-            "spec": {"securityContext": {"runAsNonRoot": True, "runAsUser": 10001,
-                                         "seccompProfile": {"type": "RuntimeDefault"}},
-                     "containers": [{"name": "c", "image": "i", "securityContext": context}],
-                     "volumes": [{"name": "v", "emptyDir": {}}]}}
+    context = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    return {
+        "metadata": {"name": "p"},
+        "spec": {
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "c", "image": "i", "securityContext": context}],
+            "volumes": [{"name": "v", "emptyDir": {}}],
+        },
+    }
 
 
 def _container_context(pod):
@@ -92,24 +106,49 @@ def _drop_run_as_non_root(pod):
 BAD = {
     # name: (mutation, controls broken under baseline, controls broken under restricted)
     "hostNetwork": (lambda p: p["spec"].update(hostNetwork=True), {"Host Namespaces"}, {"Host Namespaces"}),
-    "privileged": (lambda p: _container_context(p).update(privileged=True),
-                   {"Privileged Containers"}, {"Privileged Containers"}),
+    "privileged": (
+        lambda p: _container_context(p).update(privileged=True),
+        {"Privileged Containers"},
+        {"Privileged Containers"},
+    ),
     "missing seccomp": (_drop_seccomp, set(), {"Seccomp (v1.19+)"}),
-    "unconfined seccomp": (lambda p: p["spec"]["securityContext"].update(seccompProfile={"type": "Unconfined"}),
-                           {"Seccomp"}, {"Seccomp", "Seccomp (v1.19+)"}),
+    "unconfined seccomp": (
+        lambda p: p["spec"]["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+        {"Seccomp"},
+        {"Seccomp", "Seccomp (v1.19+)"},
+    ),
     "runAsNonRoot missing": (_drop_run_as_non_root, set(), {"Running as Non-root"}),
     "capabilities not dropped": (lambda p: _container_context(p).pop("capabilities"), set(), {"Capabilities (v1.22+)"}),
-    "SYS_ADMIN added": (lambda p: _container_context(p)["capabilities"].update(add=["SYS_ADMIN"]),
-                        {"Capabilities"}, {"Capabilities", "Capabilities (v1.22+)"}),
-    "hostPath": (lambda p: p["spec"]["volumes"].append({"name": "h", "hostPath": {"path": "/"}}),
-                 {"HostPath Volumes"}, {"HostPath Volumes", "Volume Types"}),
-    "hostPort": (lambda p: p["spec"]["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 80}]),
-                 {"Host Ports"}, {"Host Ports"}),
-    "privilege escalation allowed": (lambda p: _container_context(p).pop("allowPrivilegeEscalation"),
-                                     set(), {"Privilege Escalation (v1.8+)"}),
-    "root uid": (lambda p: p["spec"]["securityContext"].update(runAsUser=0), set(), {"Running as Non-root user (v1.23+)"}),
-    "probe host": (lambda p: p["spec"]["containers"][0].update(livenessProbe={"httpGet": {"host": "10.0.0.1", "port": 80}}),
-                   {"Host Probes / Lifecycle Hooks (v1.34+)"}, {"Host Probes / Lifecycle Hooks (v1.34+)"}),
+    "SYS_ADMIN added": (
+        lambda p: _container_context(p)["capabilities"].update(add=["SYS_ADMIN"]),
+        {"Capabilities"},
+        {"Capabilities", "Capabilities (v1.22+)"},
+    ),
+    "hostPath": (
+        lambda p: p["spec"]["volumes"].append({"name": "h", "hostPath": {"path": "/"}}),
+        {"HostPath Volumes"},
+        {"HostPath Volumes", "Volume Types"},
+    ),
+    "hostPort": (
+        lambda p: p["spec"]["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 80}]),
+        {"Host Ports"},
+        {"Host Ports"},
+    ),
+    "privilege escalation allowed": (
+        lambda p: _container_context(p).pop("allowPrivilegeEscalation"),
+        set(),
+        {"Privilege Escalation (v1.8+)"},
+    ),
+    "root uid": (
+        lambda p: p["spec"]["securityContext"].update(runAsUser=0),
+        set(),
+        {"Running as Non-root user (v1.23+)"},
+    ),
+    "probe host": (
+        lambda p: p["spec"]["containers"][0].update(livenessProbe={"httpGet": {"host": "10.0.0.1", "port": 80}}),
+        {"Host Probes / Lifecycle Hooks (v1.34+)"},
+        {"Host Probes / Lifecycle Hooks (v1.34+)"},
+    ),
 }
 
 

@@ -41,7 +41,9 @@ def test_the_store_is_the_training_image_s_store_server_with_no_volume_on_any_no
     # kept on a node that stops answering, without end (review rdzv-1 item 3): an eviction there moves nothing
     # (the StatefulSet waits for the pod to be gone) and kills the store of a node that comes back
     assert sorted((t["key"], t["effect"], t.get("tolerationSeconds")) for t in pod["tolerations"]) == [
-        ("node.kubernetes.io/not-ready", "NoExecute", None), ("node.kubernetes.io/unreachable", "NoExecute", None)]
+        ("node.kubernetes.io/not-ready", "NoExecute", None),
+        ("node.kubernetes.io/unreachable", "NoExecute", None),
+    ]
 
 
 def test_the_workers_name_our_backend_after_the_controller_s_etcd():
@@ -83,8 +85,12 @@ def test_probes_make_a_new_store_ready_within_seconds():
 
 
 def test_eks_has_no_volume_for_the_store_and_no_ebs_driver(dev):
-    assert not [m for m in dev.manifests if m["kind"] in ("PersistentVolumeClaim", "StorageClass")
-                and m["metadata"]["name"].startswith(("etcd", "rendezvous"))]
+    assert not [
+        m
+        for m in dev.manifests
+        if m["kind"] in ("PersistentVolumeClaim", "StorageClass")
+        and m["metadata"]["name"].startswith(("etcd", "rendezvous"))
+    ]
     assert not [a for a in dev.of_type("aws:eks/addon:Addon") if "ebs" in a["inputs"]["addonName"]]
     assert not [r for r in dev.of_type("aws:iam/role:Role") if "ebs" in r["name"]]
     store = dev.one("kubernetes:apps/v1:StatefulSet", "elastic-store-statefulset")
@@ -98,8 +104,11 @@ def test_eks_has_no_volume_for_the_store_and_no_ebs_driver(dev):
 
 def test_an_existing_cluster_runs_the_store_from_the_image_uri_with_no_claim(synth_stack):
     local = synth_stack("local")
-    assert [m["metadata"]["name"] for m in local.manifests if m["kind"] == "PersistentVolumeClaim"
-            and m["metadata"]["name"].startswith(("etcd", "rendezvous"))] == []
+    assert [
+        m["metadata"]["name"]
+        for m in local.manifests
+        if m["kind"] == "PersistentVolumeClaim" and m["metadata"]["name"].startswith(("etcd", "rendezvous"))
+    ] == []
     (container,) = local.manifest("StatefulSet", elastic.STORE_NAME)["spec"]["template"]["spec"]["containers"]
     assert container["image"] == load_settings(read_stack_file("local"), "local").image_uri
     assert local.manifest("PriorityClass")["metadata"]["name"] == rendezvous_store.PRIORITY_CLASS

@@ -17,19 +17,25 @@ from infra.config.stack_file import read_stack_file
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer@sha256:" + "0" * 64
-WORKLOAD_TYPES = {"kubernetes:batch/v1:Job", "kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob",
-                  "kubernetes:policy/v1:PodDisruptionBudget", "pulumi-python:dynamic:Resource",
-                  # the export role's policy: it may write runs/<runId>/* of the artifacts bucket only
-                  "aws:iam/rolePolicy:RolePolicy"}
+WORKLOAD_TYPES = {
+    "kubernetes:batch/v1:Job",
+    "kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob",
+    "kubernetes:policy/v1:PodDisruptionBudget",
+    "pulumi-python:dynamic:Resource",
+    # the export role's policy: it may write runs/<runId>/* of the artifacts bucket only
+    "aws:iam/rolePolicy:RolePolicy",
+}
 
 
 def rendered_specs(stack: str) -> dict[str, dict]:
     settings = load_settings(read_stack_file(stack), stack)
     rdzv_arg = f"--rdzv_id={specs.rendezvous_id(settings, IMAGE)}"
-    return {"data-prep": specs.data_prep_job(settings, IMAGE),
-            "training": specs.elastic_job(settings, IMAGE, rdzv_arg),
-            "training-pdb": specs.worker_disruption_budget(settings),
-            "test": specs.test_job(settings, IMAGE)}
+    return {
+        "data-prep": specs.data_prep_job(settings, IMAGE),
+        "training": specs.elastic_job(settings, IMAGE, rdzv_arg),
+        "training-pdb": specs.worker_disruption_budget(settings),
+        "test": specs.test_job(settings, IMAGE),
+    }
 
 
 @pytest.mark.parametrize("stack", ["dev", "smoke"])
@@ -111,8 +117,15 @@ def worker_command_line(elasticjob: dict) -> list[str]:
 
 def test_controller_injection_gives_a_runnable_torchrun_command_line(dev):
     command = worker_command_line(dev.manifest("ElasticJob"))
-    assert command[:7] == ["python", "-m", "jobs.elastic.agent", "--rdzv_endpoint=rendezvous-store:29400",
-                           "--rdzv_id=train-run-1", "--nnodes=1:2", "--rdzv_backend=reconnecting-c10d"]
+    assert command[:7] == [
+        "python",
+        "-m",
+        "jobs.elastic.agent",
+        "--rdzv_endpoint=rendezvous-store:29400",
+        "--rdzv_id=train-run-1",
+        "--nnodes=1:2",
+        "--rdzv_backend=reconnecting-c10d",
+    ]
     rdzv_ids = [a for a in command if a.startswith("--rdzv_id=")]
     # Ours comes last, so it is the one torchrun uses (tests/jobs/test_rendered_elasticjob.py
     # asserts that through torchrun's own parser).
@@ -123,17 +136,36 @@ def test_data_prep_and_test_jobs(dev, synth_stack):
     prep = dev.manifest("Job", "prep-run-1")
     container = prep["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "jobs.data.prepare"]
-    assert container["args"] == ["--dest", "/efs-shared/data", "--source",
-                                 "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-                                 "--md5", "c58f30108f718f92721af3b95e74349a"]
+    assert container["args"] == [
+        "--dest",
+        "/efs-shared/data",
+        "--source",
+        "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+        "--md5",
+        "c58f30108f718f92721af3b95e74349a",
+    ]
     smoke_prep = synth_stack("smoke").manifest("Job", "prep-smoke-1")
-    assert smoke_prep["spec"]["template"]["spec"]["containers"][0]["args"] == ["--dest", "/efs-shared/data", "--synthetic", "500"]
+    assert smoke_prep["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "--dest",
+        "/efs-shared/data",
+        "--synthetic",
+        "500",
+    ]
     test = dev.manifest("Job", "eval-run-1")
     container = test["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "jobs.results.evaluate"]
-    assert container["args"] == ["--data", "/efs-shared/data/cifar-10-batches-py", "--model", "/efs-shared/runs/run-1/model.pt",
-                                 "--metrics-out", "/efs-shared/runs/run-1/metrics.json", "--min-accuracy", "0.7",
-                                 "--run-cost", "{}"]   # the wait's runCost (infra/components/run_cost.py), none under mocks
+    assert container["args"] == [
+        "--data",
+        "/efs-shared/data/cifar-10-batches-py",
+        "--model",
+        "/efs-shared/runs/run-1/model.pt",
+        "--metrics-out",
+        "/efs-shared/runs/run-1/metrics.json",
+        "--min-accuracy",
+        "0.7",
+        "--run-cost",
+        "{}",
+    ]  # the wait's runCost (infra/components/run_cost.py), none under mocks
     assert test["spec"]["backoffLimit"] == 0
     for job in (prep, test):
         assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
@@ -148,8 +180,10 @@ def test_order_prep_then_training_then_test_after_the_platform(dev):
     training = dev.one("kubernetes:elastic.pytorch.org/v1alpha1:ElasticJob")
     complete = dev.one("pulumi-python:dynamic:Resource", "workloads-training-complete")
     test = dev.one("kubernetes:batch/v1:Job", "workloads-test")
-    platform = {dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
-                dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"]}
+    platform = {
+        dev.one("kubernetes:core/v1:PersistentVolumeClaim", "storage-pvc")["urn"],
+        dev.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")["urn"],
+    }
     platform.add(dev.one("kubernetes:apps/v1:Deployment", "elastic-controller-deployment-elasticjob-controller")["urn"])
     platform.add(dev.one("kubernetes:apps/v1:StatefulSet", "elastic-store-statefulset")["urn"])
     platform.add(dev.one("aws:eks/addon:Addon", "storage-efs-csi-driver")["urn"])
@@ -198,12 +232,18 @@ def test_new_run_id_changes_exactly_the_workloads(dev, synth_stack):
     assert run2.manifest("Job", "prep-")["metadata"]["name"] == "prep-run-2"
     assert run2.manifest("ElasticJob")["metadata"]["name"] == "train-run-2"
     assert run2.manifest("Job", "eval-")["metadata"]["name"] == "eval-run-2"
-    assert run2.manifest("Job", "export-")["spec"]["template"]["spec"]["containers"][0]["args"][-1].endswith("/runs/run-2")
-    assert "/efs-shared/runs/run-2" in run2.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
+    assert run2.manifest("Job", "export-")["spec"]["template"]["spec"]["containers"][0]["args"][-1].endswith(
+        "/runs/run-2"
+    )
+    assert (
+        "/efs-shared/runs/run-2"
+        in run2.manifest("ElasticJob")["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
+    )
 
 
 def test_same_settings_render_identically(dev, tmp_path):
     from synth_support import load_synth, run_synth
+
     assert run_synth(tmp_path / "again", "dev").returncode == 0
     again = load_synth(tmp_path / "again")
     assert again.resources == dev.resources and again.manifests == dev.manifests
@@ -224,19 +264,28 @@ def test_s3_data_source_reads_through_irsa_not_keys(synth_stack):
     (statement,) = json.loads(role["inputs"]["assumeRolePolicy"])["Statement"]
     issuer = statement["Principal"]["Federated"].split("oidc-provider/")[1]
     assert statement["Condition"]["StringLike"] == {f"{issuer}:sub": "system:serviceaccount:training:data-prep"}
-    (allow,) = json.loads(synth.one("aws:iam/rolePolicy:RolePolicy", "workloads-data-prep-read")["inputs"]["policy"])["Statement"]
-    assert allow == {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::my-data/cifar/cifar-10-python.tar.gz"}
+    (allow,) = json.loads(synth.one("aws:iam/rolePolicy:RolePolicy", "workloads-data-prep-read")["inputs"]["policy"])[
+        "Statement"
+    ]
+    assert allow == {
+        "Effect": "Allow",
+        "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::my-data/cifar/cifar-10-python.tar.gz",
+    }
     account = synth.manifest("ServiceAccount", "data-prep")
     assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith(
-        "arn:aws:iam::123456789012:role/workloads-data-prep-role")
+        "arn:aws:iam::123456789012:role/workloads-data-prep-role"
+    )
     assert account["automountServiceAccountToken"] is False
     pod = synth.manifest("Job", "prep-")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "data-prep"
     assert pod["containers"][0]["args"][2:4] == ["--source", "s3://my-data/cifar/cifar-10-python.tar.gz"]
     # boto3 gets the region from the stack, not from the instance metadata pods cannot reach
     assert {"name": "AWS_REGION", "value": "us-west-2"} in pod["containers"][0]["env"]
-    assert synth.one("kubernetes:core/v1:ServiceAccount", "workloads-data-prep-sa")["urn"] in \
-        synth.one("kubernetes:batch/v1:Job", "workloads-data-prep")["dependsOn"]
+    assert (
+        synth.one("kubernetes:core/v1:ServiceAccount", "workloads-data-prep-sa")["urn"]
+        in synth.one("kubernetes:batch/v1:Job", "workloads-data-prep")["dependsOn"]
+    )
 
 
 def test_https_data_source_needs_no_aws_identity(dev):
@@ -274,9 +323,13 @@ def test_disruption_budget_guards_exactly_the_runs_workers(dev, synth_stack):
     selector = budget["spec"]["selector"]
     other_run = _pod_templates(synth_stack("dev", "runId=run-2"))["ElasticJob/train-run-2"]
     for key, template in {**_pod_templates(dev), "ElasticJob/train-run-2": other_run}.items():
-        worker_pod_labels = {**template["metadata"]["labels"], "group-name": "elastic.pytorch.org",
-                             "job-name": key.split("/")[1], "replica-type": "worker",
-                             "batch.kubernetes.io/job-completion-index": "0"}
+        worker_pod_labels = {
+            **template["metadata"]["labels"],
+            "group-name": "elastic.pytorch.org",
+            "job-name": key.split("/")[1],
+            "replica-type": "worker",
+            "batch.kubernetes.io/job-completion-index": "0",
+        }
         assert _selects(selector, worker_pod_labels) == (key == "ElasticJob/train-run-1"), key
     smoke = synth_stack("smoke").manifest("PodDisruptionBudget", "train-")
     assert smoke["spec"]["minAvailable"] == 2  # smoke: minWorkers 2 == workers, no voluntary eviction at all

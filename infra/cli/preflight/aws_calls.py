@@ -27,8 +27,10 @@ def refuse_web_pages(response_dict: dict[str, Any], **_: Any) -> None:
     empty answer (no regions, no versions), and the checks would FAIL on what AWS never said."""
     kind = str(response_dict.get("headers", {}).get("content-type", "")).lower()
     if kind.startswith("text/html"):
-        raise NotAnAwsAnswer(f"the endpoint answered a web page (HTTP {response_dict.get('status_code')}, {kind}), "
-                             "not an AWS response: a proxy or a wrong AWS_ENDPOINT_URL?")
+        raise NotAnAwsAnswer(
+            f"the endpoint answered a web page (HTTP {response_dict.get('status_code')}, {kind}), "
+            "not an AWS response: a proxy or a wrong AWS_ENDPOINT_URL?"
+        )
 
 
 def guarded(client: Any) -> Any:
@@ -48,7 +50,9 @@ def reason(error: Exception) -> str:
         # An endpoint without the operation may answer with an HTML error page: keep its words only.
         message = " ".join(re.sub(r"<[^>]*>", " ", str(err.get("Message") or "")).split())[:160]
         return f"{code}: {message}" if message else code
-    if isinstance(error, NotAnAwsAnswer) or (isinstance(error, BotoCoreError) and not isinstance(error, ResponseParserError)):
+    if isinstance(error, NotAnAwsAnswer) or (
+        isinstance(error, BotoCoreError) and not isinstance(error, ResponseParserError)
+    ):
         return " ".join(str(error).split()) or type(error).__name__
     # Its text may quote the whole body; what matters is that the answer was not AWS's.
     first = " ".join(re.sub(r"<[^>]*>", " ", f"{type(error).__name__}: {error}").split())[:160]

@@ -30,22 +30,30 @@ class PreflightRun(Protocol):
 
     def client(self, service: str) -> Any: ...
 
+
 WORST_FIRST = ("fail", "warn", "skip", "pass")
 
 
 @dataclass(frozen=True)
 class NodeGroup:
-    type_key: str      # the config key naming its instance type
+    type_key: str  # the config key naming its instance type
     instance_type: str
-    count_key: str     # the config key bounding its size
+    count_key: str  # the config key bounding its size
     max_count: int
-    label: str         # how a message names it ("" for the training nodes, as before there was a second group)
+    label: str  # how a message names it ("" for the training nodes, as before there was a second group)
 
 
 def node_groups(settings: Settings) -> list[NodeGroup]:
     groups = [NodeGroup("nodeInstanceType", settings.node_instance_type, "nodeMaxCount", settings.node_max_count, "")]
-    groups.append(NodeGroup("systemNodeInstanceType", settings.system_node_instance_type, "systemNodeCount",
-                            settings.system_node_count, "system nodes: "))
+    groups.append(
+        NodeGroup(
+            "systemNodeInstanceType",
+            settings.system_node_instance_type,
+            "systemNodeCount",
+            settings.system_node_count,
+            "system nodes: ",
+        )
+    )
     return groups
 
 
@@ -54,8 +62,11 @@ def worst(statuses: list[str]) -> str:
 
 
 def offered_zones(preflight: PreflightRun, kind: str) -> list[str]:
-    pages = preflight.client("ec2").get_paginator("describe_instance_type_offerings").paginate(
-        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
+    pages = (
+        preflight.client("ec2")
+        .get_paginator("describe_instance_type_offerings")
+        .paginate(LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [kind]}])
+    )
     try:
         return sorted({o["Location"] for page in pages for o in page.get("InstanceTypeOfferings", [])})
     except UNEXPECTED_ANSWER as error:
@@ -75,7 +86,9 @@ def offering(preflight: PreflightRun) -> tuple[str, str, str]:
             lines.append(f"{group.label}{kind} is not offered in any zone of {region}")
             nowhere.append(group)
         elif missing:
-            lines.append(f"{group.label}{kind} is not offered in {', '.join(missing)}; it is offered in {', '.join(where)}")
+            lines.append(
+                f"{group.label}{kind} is not offered in {', '.join(missing)}; it is offered in {', '.join(where)}"
+            )
     if not lines:
         kinds = " and ".join(group.instance_type for group in groups)
         return "pass", f"{kinds} {'is' if len(groups) == 1 else 'are'} offered in {', '.join(zones)}", ""
@@ -90,7 +103,11 @@ def offering(preflight: PreflightRun) -> tuple[str, str, str]:
                 break
             usable_prefix += 1
         keys = " / ".join(group.type_key for group in groups)
-        fix = f"-c availabilityZoneCount={usable_prefix} (the stack takes the first zones by name), " if usable_prefix >= 2 else ""
+        fix = (
+            f"-c availabilityZoneCount={usable_prefix} (the stack takes the first zones by name), "
+            if usable_prefix >= 2
+            else ""
+        )
         fixes.append(fix + f"or another {keys} offered in all chosen zones, or another region")
     return "fail", "; ".join(lines), "; ".join(fixes)
 
@@ -136,8 +153,11 @@ def vcpu_quotas(preflight: PreflightRun) -> tuple[str, str, str]:
             results.append(quota_check(preflight, quota, sized_groups))
         except CouldNotCheck as error:
             results.append(("warn", f"could not check: {error}", ""))
-    return (worst([status for status, _, _ in results]), "; ".join(message for _, message, _ in results),
-            "; ".join(fix for _, _, fix in results if fix))
+    return (
+        worst([status for status, _, _ in results]),
+        "; ".join(message for _, message, _ in results),
+        "; ".join(fix for _, _, fix in results if fix),
+    )
 
 
 def group_size(preflight: PreflightRun, group: NodeGroup) -> tuple[VcpuQuota, int] | tuple[str, str, str]:
@@ -156,7 +176,9 @@ def group_size(preflight: PreflightRun, group: NodeGroup) -> tuple[VcpuQuota, in
     return quota, types[0]["VCpuInfo"]["DefaultVCpus"]
 
 
-def quota_check(preflight: PreflightRun, quota: VcpuQuota, sized_groups: list[tuple[NodeGroup, int]]) -> tuple[str, str, str]:
+def quota_check(
+    preflight: PreflightRun, quota: VcpuQuota, sized_groups: list[tuple[NodeGroup, int]]
+) -> tuple[str, str, str]:
     """(status, message, fix) of the groups that count against one quota, at their largest together."""
     region = preflight.settings.region
     needed = sum(group.max_count * vcpus for group, vcpus in sized_groups)
@@ -168,11 +190,19 @@ def quota_check(preflight: PreflightRun, quota: VcpuQuota, sized_groups: list[tu
     label = sized_groups[0][0].label if len(sized_groups) == 1 else ""
     sizes = " + ".join(f"{group.count_key} {group.max_count} x {vcpus} vCPUs" for group, vcpus in sized_groups)
     if value >= needed:
-        return ("pass", f"{label}{name} ({code}) is {value} vCPUs; {sizes} = {needed} "
-                        "(instances already running in the region count too)", "")
-    kinds = " + ".join(f"{group.count_key} {group.max_count} x {group.instance_type} ({vcpus} vCPUs)"
-                       for group, vcpus in sized_groups)
+        return (
+            "pass",
+            f"{label}{name} ({code}) is {value} vCPUs; {sizes} = {needed} "
+            "(instances already running in the region count too)",
+            "",
+        )
+    kinds = " + ".join(
+        f"{group.count_key} {group.max_count} x {group.instance_type} ({vcpus} vCPUs)" for group, vcpus in sized_groups
+    )
     keys = " / ".join(group.count_key for group, _ in sized_groups)
-    return ("fail", f"{label}{name} ({code}) is {value} vCPUs; {kinds} needs {needed}",
-            f"request {needed}: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
-            f"--desired-value {needed} --region {region}`, or lower {keys} / choose a smaller type")
+    return (
+        "fail",
+        f"{label}{name} ({code}) is {value} vCPUs; {kinds} needs {needed}",
+        f"request {needed}: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
+        f"--desired-value {needed} --region {region}`, or lower {keys} / choose a smaller type",
+    )

@@ -23,8 +23,19 @@ from infra.aws import ec2_quotas, live_prices, live_service_prices, prices
 from infra.config import Settings
 from infra.aws.zones import usable_zone_names
 
-CHECK_IDS = ("credentials", "region", "zones", "instance-type", "vcpu-quota", "elastic-ip-quota",
-             "kubernetes-version", "addon-versions", "spot-market", "spot-role", "local-tools")
+CHECK_IDS = (
+    "credentials",
+    "region",
+    "zones",
+    "instance-type",
+    "vcpu-quota",
+    "elastic-ip-quota",
+    "kubernetes-version",
+    "addon-versions",
+    "spot-market",
+    "spot-role",
+    "local-tools",
+)
 
 # Service Quotas codes: the On-Demand vCPU quotas by instance family, where the code is known
 # (infra/aws/ec2_quotas.py; the others are looked up by name), and Elastic IPs (fact 18).
@@ -61,8 +72,13 @@ def refuses_credentials(error: ClientError) -> bool:
 
 
 class Preflight:
-    def __init__(self, settings: Settings, make_client: ClientMaker = default_client, today: date | None = None,
-                 which: Callable[[str], str | None] = shutil.which):
+    def __init__(
+        self,
+        settings: Settings,
+        make_client: ClientMaker = default_client,
+        today: date | None = None,
+        which: Callable[[str], str | None] = shutil.which,
+    ):
         self.settings = settings
         self.make_client = make_client
         self.today = today or datetime.now(timezone.utc).date()
@@ -80,8 +96,10 @@ class Preflight:
     # --- the checks, in order; each returns one Check ------------------------------------------
 
     def credentials(self) -> Check:
-        fix = ("configure AWS credentials: `aws configure` or `aws sso login --profile NAME` and export AWS_PROFILE=NAME "
-               "(or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
+        fix = (
+            "configure AWS credentials: `aws configure` or `aws sso login --profile NAME` and export AWS_PROFILE=NAME "
+            "(or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
+        )
         try:
             identity = self.client("sts", ALWAYS_ENABLED_REGION).get_caller_identity()
         except NoCredentialsError:
@@ -100,28 +118,46 @@ class Preflight:
         answer = aws_call(self.client("ec2", ALWAYS_ENABLED_REGION), "describe_regions", AllRegions=True)
         found = [r for r in answer.get("Regions", []) if r.get("RegionName") == name]
         if not found:
-            return Check("region", FAIL, f"{name} is not a region this account can see",
-                         "set aws:region to a region listed by `aws ec2 describe-regions`")
+            return Check(
+                "region",
+                FAIL,
+                f"{name} is not a region this account can see",
+                "set aws:region to a region listed by `aws ec2 describe-regions`",
+            )
         status = found[0].get("OptInStatus", "opt-in-not-required")
         if status in ("opt-in-not-required", "opted-in"):
             return Check("region", PASS, f"{name} is enabled ({status})")
-        return Check("region", FAIL, f"{name} is not enabled for this account ({status})",
-                     f"enable it (`aws account enable-region --region-name {name}`, or the console's AWS Regions page) "
-                     "or choose an enabled region with -c aws:region=...")
+        return Check(
+            "region",
+            FAIL,
+            f"{name} is not enabled for this account ({status})",
+            f"enable it (`aws account enable-region --region-name {name}`, or the console's AWS Regions page) "
+            "or choose an enabled region with -c aws:region=...",
+        )
 
     def zones_check(self) -> Check:
         count = self.settings.availability_zone_count
         # The same filter and the same choice as the program (infra/aws/zones.py, fact 13).
-        answer = aws_call(self.client("ec2"), "describe_availability_zones",
-                          Filters=[{"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
-                                   {"Name": "state", "Values": ["available"]}])
+        answer = aws_call(
+            self.client("ec2"),
+            "describe_availability_zones",
+            Filters=[
+                {"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
+                {"Name": "state", "Values": ["available"]},
+            ],
+        )
         zones = answer.get("AvailabilityZones", [])
         usable = usable_zone_names([z["ZoneName"] for z in zones], [z["ZoneId"] for z in zones])
         if len(usable) < count:
-            return Check("zones", FAIL, f"{self.settings.region} has {len(usable)} available standard zones that EKS accepts "
-                                        f"({', '.join(usable) or 'none'}); availabilityZoneCount is {count}",
-                         f"-c availabilityZoneCount={max(len(usable), 2)} (2-4) or another region" if len(usable) >= 2
-                         else "choose another region with -c aws:region=...")
+            return Check(
+                "zones",
+                FAIL,
+                f"{self.settings.region} has {len(usable)} available standard zones that EKS accepts "
+                f"({', '.join(usable) or 'none'}); availabilityZoneCount is {count}",
+                f"-c availabilityZoneCount={max(len(usable), 2)} (2-4) or another region"
+                if len(usable) >= 2
+                else "choose another region with -c aws:region=...",
+            )
         self.zones = usable[:count]
         return Check("zones", PASS, f"{count} of {len(usable)} usable zones: {', '.join(self.zones)}")
 
@@ -136,14 +172,20 @@ class Preflight:
         return Check("vcpu-quota", *capacity.vcpu_quotas(self))
 
     def elastic_ip_quota(self) -> Check:
-        quota = aws_call(self.client("service-quotas"), "get_service_quota", ServiceCode="ec2", QuotaCode=ELASTIC_IP_QUOTA)
+        quota = aws_call(
+            self.client("service-quotas"), "get_service_quota", ServiceCode="ec2", QuotaCode=ELASTIC_IP_QUOTA
+        )
         limit = int(quota["Quota"]["Value"])
         used = len(aws_call(self.client("ec2"), "describe_addresses").get("Addresses", []))
         if used < limit:
             return Check("elastic-ip-quota", PASS, f"{used} of {limit} Elastic IPs in use; the NAT gateway needs 1")
-        return Check("elastic-ip-quota", FAIL, f"{used} of {limit} Elastic IPs in use; the NAT gateway needs 1 more",
-                     f"release an unused one (`aws ec2 release-address --allocation-id ...`) or request more "
-                     f"(quota code {ELASTIC_IP_QUOTA})")
+        return Check(
+            "elastic-ip-quota",
+            FAIL,
+            f"{used} of {limit} Elastic IPs in use; the NAT gateway needs 1 more",
+            f"release an unused one (`aws ec2 release-address --allocation-id ...`) or request more "
+            f"(quota code {ELASTIC_IP_QUOTA})",
+        )
 
     def kubernetes_version(self) -> Check:  # infra/cli/preflight/eks_versions.py
         result, self.phase = eks_versions.kubernetes_version(self.settings, self.client("eks"), self.today)
@@ -162,8 +204,9 @@ class Preflight:
         live, notes = cost.LivePrices(), []
         now = now or datetime.now(timezone.utc)
         for kind in cost.node_types(self.settings):
-            price, why = live_prices.on_demand(self.client("pricing", PRICING_REGION), kind, self.settings.region,
-                                               self.today.isoformat())
+            price, why = live_prices.on_demand(
+                self.client("pricing", PRICING_REGION), kind, self.settings.region, self.today.isoformat()
+            )
             if price:
                 live.on_demand[kind] = price
             notes += [why] if why else []
@@ -180,16 +223,25 @@ class Preflight:
         IPv4, gp3, EFS, ECR: infra/aws/live_service_prices.py); notes for what it did not."""
         if not cost.billed_items(self.settings):
             return {}, []
-        return live_service_prices.service_prices(self.client("pricing", PRICING_REGION), self.settings.region,
-                                                  self.today.isoformat())
+        return live_service_prices.service_prices(
+            self.client("pricing", PRICING_REGION), self.settings.region, self.today.isoformat()
+        )
 
     def spot_market(self) -> Check:  # infra/cli/preflight/spot.py (the estimate reads Spot prices in node_prices)
-        result, self.spot_price = spot.check(self.settings, self.zones, datetime.now(timezone.utc), lambda op, **kw:
-                                             aws_call(self.client("ec2"), op, **kw), Check, (PASS, WARN, SKIP))
+        result, self.spot_price = spot.check(
+            self.settings,
+            self.zones,
+            datetime.now(timezone.utc),
+            lambda op, **kw: aws_call(self.client("ec2"), op, **kw),
+            Check,
+            (PASS, WARN, SKIP),
+        )
         return result
 
     def spot_role(self) -> Check:  # infra/cli/preflight/spot_role.py
-        return spot_role.check(self.settings, lambda: self.client("iam", ALWAYS_ENABLED_REGION), Check, (PASS, FAIL, SKIP))
+        return spot_role.check(
+            self.settings, lambda: self.client("iam", ALWAYS_ENABLED_REGION), Check, (PASS, FAIL, SKIP)
+        )
 
     # --- everything -------------------------------------------------------------------------------
 
@@ -208,13 +260,24 @@ class Preflight:
             checks += [Check(i, SKIP, "no usable AWS credentials") for i in aws_ids]
         else:
             steps: list[tuple[str, Callable[[], Check]]] = [
-                ("region", self.region), ("zones", self.zones_check), ("instance-type", self.instance_type),
-                ("vcpu-quota", self.vcpu_quota), ("elastic-ip-quota", self.elastic_ip_quota),
-                ("kubernetes-version", self.kubernetes_version), ("addon-versions", self.addon_versions),
-                ("spot-market", self.spot_market), ("spot-role", self.spot_role)]
+                ("region", self.region),
+                ("zones", self.zones_check),
+                ("instance-type", self.instance_type),
+                ("vcpu-quota", self.vcpu_quota),
+                ("elastic-ip-quota", self.elastic_ip_quota),
+                ("kubernetes-version", self.kubernetes_version),
+                ("addon-versions", self.addon_versions),
+                ("spot-market", self.spot_market),
+                ("spot-role", self.spot_role),
+            ]
             # What a failed check leaves nothing to check for.
-            needs = {"zones": "region", "instance-type": "zones", "vcpu-quota": "region", "elastic-ip-quota": "region",
-                     "spot-market": "zones"}
+            needs = {
+                "zones": "region",
+                "instance-type": "zones",
+                "vcpu-quota": "region",
+                "elastic-ip-quota": "region",
+                "spot-market": "zones",
+            }
             results: dict[str, Check] = {}
             for check_id, step in steps:
                 required = needs.get(check_id)

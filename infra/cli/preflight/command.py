@@ -42,12 +42,19 @@ def build_parser() -> OneLineParser:
     add_stack_argument(parser)
     add_config_overrides(parser)
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", default=False,
-                        help="print exactly one JSON object {stack, region, checks, cost} instead of the table "
-                             "(default: off, the table)")
-    output.add_argument("--markdown", action="store_true", default=False,
-                        help="print the checks and the cost as Markdown, e.g. for a CI job summary "
-                             "(default: off, the table)")
+    output.add_argument(
+        "--json",
+        action="store_true",
+        default=False,
+        help="print exactly one JSON object {stack, region, checks, cost} instead of the table "
+        "(default: off, the table)",
+    )
+    output.add_argument(
+        "--markdown",
+        action="store_true",
+        default=False,
+        help="print the checks and the cost as Markdown, e.g. for a CI job summary (default: off, the table)",
+    )
     return parser
 
 
@@ -62,15 +69,23 @@ def _profile_problem(error: ProfileNotFound, stack_profile: str | None) -> str:
     """One line: which setting named the profile, and the profiles that do exist (the files boto3 reads)."""
     import botocore.session
 
-    named = f"the stack's aws:profile '{stack_profile}'" if stack_profile else f"AWS_PROFILE={error.kwargs.get('profile')}"
+    named = (
+        f"the stack's aws:profile '{stack_profile}'" if stack_profile else f"AWS_PROFILE={error.kwargs.get('profile')}"
+    )
     known = botocore.session.Session().available_profiles  # reads ~/.aws/config and credentials; uses no profile
     allowed = f"profiles configured here: {', '.join(known)}" if known else "none is configured here"
-    return (f"{named} names an AWS profile that is not in ~/.aws/config or ~/.aws/credentials ({allowed}; "
-            "`aws configure --profile NAME` adds one)")
+    return (
+        f"{named} names an AWS profile that is not in ~/.aws/config or ~/.aws/credentials ({allowed}; "
+        "`aws configure --profile NAME` adds one)"
+    )
 
 
-def main(argv: list[str] | None = None, make_client: ClientMaker | None = None, today: date | None = None,
-         which: Callable[[str], str | None] = shutil.which) -> int:
+def main(
+    argv: list[str] | None = None,
+    make_client: ClientMaker | None = None,
+    today: date | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> int:
     try:
         args = parse_args(argv)
         stack = stack_name(args.stack)
@@ -95,8 +110,16 @@ def main(argv: list[str] | None = None, make_client: ClientMaker | None = None, 
     failed = any(c.status == FAIL for c in checks)
     unchecked = [c.id for c in checks if not c.checked]
     if args.json:
-        print(json.dumps({"stack": settings.stack, "region": settings.region,
-                          "checks": [c.as_json() for c in checks], "cost": estimate}))
+        print(
+            json.dumps(
+                {
+                    "stack": settings.stack,
+                    "region": settings.region,
+                    "checks": [c.as_json() for c in checks],
+                    "cost": estimate,
+                }
+            )
+        )
     elif args.markdown:
         print(markdown(settings, checks, estimate, notes), end="")
     else:

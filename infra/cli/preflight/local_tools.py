@@ -38,12 +38,17 @@ def check(settings: Settings, which: Callable[[str], str | None]) -> Check:
     elif aws is None:
         problems.append("AWS CLI v2 is not installed (the kubeconfig runs `aws eks get-token`)")
     elif not re.match(r"aws-cli/2\.", aws.strip()):
-        problems.append(f"AWS CLI v2 is needed (the kubeconfig runs `aws eks get-token`); found {aws.split()[0] if aws.split() else aws!r}")
+        problems.append(
+            f"AWS CLI v2 is needed (the kubeconfig runs `aws eks get-token`); found {aws.split()[0] if aws.split() else aws!r}"
+        )
     else:
         found.append(aws.split()[0])
     if problems:
-        return Check("local-tools", FAIL, "; ".join(problems), "install what is missing (docs/getting-started.md, Prerequisites)")
+        return Check(
+            "local-tools", FAIL, "; ".join(problems), "install what is missing (docs/getting-started.md, Prerequisites)"
+        )
     return Check("local-tools", PASS, ", ".join(found))
+
 
 def tool_output(which: Callable[[str], str | None], command: list[str]) -> str | None:
     """The tool's output (stdout, else stderr), or None when it is missing or fails."""

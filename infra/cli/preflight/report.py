@@ -12,7 +12,11 @@ from infra.config import PROJECT, Settings
 def where(settings: Settings) -> str:
     """Where the stack runs, for a header: its region, or, for target existing (no aws:region), what
     stands in for one, never an empty region."""
-    return f"in {settings.region}" if settings.region else f"on an existing cluster (target {settings.target}: no AWS region)"
+    return (
+        f"in {settings.region}"
+        if settings.region
+        else f"on an existing cluster (target {settings.target}: no AWS region)"
+    )
 
 
 def header(settings: Settings) -> str:
@@ -25,8 +29,10 @@ def verdict(checks: list[Check]) -> str:
     if any(c.status == FAIL for c in checks):
         return "FAILED: fix the checks marked FAIL before `pulumi up`"
     if unchecked:
-        return (f"NOT CHECKED: {len(unchecked)} of {len(checks)} checks could not run ({', '.join(unchecked)}); "
-                "nothing failed, but that is not a pass: rerun when AWS answers")
+        return (
+            f"NOT CHECKED: {len(unchecked)} of {len(checks)} checks could not run ({', '.join(unchecked)}); "
+            "nothing failed, but that is not a pass: rerun when AWS answers"
+        )
     return "every check ran and nothing failed"
 
 
@@ -48,8 +54,13 @@ def markdown(settings: Settings, checks: list[Check], estimate: dict[str, Any], 
     lines += [f"Warning: {cell(w)}" for w in settings.warnings] + ([""] if settings.warnings else [])
     lines += ["| check | status | message |", "|---|---|---|"]
     lines += [f"| `{c.id}` | {c.status.upper()} | {cell(c.as_json()['message'])} |" for c in checks]
-    lines += ["", f"**Cost:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})", "",
-              "| item | unit price | per hour | source |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"**Cost:** {cell(cost.summary(estimate))} ({cell(estimate['note'])})",
+        "",
+        "| item | unit price | per hour | source |",
+        "|---|---|---|---|",
+    ]
     for item in estimate["items"]:
         what, unit, hourly = cost.item_line(item)
         lines.append(f"| {cell(what)} | {unit} | {hourly} | {cell(item['source'])} |")

@@ -25,8 +25,11 @@ class Check:
         return "could not check" not in self.message
 
     def as_json(self) -> dict[str, str]:
-        return {"id": self.id, "status": self.status,
-                "message": self.message + (f"; fix: {self.fix}" if self.fix else "")}
+        return {
+            "id": self.id,
+            "status": self.status,
+            "message": self.message + (f"; fix: {self.fix}" if self.fix else ""),
+        }
 
 
 def could_not_check(check_id: str, error: CouldNotCheck, extra: str = "") -> Check:

@@ -32,7 +32,9 @@ SPOT_SERVICE = "spot.amazonaws.com"
 CREATE_COMMAND = f"aws iam create-service-linked-role --aws-service-name {SPOT_SERVICE}"
 
 
-def check(settings: Settings, iam: Callable[[], Any], make_check: Callable[..., Any], statuses: tuple[str, str, str]) -> Any:
+def check(
+    settings: Settings, iam: Callable[[], Any], make_check: Callable[..., Any], statuses: tuple[str, str, str]
+) -> Any:
     """The Check. `iam` makes the IAM client (IAM is global; none is made for an on-demand stack);
     `statuses` is (PASS, FAIL, SKIP). A call that is denied or fails for another reason raises
     CouldNotCheck (preflight reports WARN)."""
@@ -43,10 +45,14 @@ def check(settings: Settings, iam: Callable[[], Any], make_check: Callable[..., 
         role = iam().get_role(RoleName=ROLE_NAME)["Role"]
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "NoSuchEntity":
-            return make_check(CHECK_ID, failed,
-                              f"the account has no {ROLE_NAME}, the role EC2 launches Spot instances with: Karpenter's "
-                              "CreateFleet would fail with ServiceLinkedRoleCreationNotPermitted and no Spot worker "
-                              "would ever start", f"run once per account: `{CREATE_COMMAND}`")
+            return make_check(
+                CHECK_ID,
+                failed,
+                f"the account has no {ROLE_NAME}, the role EC2 launches Spot instances with: Karpenter's "
+                "CreateFleet would fail with ServiceLinkedRoleCreationNotPermitted and no Spot worker "
+                "would ever start",
+                f"run once per account: `{CREATE_COMMAND}`",
+            )
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
     except UNEXPECTED_ANSWER as error:  # unreachable, or not AWS's answer (aws_calls.py)
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None

@@ -60,8 +60,11 @@ def cmdline(pid: int) -> str:
 def kill_training_process(run: StackRun, pod_name: str) -> int:
     """SIGKILL of torchrun's worker process (jobs.training.train) in this pod: a crash torchrun sees."""
     pid = main_pid(run, pod_name, "elasticjob-worker")
-    workers = wait_until(f"{pod_name}'s training process", lambda: [
-        p for p in descendants(pid) if "jobs.training.train" in cmdline(p) and "torchrun" not in cmdline(p)], timeout=120)
+    workers = wait_until(
+        f"{pod_name}'s training process",
+        lambda: [p for p in descendants(pid) if "jobs.training.train" in cmdline(p) and "torchrun" not in cmdline(p)],
+        timeout=120,
+    )
     os.kill(workers[0], signal.SIGKILL)
     return workers[0]
 
@@ -74,9 +77,20 @@ def crash_container(run: StackRun, pod_name: str, container: str) -> None:
 # -- pods and nodes -----------------------------------------------------------------------------------
 def evict(run: StackRun, pod_name: str) -> None:
     """The Eviction API, as a drain does: the disruption budget is checked, the pod gets DisruptionTarget."""
-    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod_name, "namespace": run.namespace}}
-    result = run.plane.kubectl("create", "--raw", f"/api/v1/namespaces/{run.namespace}/pods/{pod_name}/eviction",
-                               "-f", "-", input=json.dumps(eviction), check=False)
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod_name, "namespace": run.namespace},
+    }
+    result = run.plane.kubectl(
+        "create",
+        "--raw",
+        f"/api/v1/namespaces/{run.namespace}/pods/{pod_name}/eviction",
+        "-f",
+        "-",
+        input=json.dumps(eviction),
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -86,8 +100,13 @@ def node_of(pod: dict[str, Any]) -> str:
 
 def pods_of(run: StackRun, prefix: str) -> list[dict[str, Any]]:
     found = run.get("pods") or {"items": []}
-    return [p for p in found["items"] if p["metadata"]["name"].startswith(prefix) and not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") == "Running"]
+    return [
+        p
+        for p in found["items"]
+        if p["metadata"]["name"].startswith(prefix)
+        and not p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") == "Running"
+    ]
 
 
 def lose_node(run: StackRun, node: str, delete_after: float | None = None) -> float:
@@ -118,8 +137,10 @@ def worker_node_with_a_worker(run: StackRun) -> tuple[str, dict[str, Any]]:
     for worker in run.running_workers():
         if node_of(worker) != CONTROL_PLANE_NODE and node_of(worker) not in stores:
             return node_of(worker), worker
-    raise AssertionError(f"no worker off {CONTROL_PLANE_NODE} and the store's node {stores}: "
-                         f"{[node_of(w) for w in run.running_workers()]}")
+    raise AssertionError(
+        f"no worker off {CONTROL_PLANE_NODE} and the store's node {stores}: "
+        f"{[node_of(w) for w in run.running_workers()]}"
+    )
 
 
 def a_worker_node(plane) -> str:
@@ -134,8 +155,11 @@ def pin_components(run: StackRun, store_node: str = CONTROL_PLANE_NODE) -> None:
     means: the controller on the control plane's node; the store on `store_node`, by excluding every other
     node there is now (a preference alone was outscored by the scheduler's spreading), so that a node that
     replaces `store_node` once it is lost is where the store may start next."""
-    others = [name for name in run.plane.kubectl("get", "nodes", "-o", "name").stdout.split()
-              if name.removeprefix("node/") != store_node]
+    others = [
+        name
+        for name in run.plane.kubectl("get", "nodes", "-o", "name").stdout.split()
+        if name.removeprefix("node/") != store_node
+    ]
     pinned = set()
     for manifest in run.manifests:
         name = manifest["metadata"]["name"]
@@ -143,10 +167,23 @@ def pin_components(run: StackRun, store_node: str = CONTROL_PLANE_NODE) -> None:
             manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": CONTROL_PLANE_NODE}
             pinned.add(name)
         elif (manifest["kind"], name) == ("StatefulSet", "rendezvous-store"):
-            manifest["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "NotIn",
-                     "values": [n.removeprefix("node/") for n in others]}]}]}}}
+            manifest["spec"]["template"]["spec"]["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "kubernetes.io/hostname",
+                                        "operator": "NotIn",
+                                        "values": [n.removeprefix("node/") for n in others],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }
+            }
             pinned.add(name)
     assert pinned == {"elasticjob-controller", "rendezvous-store"}, f"pinned only {pinned}: the stack's shapes changed"
 
@@ -160,9 +197,11 @@ def invariants(run: StackRun, verdict: str, workers_crashed: bool = False) -> li
     broken = []
     truth = run.truth()
     if (verdict == "Succeeded") != truth:
-        broken.append(f"verdict {verdict} but the truth is {'finished' if truth else 'not finished'}: "
-                      f"model.pt {'written' if (run.run_dir / 'model.pt').is_file() else 'missing'}, "
-                      f"epochs done {run.epochs_done()} of {run.epochs}")
+        broken.append(
+            f"verdict {verdict} but the truth is {'finished' if truth else 'not finished'}: "
+            f"model.pt {'written' if (run.run_dir / 'model.pt').is_file() else 'missing'}, "
+            f"epochs done {run.epochs_done()} of {run.epochs}"
+        )
     if run.rounds_interleave():
         broken.append(f"two groups wrote the history at once: {run.history()}")
     crashed = [log for log in run.crashes() if not (workers_crashed and "_train-" in Path(log).parent.name)]
@@ -175,7 +214,11 @@ def invariants(run: StackRun, verdict: str, workers_crashed: bool = False) -> li
 
 
 def replacement_of(run: StackRun, victim: dict[str, Any]) -> list[dict[str, Any]]:
-    return [p for p in run.running_workers() if index_of(p) == index_of(victim) and p["metadata"]["uid"] != victim["metadata"]["uid"]]
+    return [
+        p
+        for p in run.running_workers()
+        if index_of(p) == index_of(victim) and p["metadata"]["uid"] != victim["metadata"]["uid"]
+    ]
 
 
 def reformed_after(run: StackRun, wall_time: float) -> float | None:

@@ -18,8 +18,11 @@ def kind_nodes(count: int) -> list[dict]:
         node = kind_node(version)
         name = "elastic-training-worker" + (str(i) if i > 1 else "")
         node["metadata"]["name"] = name
-        node["metadata"]["labels"] = {k: v for k, v in node["metadata"]["labels"].items()
-                                      if not k.startswith("node-role") and "exclude-from" not in k}
+        node["metadata"]["labels"] = {
+            k: v
+            for k, v in node["metadata"]["labels"].items()
+            if not k.startswith("node-role") and "exclude-from" not in k
+        }
         node["metadata"]["labels"]["kubernetes.io/hostname"] = name
         nodes.append(node)
     return nodes

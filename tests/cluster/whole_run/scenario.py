@@ -31,7 +31,9 @@ def begin(plane, synth_stack, namespace: str, *overrides: str, store_node: str =
     run = StackRun(plane, synth_stack("local", f"namespace={namespace}", *SHAPE, *overrides))
     pin_components(run, store_node)
     run.apply_base()
-    stores = wait_until("the store running", lambda: [node_of(p) for p in pods_of(run, "rendezvous-store-")], timeout=120)
+    stores = wait_until(
+        "the store running", lambda: [node_of(p) for p in pods_of(run, "rendezvous-store-")], timeout=120
+    )
     assert stores == [store_node], f"the store runs on {stores}, not on {store_node} as the scenario means"
     run.prepare()
     run.start_training()
@@ -42,9 +44,11 @@ def begin(plane, synth_stack, namespace: str, *overrides: str, store_node: str =
 def end(run: StackRun, expected: str, workers_crashed: bool = False, **measures) -> None:
     """The verdict, which must be `expected` and the truth, every invariant kept; then the run removed."""
     verdict = run.wait_verdict(VERDICT_SECONDS)
-    print(f"\n{run.namespace}: {verdict} after {seconds_since(run.started)} s; {measures}; controller CPU "
-          f"{run.controller_cpu_share():.1%}; history: "
-          f"{[(e['event'], e.get('epoch', e.get('world_size'))) for e in run.history()]}")
+    print(
+        f"\n{run.namespace}: {verdict} after {seconds_since(run.started)} s; {measures}; controller CPU "
+        f"{run.controller_cpu_share():.1%}; history: "
+        f"{[(e['event'], e.get('epoch', e.get('world_size'))) for e in run.history()]}"
+    )
     broken = invariants(run, verdict, workers_crashed)
     try:
         assert not broken, broken

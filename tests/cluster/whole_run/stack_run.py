@@ -57,8 +57,15 @@ class StackRun:
         rest = [m for m in self.manifests if m["kind"] not in (*TRAINING_KINDS, CRD) and not self._training_budget(m)]
         apply(self.plane, sorted(rest, key=kind_rank))
         for deployment in (m for m in rest if m["kind"] == "Deployment"):
-            self.plane.kubectl("rollout", "status", f"deployment/{deployment['metadata']['name']}", "-n", self.namespace,
-                               "--timeout=180s", timeout=200)
+            self.plane.kubectl(
+                "rollout",
+                "status",
+                f"deployment/{deployment['metadata']['name']}",
+                "-n",
+                self.namespace,
+                "--timeout=180s",
+                timeout=200,
+            )
 
     def _training_budget(self, obj: dict[str, Any]) -> bool:
         return obj["kind"] == "PodDisruptionBudget" and obj["metadata"]["name"] == self.name
@@ -87,6 +94,7 @@ class StackRun:
                 if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
                     return condition["type"]
             return None
+
         return wait_until(f"Job {self.namespace}/{name} to end", ended, timeout=timeout, every=1)
 
     def verdict(self) -> str | None:
@@ -120,13 +128,20 @@ class StackRun:
         return found["items"]
 
     def running_workers(self) -> list[dict[str, Any]]:
-        return [p for p in self.workers() if (p.get("status") or {}).get("phase") == "Running"
-                and not p["metadata"].get("deletionTimestamp")]
+        return [
+            p
+            for p in self.workers()
+            if (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        ]
 
     def wait_training(self, what: str = "an epoch in progress", timeout: float = 300) -> None:
         """Until the group has started (its `start` line in the history) and the workers run."""
-        wait_until(f"{self.name}: {what}", lambda: any(e.get("event") == "start" for e in self.history())
-                   and len(self.running_workers()) >= 1, timeout=timeout, every=0.5)
+        wait_until(
+            f"{self.name}: {what}",
+            lambda: any(e.get("event") == "start" for e in self.history()) and len(self.running_workers()) >= 1,
+            timeout=timeout,
+            every=0.5,
+        )
 
     def pod_logs(self, prefix: str = "") -> str:
         logs = sorted((self.plane.dir / "pods").glob(f"{self.namespace}_{prefix}*/*.log"))
@@ -150,7 +165,9 @@ class StackRun:
 
     def crashes(self) -> list[str]:
         """Every log (this run's pods, the control plane's components) with a crash's marks in it."""
-        logs = list((self.plane.dir / "pods").glob(f"{self.namespace}_*/*.log")) + list((self.plane.dir / "logs").glob("*.log"))
+        logs = list((self.plane.dir / "pods").glob(f"{self.namespace}_*/*.log")) + list(
+            (self.plane.dir / "logs").glob("*.log")
+        )
         return [str(p) for p in logs if any(marker in p.read_text(errors="replace") for marker in CRASH_MARKERS)]
 
     def rounds_interleave(self) -> bool:

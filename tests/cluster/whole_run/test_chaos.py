@@ -18,14 +18,31 @@ from dataclasses import dataclass
 
 import pytest
 
-from faults import (CONTROL_PLANE_NODE, crash_container, evict, invariants, kill_training_process, lose_node, node_of,
-                    pin_components, pods_of, replace_lost_node)
+from faults import (
+    CONTROL_PLANE_NODE,
+    crash_container,
+    evict,
+    invariants,
+    kill_training_process,
+    lose_node,
+    node_of,
+    pin_components,
+    pods_of,
+    replace_lost_node,
+)
 from stack_run import StackRun
 from scenario import SHAPE, VERDICT_SECONDS, plane_of_three_nodes
 
 SEEDS = [int(s) for s in os.environ.get("CHAOS_SEEDS", "0,1,2").split(",") if s.strip()]
-FAULTS = ("delete-worker", "evict-worker", "kill-training-process", "crash-controller", "delete-store", "lose-worker-node",
-          "restart-apiserver")
+FAULTS = (
+    "delete-worker",
+    "evict-worker",
+    "kill-training-process",
+    "crash-controller",
+    "delete-store",
+    "lose-worker-node",
+    "restart-apiserver",
+)
 API_SERVER_DOWN_SECONDS = 10
 # At most this many faults in one run, each at a random time within the first WINDOW seconds of training.
 MOST_FAULTS, WINDOW_SECONDS = 3, 30
@@ -45,8 +62,10 @@ class Fault:
 
 def schedule(seed: int) -> list[Fault]:
     draw = random.Random(seed)
-    faults = [Fault(round(draw.uniform(2, WINDOW_SECONDS), 1), draw.choice(FAULTS), draw.randrange(3))
-              for _ in range(draw.randint(1, MOST_FAULTS))]
+    faults = [
+        Fault(round(draw.uniform(2, WINDOW_SECONDS), 1), draw.choice(FAULTS), draw.randrange(3))
+        for _ in range(draw.randint(1, MOST_FAULTS))
+    ]
     # One node loss per run at most: the shape keeps minWorkers on the two nodes left.
     lost = [f for f in faults if f.kind == "lose-worker-node"][1:]
     return sorted((f for f in faults if f not in lost), key=lambda f: f.at)
@@ -89,6 +108,7 @@ def inject(run: StackRun, fault: Fault, lost: list[str]) -> str:
 
 # In the test command; `pytest -m scenarios` runs this tier alone (scripts/chaos.sh: more seeds).
 pytestmark = pytest.mark.scenarios
+
 
 @pytest.fixture(scope="module")
 def plane(tools_bin, tmp_path_factory):

@@ -46,8 +46,12 @@ def test_the_local_stack_trains_for_real_and_survives_a_deleted_worker(plane, sy
     plane.kubectl("delete", "pod", victim["metadata"]["name"], "-n", run.namespace, "--wait=false")
 
     def replaced():
-        return [p for p in run.running_workers() if index_of(p) == index_of(victim)
-                and p["metadata"]["uid"] != victim["metadata"]["uid"]]
+        return [
+            p
+            for p in run.running_workers()
+            if index_of(p) == index_of(victim) and p["metadata"]["uid"] != victim["metadata"]["uid"]
+        ]
+
     wait_until("the deleted worker's replacement running", replaced, timeout=180)
     timings["replacement running"] = seconds_since(deleted_at)
 
@@ -83,12 +87,17 @@ def test_a_training_script_of_the_users_runs_unchanged_on_the_local_stack(plane,
     under our agent on the real store; a worker pod deleted after the first checkpoint is replaced and the
     group resumes from it; the ElasticJob's verdict is the script's own end (its history's `finished`); the
     test Job runs the script's evaluation and gates on its metric."""
-    run = StackRun(plane, synth_stack(
-        "local", "namespace=own-script",
-        'trainingCommand=["python","-m","examples.text_classifier.train","--steps","300",'
-        '"--checkpoint-every-seconds","1","--step-seconds","0.03"]',
-        'dataPrepCommand=["true"]',
-        'testCommand=["python","-m","examples.text_classifier.evaluate","--min-accuracy","0.7"]'))
+    run = StackRun(
+        plane,
+        synth_stack(
+            "local",
+            "namespace=own-script",
+            'trainingCommand=["python","-m","examples.text_classifier.train","--steps","300",'
+            '"--checkpoint-every-seconds","1","--step-seconds","0.03"]',
+            'dataPrepCommand=["true"]',
+            'testCommand=["python","-m","examples.text_classifier.evaluate","--min-accuracy","0.7"]',
+        ),
+    )
     run.apply_base()
     run.prepare()
     run.start_training()

@@ -14,7 +14,16 @@ import time
 
 import pytest
 
-from faults import a_worker_node, evict, lose_node, node_of, pods_of, reformed_after, replace_lost_node, worker_node_with_a_worker
+from faults import (
+    a_worker_node,
+    evict,
+    lose_node,
+    node_of,
+    pods_of,
+    reformed_after,
+    replace_lost_node,
+    worker_node_with_a_worker,
+)
 from kube import wait_until
 from scenario import begin, end, plane_of_three_nodes
 
@@ -31,6 +40,7 @@ NODE_DELETED_AFTER_SECONDS = 10
 
 # In the test command; `pytest -m scenarios` runs this tier alone (scripts/chaos.sh: more seeds).
 pytestmark = pytest.mark.scenarios
+
 
 @pytest.fixture(scope="module")
 def plane(tools_bin, tmp_path_factory):
@@ -55,17 +65,27 @@ def test_the_store_pod_deleted_then_its_node_lost(plane, synth_stack):
     run = begin(plane, synth_stack, "store-lost", "epochs=8", store_node=a_worker_node(plane))
     store = pods_of(run, "rendezvous-store-")[0]
     plane.kubectl("delete", "pod", store["metadata"]["name"], "-n", run.namespace, "--wait=false")
-    new_store = wait_until("a new store running", lambda: [
-        p for p in pods_of(run, "rendezvous-store-") if p["metadata"]["uid"] != store["metadata"]["uid"]
-        and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"])], timeout=120)[0]
+    new_store = wait_until(
+        "a new store running",
+        lambda: [
+            p
+            for p in pods_of(run, "rendezvous-store-")
+            if p["metadata"]["uid"] != store["metadata"]["uid"]
+            and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"])
+        ],
+        timeout=120,
+    )[0]
     lost = node_of(new_store)
     lost_at = lose_node(run, lost)
     time.sleep(NODE_DELETED_AFTER_SECONDS)
     replace_lost_node(run, lost)
     # The store is kept on a node that stops answering (infra/specs/elastic.py: never two stores); once the
     # Node is deleted, PodGC deletes its pod and the StatefulSet starts the store on another node.
-    replaced = wait_until("the store running off the lost node", lambda: [
-        p for p in pods_of(run, "rendezvous-store-") if node_of(p) != lost], timeout=180)[0]
+    replaced = wait_until(
+        "the store running off the lost node",
+        lambda: [p for p in pods_of(run, "rendezvous-store-") if node_of(p) != lost],
+        timeout=180,
+    )[0]
     end(run, "Succeeded", store_back_after=round(time.time() - lost_at, 1), store_node=node_of(replaced))
 
 
@@ -78,17 +98,36 @@ def test_a_spot_notice_costs_at_most_one_checkpoint_interval(plane, synth_stack)
     node, worker = worker_node_with_a_worker(run)
     noticed_at = time.time()
     evict(run, worker["metadata"]["name"])
-    stopped = wait_until("the evicted worker's group stopped", lambda: [
-        e for e in run.history() if e.get("event") == "stop" and e["time"] > noticed_at], timeout=120)[0]
-    wait_until("the evicted worker ended", lambda: not [p for p in run.workers()
-                                                        if p["metadata"]["uid"] == worker["metadata"]["uid"]
-                                                        and (p.get("status") or {}).get("phase") == "Running"], timeout=120)
+    stopped = wait_until(
+        "the evicted worker's group stopped",
+        lambda: [e for e in run.history() if e.get("event") == "stop" and e["time"] > noticed_at],
+        timeout=120,
+    )[0]
+    wait_until(
+        "the evicted worker ended",
+        lambda: (
+            not [
+                p
+                for p in run.workers()
+                if p["metadata"]["uid"] == worker["metadata"]["uid"]
+                and (p.get("status") or {}).get("phase") == "Running"
+            ]
+        ),
+        timeout=120,
+    )
     lose_node(run, node)
     replace_lost_node(run, node)
-    resumed = wait_until("a group resumed after the notice", lambda: [
-        e for e in run.history() if e.get("event") == "start" and e["time"] > stopped["time"]], timeout=180)[0]
-    end(run, "Succeeded", stopped_after=round(stopped["time"] - noticed_at, 1),
-        resumed_after=round(resumed["time"] - stopped["time"], 1))
+    resumed = wait_until(
+        "a group resumed after the notice",
+        lambda: [e for e in run.history() if e.get("event") == "start" and e["time"] > stopped["time"]],
+        timeout=180,
+    )[0]
+    end(
+        run,
+        "Succeeded",
+        stopped_after=round(stopped["time"] - noticed_at, 1),
+        resumed_after=round(resumed["time"] - stopped["time"], 1),
+    )
     # Where the stopped group was (its `stop` line: epochs done, images into the next) is where the next one
     # starts (a checkpoint saved on SIGTERM, or the epoch's own when the stop fell on its end).
     lost = (stopped["epochs_done"], stopped["position"]) > (resumed["epochs_done"], resumed["position"])
