@@ -260,10 +260,14 @@ def test_after_a_stall_only_the_heartbeats_of_nodes_alive_before_it_are_renewed(
     """Issue 36 item 7. Before, every heartbeat in the state was renewed as of the store's return, so a
     node that was dead before the stall (its heartbeat stale, not yet dropped) came back as a participant
     for another keep_alive_interval x keep_alive_max_attempt. Now only those fresh when the store last
-    answered are renewed."""
+    answered are renewed.
+
+    A heartbeat counts as alive for keep_alive_interval x keep_alive_max_attempt before the store's last
+    answer: 20 s here, not 2, so that a loaded machine's delay between planting this node's heartbeat and
+    that answer (once over 2 s under the test command's three workers) cannot make it look dead."""
     from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc
 
-    handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=2)
+    handler = ours(store, run_id, handlers, keep_alive_interval=5, keep_alive_max_attempt=4)
     handler.next_rendezvous()
     handler._stop_heartbeats()  # this test writes the state itself
     client = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=5))
