@@ -816,6 +816,21 @@ def test_preview_paths_filter_covers_what_the_program_and_image_read():
     assert not missed, f"a change to these files must trigger preview.yml (add them to `paths:`): {missed}"
 
 
+def test_e2e_kind_paths_filter_covers_what_the_program_and_image_read():
+    """e2e-kind builds the same image and runs the same program on kind (the controller for real): a pull
+    request that changes any of their inputs runs it, not only the nightly schedule (e2e-kind once left
+    out controller/)."""
+    patterns = triggers(load("e2e-kind.yml"))["pull_request"]["paths"]
+    own = {".github/workflows/preview.yml"}  # preview's own workflow file and scripts are not e2e-kind's inputs
+    _, job = preview_job()
+    for step in steps(job):
+        own |= set(re.findall(r"\bbash\s+(\S+\.sh)\b", str(step.get("run", ""))))
+    inputs = preview_inputs() - own
+    assert "controller/__main__.py" in inputs and "images/Dockerfile" in inputs
+    missed = sorted(path for path in inputs if not paths_filter_matches(patterns, path))
+    assert not missed, f"a change to these files must trigger e2e-kind.yml (add them to `paths:`): {missed}"
+
+
 # ---------------------------------------------------------------------------------------------
 # issue 12: a stable passphrase salt
 

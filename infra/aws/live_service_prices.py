@@ -10,9 +10,11 @@ What is asked, and where it was read (facts, no code copied):
   @ 95ba4f49a7abf5567b04f751a115543281a4ab18, internal/resources/aws/: eks_cluster.go (AmazonEKS,
   Compute, usagetype `AmazonEKS-Hours:perCluster`), nat_gateway.go (AmazonEC2, `NAT Gateway`,
   `NatGateway-Hours` and `NatGateway-Bytes`), ebs_volume.go (AmazonEC2, Storage, volumeApiName gp3),
-  efs_file_system.go (AmazonEFS, Storage, usagetype `-TimedStorage-ByteHrs`, the leading dash keeping
-  out `-IATimedStorage-ByteHrs` and the one-zone `-TimedStorage-Z-ByteHrs`), ecr_repository.go
-  (AmazonECR, `EC2 Container Registry`, `TimedStorage-ByteHrs`). infracost prices EKS extended support
+  efs_file_system.go (AmazonEFS, Storage, usagetype `-TimedStorage-ByteHrs`: the leading dash keeps
+  out `-IATimedStorage-ByteHrs`, and the exact ending the one-zone `-TimedStorage-Z-ByteHrs`),
+  ecr_repository.go (AmazonECR, `EC2 Container Registry`, `TimedStorage-ByteHrs`, which infracost matches
+  exactly, without a region prefix; matched here by its ending, as every item is, so that
+  `EU-TimedStorage-ByteHrs` is found too). infracost prices EKS extended support
   with a fixed $0.60 (eks_cluster.go: "a placeholder until AWS provides the price") and has no in-use
   public IPv4 item (eip.go prices only `ElasticIP:IdleAddress`).
 - The in-use public IPv4 address and real answers: TypeOneLabs/tellury
@@ -155,7 +157,7 @@ def service_prices(pricing: Any, region: str, today: str) -> tuple[dict[str, pri
     """The Price List API's price of each item for the region, by prices.py key; a line for each item
     it did not give (after a failed call no other call is made, and one line names what was left)."""
     source = f"AWS Price List API (pricing.get_products, read {today})"
-    answers: dict[Query, list[dict[str, Any]]] = {}
+    answers: dict[Query, list[dict[str, Any]] | str] = {}  # the products, or why this query's answer is unusable
     read_usd: dict[str, tuple[float, str]] = {}
     notes: list[str] = []
     failed, left = "", []
@@ -166,12 +168,18 @@ def service_prices(pricing: Any, region: str, today: str) -> tuple[dict[str, pri
                 continue
             try:
                 answers[item.query] = products(pricing, item.query, region)
-            except Exception as error:  # noqa: BLE001 (the calls only: any error is their answer, not our code)
+            except ValueError as error:  # this query's answer only (past MAX_PAGES, a product that is not JSON)
+                answers[item.query] = _why(error)
+            except Exception as error:  # noqa: BLE001 (the calls only: any other error is their answer, not our code)
                 failed = _why(error)
                 left.append(item.what)
                 continue
+        answer = answers[item.query]
+        if isinstance(answer, str):
+            notes.append(f"{item.what}: Price List API answer unusable in {region}: {answer}")
+            continue
         try:
-            usd, read_as, why = read(answers[item.query], item, region)
+            usd, read_as, why = read(answer, item, region)
         except (ValueError, TypeError, AttributeError, KeyError) as error:  # a malformed product
             usd, read_as, why = None, "", f"Price List API answer unreadable in {region}: {_why(error)}"
         if usd is None:

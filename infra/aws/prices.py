@@ -140,10 +140,11 @@ def find(what: str, region: str, unit: str) -> Price:
     try:
         return lookup(what, region)
     except MissingPrice:
+        priced = sorted({r for (w, r), price in PRICES.items() if w == what and price.known})
         return Price(
             None,
             unit,
-            f"NOT RECORDED: no offline price for {what} in {region} (infra/aws/prices.py records "
-            f"{' and '.join(sorted({r for w, r in PRICES if w == what}))} only); "
+            f"NOT RECORDED: no offline price for {what} in {region} (infra/aws/prices.py prices it in "
+            f"{' and '.join(priced) or 'no region'} only); "
             "`elastic-training preflight` with AWS credentials reads it from the AWS Price List API",
         )

@@ -158,7 +158,7 @@ class Cluster(pulumi.ComponentResource):
             encryption_config_key_arn=secrets_key.arn,
             enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES,
             # The VPC CNI as an EKS add-on with its network policy agent on: without the agent the
-            # NetworkPolicies in infra/specs/elastic.py are accepted by the API and enforced by nothing.
+            # NetworkPolicies in infra/specs/network_policies.py are accepted by the API and enforced by nothing.
             use_default_vpc_cni=False,
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
             # kube-proxy as the EKS add-on at the newest version EKS publishes for the cluster's

@@ -46,7 +46,7 @@ DATA_ROOT = f"{MOUNT_PATH}/data"
 DATA_DIR = f"{DATA_ROOT}/cifar-10-batches-py"
 # WORKER_CONTAINER (the controller reads exit codes from this container name only) and RUN_LABEL: the
 # contract's (elastic_training.elasticjob).
-# JOB_LABEL ("elastic-training/job") comes from elastic.py: its NetworkPolicies admit pods by it.
+# JOB_LABEL ("elastic-training/job"), the contract's too: network_policies.py admits pods by it.
 # The worker pod runs jobs.elastic.agent: torchrun, with SIGTERM (an eviction) turned into exit code 143,
 # which the controller retries (see jobs/elastic/agent.py).
 WORKER_COMMAND = ["python", "-m", "jobs.elastic.agent"]

@@ -200,6 +200,22 @@ def test_a_throttled_call_is_one_line_no_number_and_the_last_call(fails_at, pric
     assert notes == [f"Price List API not used for {left} in eu-west-1: ThrottlingException: Rate exceeded"]
 
 
+def test_an_unreadable_answer_leaves_its_items_unpriced_and_the_other_queries_are_still_asked():
+    """A product that is not JSON is a problem of that answer, not of the calls: the NAT query's three
+    items are unpriced with one line each, and the queries after it are asked as usual (review of issue
+    39: it once stopped every later call as if AWS had refused them)."""
+    pricing = client()
+    answers = world()
+    answers[live.NAT] = ["<html>not a product</html>"]
+    with Stubber(pricing) as stub:
+        queue(stub, answers, "eu-west-1")
+        found, notes = live.service_prices(pricing, "eu-west-1", TODAY)
+        stub.assert_no_pending_responses()  # every query was asked
+    assert set(found) == {"eks-standard", "eks-extended", "public-ipv4", "ebs-gp3", "efs-standard", "ecr-storage"}
+    assert [note.split(":")[0] for note in notes] == ["nat-gateway", "nat-data"]
+    assert all("Price List API answer unusable in eu-west-1: Expecting value" in note for note in notes), notes
+
+
 @pytest.mark.parametrize(
     "usagetype, suffix, expected",
     [

@@ -34,6 +34,7 @@ import pytest
 from moto_server import running_moto_server
 from botocore.stub import Stubber
 
+from price_list_answers import queue, world
 from infra import versions
 from infra.cli import preflight as preflight
 
@@ -363,6 +364,10 @@ def stubbed_world(scenario: Scenario, settings_region: str, stubbers: list[Stubb
                     {"kubernetesVersion": version, "addonName": name},
                 )
         elif service == "pricing" and scenario.prices is not None:
+            if scenario.cluster == "extended-support":
+                # The Kubernetes-version check prices extended support from the Price List API first
+                # (infra/cli/preflight/eks_versions.py): the other items' queries come before the nodes'.
+                queue(stubber, world(settings_region, *["USW2-"] * 6), settings_region)
             stubber.add_response("get_products", price_list("x", settings_region, scenario.prices), None)
         else:
             return client

@@ -14,8 +14,8 @@ import json
 
 from botocore.stub import Stubber
 from price_list_answers import queue, world
-from test_preflight import OK_QUOTAS, TODAY, Scenario, statuses, stubbed_world
-from test_preflight import aws_env, moto_url, price_list, tools  # noqa: F401 (fixtures)
+from test_preflight import OK_QUOTAS, TODAY, Scenario, price_list, statuses, stubbed_world
+from test_preflight import aws_env, moto_url, tools  # noqa: F401 (fixtures)
 
 from infra.cli import preflight
 
@@ -63,10 +63,43 @@ def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, ca
     }
     assert cost["pricesFrom"].startswith(
         f"{API} for the nodes it answered; {API} for eks-standard, nat-gateway, "
-        "public-ipv4, ebs-gp3, efs-standard, ecr-storage, nat-data, eks-extended; "
+        "public-ipv4, ebs-gp3, efs-standard, ecr-storage, nat-data; "  # not eks-extended: not billed
     )
     gp3 = next(item for item in cost["items"] if item["what"].startswith("EBS gp3"))
     assert gp3["hourlyUsd"] == round(gp3["quantity"] * 0.088 / 720, 6)  # a GB-month is 720 hours (prices.py)
     assert cost["hourlyUsd"] == round(
         0.1 + 0.048 + 0.005 + sum(i["hourlyUsd"] for i in cost["items"] if i["what"].startswith(("system", "EBS"))), 6
     )
+
+
+def test_extended_support_in_eu_west_1_is_priced_in_the_check_from_the_price_list_api(aws_env, tools, capsys):
+    """The Kubernetes-version check says what extended support costs more, from the Price List API where
+    the offline table has no price (eu-west-1): before, it said nothing there; the estimate bills the
+    same rate, and names only the control plane's rate it bills."""
+    stubbers: list[Stubber] = []
+    scenario = Scenario("extended", statuses(kubernetes_version="warn"), quotas=OK_QUOTAS, cluster="extended-support")
+    others = stubbed_world(scenario, "eu-west-1", stubbers)
+
+    def make(service: str, region: str):
+        if service != "pricing":
+            return others(service, region)
+        client = preflight.default_client(service, region)
+        stubber = Stubber(client)
+        queue(stubber, world("eu-west-1"), "eu-west-1")  # asked by the check, before the nodes
+        stubber.add_response("get_products", price_list("c5.4xlarge", "eu-west-1", "0.768"), None)
+        stubber.add_response("get_products", price_list("m5.large", "eu-west-1", "0.107"), None)
+        stubber.activate()
+        stubbers.append(stubber)
+        return client
+
+    preflight.main(["dev", "--json", "-c", "aws:region=eu-west-1"], make_client=make, today=TODAY, which=tools)
+    for stubber in stubbers:
+        stubber.assert_no_pending_responses()
+    report = json.loads(capsys.readouterr().out)
+    (check,) = [c for c in report["checks"] if c["id"] == "kubernetes-version"]
+    assert check["status"] == "warn"
+    assert "the control plane costs $0.60/hour instead of $0.10/hour (+$0.50/hour, +$12.00/day)" in check["message"]
+    cost = report["cost"]
+    control_plane = next(item for item in cost["items"] if item["what"].startswith("EKS control plane"))
+    assert control_plane["unitUsd"] == 0.6 and "extended support bills both" in control_plane["source"]
+    assert "eks-extended" in cost["pricesFrom"] and "eks-standard" not in cost["pricesFrom"]

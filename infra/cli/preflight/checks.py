@@ -15,6 +15,7 @@ from typing import Any, Callable
 import boto3
 from botocore.exceptions import ClientError, NoCredentialsError
 
+from infra import versions
 from infra.cli import cost
 from infra.cli.preflight import capacity, eks_versions, local_tools, spot, spot_role
 from infra.cli.preflight.result import FAIL, PASS, SKIP, WARN, Check, could_not_check
@@ -86,6 +87,9 @@ class Preflight:
         self._clients: dict[tuple[str, str], Any] = {}
         self.zones: list[str] = []
         self.phase: str | None = None
+        # The Price List API's prices of the non-EC2 items and why some were not read (service_prices), read
+        # once: by the Kubernetes-version check when it prices extended support, else after the checks.
+        self._services: tuple[dict[str, prices.Price], list[str]] | None = None
 
     def client(self, service: str, region: str | None = None) -> Any:
         key = (service, region or self.settings.region)
@@ -188,7 +192,9 @@ class Preflight:
         )
 
     def kubernetes_version(self) -> Check:  # infra/cli/preflight/eks_versions.py
-        result, self.phase = eks_versions.kubernetes_version(self.settings, self.client("eks"), self.today)
+        result, self.phase = eks_versions.kubernetes_version(
+            self.settings, self.client("eks"), self.today, self.cluster_hour
+        )
         return result
 
     def addon_versions(self) -> Check:  # infra/cli/preflight/eks_versions.py
@@ -218,14 +224,23 @@ class Preflight:
             notes += [why] if why else []
         return live, notes
 
+    def cluster_hour(self, what: str) -> float | None:
+        """The EKS control plane's $/hour ("eks-standard" or "eks-extended"): the Price List API's, else the table's."""
+        answered = self.service_prices()[0].get(what)
+        return (answered or prices.find(what, self.settings.region, "cluster-hour")).usd
+
     def service_prices(self) -> tuple[dict[str, prices.Price], list[str]]:
         """What the Price List API says the stack's other billed items cost in its region (EKS, NAT, public
         IPv4, gp3, EFS, ECR: infra/aws/live_service_prices.py); notes for what it did not."""
-        if not cost.billed_items(self.settings):
-            return {}, []
-        return live_service_prices.service_prices(
-            self.client("pricing", PRICING_REGION), self.settings.region, self.today.isoformat()
-        )
+        if self._services is None:
+            self._services = (
+                live_service_prices.service_prices(
+                    self.client("pricing", PRICING_REGION), self.settings.region, self.today.isoformat()
+                )
+                if cost.billed_items(self.settings)
+                else ({}, [])
+            )
+        return self._services
 
     def spot_market(self) -> Check:  # infra/cli/preflight/spot.py (the estimate reads Spot prices in node_prices)
         result, self.spot_price = spot.check(
@@ -296,7 +311,11 @@ class Preflight:
         live = None
         if first.status != FAIL:
             live, price_notes = self.node_prices()
-            live.services, service_notes = self.service_prices()
-            notes += price_notes + service_notes
+            services, service_notes = self.service_prices()
+            # Only the control plane's price of the phase the estimate bills, and a note about it only then.
+            phase = self.phase or cost.control_plane_phase(self.settings, self.today)  # the one estimate uses
+            unused = "eks-standard" if phase == versions.EXTENDED else "eks-extended"
+            live.services = {what: price for what, price in services.items() if what != unused}
+            notes += price_notes + [note for note in service_notes if not note.startswith(f"{unused}:")]
         estimate = cost.estimate(self.settings, self.today, phase=self.phase, live=live)
         return checks, estimate, notes

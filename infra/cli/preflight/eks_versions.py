@@ -4,18 +4,20 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Any, Callable
 
 from infra import versions
-from infra.aws import prices
 from infra.cli.preflight.aws_calls import CouldNotCheck, aws_call
 from infra.cli.preflight.result import FAIL, PASS, WARN, Check, could_not_check
 from infra.config import Settings
 
 
-def kubernetes_version(settings: Settings, eks: Any, today: date) -> tuple[Check, str | None]:
+def kubernetes_version(
+    settings: Settings, eks: Any, today: date, cluster_hour: Callable[[str], float | None]
+) -> tuple[Check, str | None]:
     """The version's support phase as EKS answers it (else the offline calendar's, when EKS could not be
-    asked), and that phase for the cost estimate (None where the version is refused)."""
+    asked), and that phase for the cost estimate (None where the version is refused). `cluster_hour` gives
+    the $/hour of "eks-standard" and "eks-extended" (the Price List's answer, else the offline table's)."""
     version = settings.kubernetes_version
     offline = versions.eks_support_phase(version, today)
     try:
@@ -36,8 +38,6 @@ def kubernetes_version(settings: Settings, eks: Any, today: date) -> tuple[Check
         ), None
     status = found[0].get("versionStatus") or found[0].get("status", "")
     status = status.lower().replace("_", "-")
-    standard = prices.find("eks-standard", settings.region, "cluster-hour").usd
-    extended = prices.find("eks-extended", settings.region, "cluster-hour").usd
     if status == "standard-support":
         until = found[0].get("endOfStandardSupportDate")
         return Check(
@@ -47,6 +47,8 @@ def kubernetes_version(settings: Settings, eks: Any, today: date) -> tuple[Check
             + (f" until {until:%Y-%m-%d}" if hasattr(until, "strftime") else ""),
         ), versions.STANDARD
     if status == "extended-support":
+        # Priced only here: the Price List API is asked for it only when the difference is to be shown.
+        standard, extended = cluster_hour("eks-standard"), cluster_hour("eks-extended")
         more = (
             ""
             if standard is None or extended is None
