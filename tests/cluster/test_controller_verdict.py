@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -199,22 +200,18 @@ def test_the_per_index_delay_doubles_with_ignored_failures_and_a_stalled_run_wai
     uid = h.job(plane, NS, name)["metadata"]["uid"]
     for _ in range(4):
         victim = wait_until("index 0 running", lambda: pod_of(plane, name, 0), timeout=120)
-        h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.TERMINATED)
-        ended = wait_until(
-            "its finish time",
-            lambda: next(
-                (
-                    (p["status"].get("containerStatuses") or [{}])[0]
-                    .get("state", {})
-                    .get("terminated", {})
-                    .get("finishedAt")
-                    for p in h.pods(plane, NS, name)
-                    if p["metadata"]["name"] == victim["metadata"]["name"]
-                ),
-                None,
-            ),
-            timeout=30,
-        )
+        asked = h.end_pod(plane, NS, victim["metadata"]["name"], exit_codes.TERMINATED)
+
+        def finished_or_gone() -> str | None:
+            """The victim's finishedAt; once the controller replaces the Job (the fourth time) the pod can be
+            deleted with it before it is read: then the time the end was asked for, which is no later."""
+            mine = [p for p in h.pods(plane, NS, name) if p["metadata"]["name"] == victim["metadata"]["name"]]
+            if not mine:
+                return datetime.fromtimestamp(int(asked), timezone.utc).isoformat()
+            state = (mine[0]["status"].get("containerStatuses") or [{}])[0].get("state", {})
+            return state.get("terminated", {}).get("finishedAt")
+
+        ended = wait_until("its finish time", finished_or_gone, timeout=30)
         replacement = wait_until(
             "a new pod of index 0",
             lambda: next(
