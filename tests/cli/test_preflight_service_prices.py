@@ -22,18 +22,24 @@ from infra.cli import preflight
 API = f"AWS Price List API (pricing.get_products, read {TODAY.isoformat()})"
 
 
-def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, capsys):
+def preflight_in_eu_west_1(scenario: Scenario, tools, capsys, services_first: bool) -> dict:
+    """`preflight dev --json` in eu-west-1: the preflight tests' world, and a pricing client that answers
+    the two node types and the other items' queries, the items first when `services_first` (the
+    Kubernetes-version check asks them when it prices extended support); every answer is used."""
     stubbers: list[Stubber] = []
-    others = stubbed_world(Scenario("eu-west-1", statuses(), quotas=OK_QUOTAS), "eu-west-1", stubbers)
+    others = stubbed_world(scenario, "eu-west-1", stubbers)
 
     def make(service: str, region: str):
         if service != "pricing":
             return others(service, region)
         client = preflight.default_client(service, region)
         stubber = Stubber(client)
+        if services_first:
+            queue(stubber, world("eu-west-1"), "eu-west-1")
         stubber.add_response("get_products", price_list("c5.4xlarge", "eu-west-1", "0.768"), None)  # the workers
         stubber.add_response("get_products", price_list("m5.large", "eu-west-1", "0.107"), None)  # the system nodes
-        queue(stubber, world("eu-west-1"), "eu-west-1")
+        if not services_first:
+            queue(stubber, world("eu-west-1"), "eu-west-1")
         stubber.activate()
         stubbers.append(stubber)
         return client
@@ -41,7 +47,11 @@ def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, ca
     preflight.main(["dev", "--json", "-c", "aws:region=eu-west-1"], make_client=make, today=TODAY, which=tools)
     for stubber in stubbers:
         stubber.assert_no_pending_responses()
-    report = json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_an_eu_west_1_stack_is_priced_from_the_price_list_api(aws_env, tools, capsys):
+    report = preflight_in_eu_west_1(Scenario("eu-west-1", statuses(), quotas=OK_QUOTAS), tools, capsys, False)
     cost = report["cost"]
     assert (
         report["region"] == "eu-west-1" and cost["unpriced"] == [] and cost["note"] == "complete for the hourly items"
@@ -76,26 +86,8 @@ def test_extended_support_in_eu_west_1_is_priced_in_the_check_from_the_price_lis
     """The Kubernetes-version check says what extended support costs more, from the Price List API where
     the offline table has no price (eu-west-1): before, it said nothing there; the estimate bills the
     same rate, and names only the control plane's rate it bills."""
-    stubbers: list[Stubber] = []
     scenario = Scenario("extended", statuses(kubernetes_version="warn"), quotas=OK_QUOTAS, cluster="extended-support")
-    others = stubbed_world(scenario, "eu-west-1", stubbers)
-
-    def make(service: str, region: str):
-        if service != "pricing":
-            return others(service, region)
-        client = preflight.default_client(service, region)
-        stubber = Stubber(client)
-        queue(stubber, world("eu-west-1"), "eu-west-1")  # asked by the check, before the nodes
-        stubber.add_response("get_products", price_list("c5.4xlarge", "eu-west-1", "0.768"), None)
-        stubber.add_response("get_products", price_list("m5.large", "eu-west-1", "0.107"), None)
-        stubber.activate()
-        stubbers.append(stubber)
-        return client
-
-    preflight.main(["dev", "--json", "-c", "aws:region=eu-west-1"], make_client=make, today=TODAY, which=tools)
-    for stubber in stubbers:
-        stubber.assert_no_pending_responses()
-    report = json.loads(capsys.readouterr().out)
+    report = preflight_in_eu_west_1(scenario, tools, capsys, True)
     (check,) = [c for c in report["checks"] if c["id"] == "kubernetes-version"]
     assert check["status"] == "warn"
     assert "the control plane costs $0.60/hour instead of $0.10/hour (+$0.50/hour, +$12.00/day)" in check["message"]
