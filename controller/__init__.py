@@ -9,8 +9,11 @@ next to jobs/, never imports infra/ or pulumi (tests/test_architecture.py), and 
     exit_codes   what a worker's exit code means (the project's one table, read by the Job it renders)
     render       ElasticJob -> Job (pure)
     status       Job + pods -> the ElasticJob's status (pure)
+    job_indexes  Job + pods -> what the Job controller does with each index (pure)
     progress     the run's history.jsonl -> status.progress (pure, reads a file)
     lease        leader election on a coordination.k8s.io/v1 Lease
     reconcile    one pass for one ElasticJob against the API server
-    __main__     the process: flags, leader election, the watches
+    watches      the watches of ElasticJobs, Jobs and pods, and the pod cache
+    work_queue   the ElasticJob names to reconcile, with backoff
+    __main__     the process: flags, leader election, the worker and its threads
 """
