@@ -64,8 +64,6 @@ def run_check(prices: dict[tuple[str, str], str], score: int):
             ZONES,
             NOW,
             lambda op, **kw: checks.aws_call(client, op, **kw),
-            checks.Check,
-            (checks.PASS, checks.WARN, checks.SKIP),
         )
         stubber.assert_no_pending_responses()
     return result
@@ -104,9 +102,7 @@ def test_on_demand_workers_skip_the_spot_market_and_call_nothing():
     def no_call(*args, **kwargs):
         raise AssertionError("an on-demand stack must not read the Spot market")
 
-    found, price = spot.check(
-        settings("dev"), ZONES, NOW, no_call, checks.Check, (checks.PASS, checks.WARN, checks.SKIP)
-    )
+    found, price = spot.check(settings("dev"), ZONES, NOW, no_call)
     assert (found.status, price) == ("skip", None)
 
 

@@ -248,15 +248,11 @@ class Preflight:
             self.zones,
             datetime.now(timezone.utc),
             lambda op, **kw: aws_call(self.client("ec2"), op, **kw),
-            Check,
-            (PASS, WARN, SKIP),
         )
         return result
 
     def spot_role(self) -> Check:  # infra/cli/preflight/spot_role.py
-        return spot_role.check(
-            self.settings, lambda: self.client("iam", ALWAYS_ENABLED_REGION), Check, (PASS, FAIL, SKIP)
-        )
+        return spot_role.check(self.settings, lambda: self.client("iam", ALWAYS_ENABLED_REGION))
 
     # --- everything -------------------------------------------------------------------------------
 

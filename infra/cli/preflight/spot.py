@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from infra.aws import prices, spot_market
+from infra.cli.preflight.result import PASS, SKIP, WARN, Check
 from infra.config import SPOT, Settings, worker_instance_types
 
 CHECK_ID = "spot-market"
@@ -36,16 +37,11 @@ def check(
     zones: list[str],
     now: datetime,
     call: Callable[..., dict[str, Any]],
-    make_check: Callable[..., Any],
-    statuses: tuple[str, str, str],
-) -> tuple[Any, prices.Price | None]:
+) -> tuple[Check, prices.Price | None]:
     """(the Check, the Spot price of one worker node for the estimate or None). `call` is preflight's
-    aws_call on the stack region's EC2 client; `make_check` its Check; `statuses` (PASS, WARN, SKIP)."""
-    passed, warned, skipped = statuses
+    aws_call on the stack region's EC2 client."""
     if settings.capacity_type != SPOT:
-        return make_check(
-            CHECK_ID, skipped, f"capacityType {settings.capacity_type}: the workers buy no Spot capacity"
-        ), None
+        return Check(CHECK_ID, SKIP, f"capacityType {settings.capacity_type}: the workers buy no Spot capacity"), None
     types = list(worker_instance_types(settings))
     current = spot_market.current_prices(call, types, zones, now)
     score = spot_market.placement_score(call, types, settings.node_max_count, settings.region)
@@ -70,17 +66,17 @@ def check(
             now.date().isoformat(),
         )
     if score is not None and score < LOW_SCORE:
-        return make_check(
+        return Check(
             CHECK_ID,
-            warned,
+            WARN,
             f"{text}: EC2 rates a Spot request of this size unlikely to succeed",
             "add instance types of the same shape to nodeInstanceTypes, lower nodeMaxCount, or use another region",
         ), node_price
     if missing:
-        return make_check(
+        return Check(
             CHECK_ID,
-            warned,
+            WARN,
             f"{text}; no Spot price for {', '.join(missing)}",
             "those types are not sold as Spot there: the pool uses the others",
         ), node_price
-    return make_check(CHECK_ID, passed, text), node_price
+    return Check(CHECK_ID, PASS, text), node_price

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from botocore.exceptions import ClientError
 
 from infra.cli.preflight.aws_calls import UNEXPECTED_ANSWER, CouldNotCheck, reason
+from infra.cli.preflight.result import FAIL, PASS, SKIP, Check
 from infra.config import SPOT, Settings
 
 CHECK_ID = "spot-role"
@@ -32,22 +33,18 @@ SPOT_SERVICE = "spot.amazonaws.com"
 CREATE_COMMAND = f"aws iam create-service-linked-role --aws-service-name {SPOT_SERVICE}"
 
 
-def check(
-    settings: Settings, iam: Callable[[], Any], make_check: Callable[..., Any], statuses: tuple[str, str, str]
-) -> Any:
-    """The Check. `iam` makes the IAM client (IAM is global; none is made for an on-demand stack);
-    `statuses` is (PASS, FAIL, SKIP). A call that is denied or fails for another reason raises
-    CouldNotCheck (preflight reports WARN)."""
-    passed, failed, skipped = statuses
+def check(settings: Settings, iam: Callable[[], Any]) -> Check:
+    """The Check. `iam` makes the IAM client (IAM is global; none is made for an on-demand stack). A call
+    that is denied or fails for another reason raises CouldNotCheck (preflight reports WARN)."""
     if settings.capacity_type != SPOT:
-        return make_check(CHECK_ID, skipped, f"capacityType {settings.capacity_type}: the workers buy no Spot capacity")
+        return Check(CHECK_ID, SKIP, f"capacityType {settings.capacity_type}: the workers buy no Spot capacity")
     try:
         role = iam().get_role(RoleName=ROLE_NAME)["Role"]
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "NoSuchEntity":
-            return make_check(
+            return Check(
                 CHECK_ID,
-                failed,
+                FAIL,
                 f"the account has no {ROLE_NAME}, the role EC2 launches Spot instances with: Karpenter's "
                 "CreateFleet would fail with ServiceLinkedRoleCreationNotPermitted and no Spot worker "
                 "would ever start",
@@ -56,4 +53,4 @@ def check(
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
     except UNEXPECTED_ANSWER as error:  # unreachable, or not AWS's answer (aws_calls.py)
         raise CouldNotCheck(f"iam get_role: {reason(error)}") from None
-    return make_check(CHECK_ID, passed, f"{ROLE_NAME} exists ({role.get('Path', '/')}): EC2 can launch Spot instances")
+    return Check(CHECK_ID, PASS, f"{ROLE_NAME} exists ({role.get('Path', '/')}): EC2 can launch Spot instances")
