@@ -778,6 +778,12 @@ def repository_files(entry: str) -> list[str]:
     return files
 
 
+def preview_scripts() -> set[str]:
+    """The scripts the preview job runs (`bash <script>`)."""
+    _, job = preview_job()
+    return {script for step in steps(job) for script in re.findall(r"\bbash\s+(\S+\.sh)\b", str(step.get("run", "")))}
+
+
 def preview_inputs() -> set[str]:
     """What a `pulumi preview` reads, derived from the sources that define it."""
     from infra.components import registry  # noqa: PLC0415 - imports pulumi; only this test needs it
@@ -801,10 +807,7 @@ def preview_inputs() -> set[str]:
         parts = line.split()
         if parts[:1] == ["COPY"] and not any(p.startswith("--from") for p in parts):
             entries |= set(parts[1:-1])
-    # Scripts the preview job runs (`bash <script>`).
-    _, job = preview_job()
-    for step in steps(job):
-        entries |= set(re.findall(r"\bbash\s+(\S+\.sh)\b", str(step.get("run", ""))))
+    entries |= preview_scripts()
     return {file for entry in entries for file in repository_files(entry.rstrip("/"))}
 
 
@@ -821,11 +824,8 @@ def test_e2e_kind_paths_filter_covers_what_the_program_and_image_read():
     request that changes any of their inputs runs it, not only the nightly schedule (e2e-kind once left
     out controller/)."""
     patterns = triggers(load("e2e-kind.yml"))["pull_request"]["paths"]
-    own = {".github/workflows/preview.yml"}  # preview's own workflow file and scripts are not e2e-kind's inputs
-    _, job = preview_job()
-    for step in steps(job):
-        own |= set(re.findall(r"\bbash\s+(\S+\.sh)\b", str(step.get("run", ""))))
-    inputs = preview_inputs() - own
+    # preview's own workflow file and scripts are not e2e-kind's inputs
+    inputs = preview_inputs() - {".github/workflows/preview.yml", *preview_scripts()}
     assert "controller/__main__.py" in inputs and "images/Dockerfile" in inputs
     missed = sorted(path for path in inputs if not paths_filter_matches(patterns, path))
     assert not missed, f"a change to these files must trigger e2e-kind.yml (add them to `paths:`): {missed}"

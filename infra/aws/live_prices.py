@@ -28,7 +28,8 @@ PRICING_REGION = "us-east-1"
 LINUX = "Linux/UNIX"
 
 
-def _why(error: Exception) -> str:
+def why_failed(error: Exception) -> str:
+    """One line on why an AWS call gave no answer (also live_service_prices.py's)."""
     if isinstance(error, ClientError):
         err = error.response.get("Error", {})
         return f"{err.get('Code', 'error')}: {err.get('Message', '')}".strip(": ")
@@ -52,7 +53,7 @@ def on_demand(pricing: Any, instance_type: str, region: str, today: str) -> tupl
     try:
         answer = pricing.get_products(ServiceCode="AmazonEC2", Filters=filters, MaxResults=10)
     except Exception as error:  # noqa: BLE001 (only the botocore call is inside: any error is its answer, not our code)
-        return None, f"Price List API not used for {instance_type}: {_why(error)}"
+        return None, f"Price List API not used for {instance_type}: {why_failed(error)}"
     usd = set()
     for text in answer.get("PriceList", []):
         product = json.loads(text) if isinstance(text, str) else text
@@ -89,7 +90,7 @@ def spot(ec2: Any, instance_type: str, zones: list[str], now: datetime) -> tuple
                 break
             kwargs["NextToken"] = answer["NextToken"]
     except Exception as error:  # noqa: BLE001 (the calls and the reading of their answers only: a non-AWS answer)
-        return None, f"Spot price history not used for {instance_type}: {_why(error)}"
+        return None, f"Spot price history not used for {instance_type}: {why_failed(error)}"
     if not latest:
         # An answer, not a failure: no Spot market for the type there, so no Spot worker can start. The
         # estimate must not fall back to the catalog's prices of other zones and price it as if it could.

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.aws import prices
-from infra.aws.live_prices import _why
+from infra.aws.live_prices import why_failed
 
 MAX_RESULTS = 100
 MAX_PAGES = 10  # 1,000 products: far more than any of these filter sets selects
@@ -169,9 +169,9 @@ def service_prices(pricing: Any, region: str, today: str) -> tuple[dict[str, pri
             try:
                 answers[item.query] = products(pricing, item.query, region)
             except ValueError as error:  # this query's answer only (past MAX_PAGES, a product that is not JSON)
-                answers[item.query] = _why(error)
+                answers[item.query] = why_failed(error)
             except Exception as error:  # noqa: BLE001 (the calls only: any other error is their answer, not our code)
-                failed = _why(error)
+                failed = why_failed(error)
                 left.append(item.what)
                 continue
         answer = answers[item.query]
@@ -181,7 +181,7 @@ def service_prices(pricing: Any, region: str, today: str) -> tuple[dict[str, pri
         try:
             usd, read_as, why = read(answer, item, region)
         except (ValueError, TypeError, AttributeError, KeyError) as error:  # a malformed product
-            usd, read_as, why = None, "", f"Price List API answer unreadable in {region}: {_why(error)}"
+            usd, read_as, why = None, "", f"Price List API answer unreadable in {region}: {why_failed(error)}"
         if usd is None:
             notes.append(f"{item.what}: {why}")
         else:

@@ -22,8 +22,8 @@ Prices: EC2 from the price tables (infra/aws/instance_catalog.py: the zone table
 On-Demand and the region-wide table, each price naming its table) or, in preflight with
 credentials, from the Price List API and the Spot price history (infra/aws/live_prices.py); the
 rest from infra/aws/prices.py (us-east-1 and us-west-2 only) or, in preflight with credentials and
-in any region, from the Price List API (infra/aws/live_service_prices.py). Every item names its source. An item whose price was not read has
-unitUsd and hourlyUsd null and is named in `unpriced`; the totals then cover the priced items only,
+in any region, from the Price List API (infra/aws/live_service_prices.py). Every item names its
+source. An item whose price was not read has unitUsd and hourlyUsd null and is named in `unpriced`; the totals then cover the priced items only,
 and say so. Nothing here is a guess: no price, no number.
 """
 

@@ -226,8 +226,8 @@ class Preflight:
 
     def cluster_hour(self, what: str) -> float | None:
         """The EKS control plane's $/hour ("eks-standard" or "eks-extended"): the Price List API's, else the table's."""
-        answered = self.service_prices()[0].get(what)
-        return (answered or prices.find(what, self.settings.region, "cluster-hour")).usd
+        live = cost.LivePrices(services=self.service_prices()[0])
+        return cost.service_price(what, self.settings.region, "cluster-hour", live).usd
 
     def service_prices(self) -> tuple[dict[str, prices.Price], list[str]]:
         """What the Price List API says the stack's other billed items cost in its region (EKS, NAT, public
