@@ -5,10 +5,9 @@ text classifier, which uses elastic_training. Each must finish (exit 0) from a c
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
