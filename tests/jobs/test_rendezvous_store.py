@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import threading
 import time
 import uuid
@@ -134,11 +133,11 @@ def test_a_stalled_store_keeps_its_data_and_every_heartbeat_is_renewed(store, ru
     the first call after the stall renews the heartbeats instead."""
     handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=2)
     handler.next_rendezvous()
-    os.kill(store.process.pid, signal.SIGSTOP)
+    store.pause()
     try:
         time.sleep(3)
     finally:
-        os.kill(store.process.pid, signal.SIGCONT)
+        store.resume()
     time.sleep(1.1)
     assert handler.num_nodes_waiting() == 0
     state = stored_state(store, run_id)
@@ -283,8 +282,8 @@ def test_after_a_stall_only_the_heartbeats_of_nodes_alive_before_it_are_renewed(
     assert client.compare_set(key, value, planted) == planted
     backend = handler._run_backend
     backend.get_state()  # the store answers: the time before the stall
-    os.kill(store.process.pid, signal.SIGSTOP)
-    resume = threading.Timer(3, os.kill, (store.process.pid, signal.SIGCONT))
+    store.pause()
+    resume = threading.Timer(3, store.resume)
     resume.start()
     try:
         backend.get_state()  # waits through the stall; the store answers again after 3 s

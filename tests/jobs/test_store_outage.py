@@ -118,8 +118,8 @@ def _step(run: Run) -> None:
     elif run.killed_at is None:
         if _epochs_since(history, 0) >= 1:
             if run.name == "stalled":
-                os.kill(run.store.process.pid, signal.SIGSTOP)  # by PID: exactly our store
-                run.killed_at = now
+                run.store.pause()
+                run.killed_at = time.time()
             else:
                 _kill(run, now)
     elif run.name == "stock":
@@ -127,7 +127,7 @@ def _step(run: Run) -> None:
             _restart(run)
     elif run.name == "stalled":
         if run.back_at is None and now - run.killed_at >= STOPPED_SECONDS:
-            os.kill(run.store.process.pid, signal.SIGCONT)
+            run.store.resume()
             run.back_at = time.time()
     elif run.name == "gone":
         # back once the first two agents gave up, a little later, so the recreated ones start
