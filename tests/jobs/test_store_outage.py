@@ -73,7 +73,7 @@ class Run:
     command: list[str]
     next_store: StoreServer | None = None  # the store after a restart: its process loaded from the start
     epochs: int = EPOCHS
-    killed_at: float | None = None  # time.time() the store went away (SIGKILL or SIGSTOP)
+    killed_at: float | None = None  # time.time() the store went away: just before SIGKILL, once stopped for SIGSTOP
     restarting: bool = False  # the new store let in (its process started right after the kill, loaded, waiting)
     back_at: float | None = None  # time.time() the store listened again
     newcomer_at: float | None = None

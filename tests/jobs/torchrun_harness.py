@@ -216,16 +216,28 @@ class StoreServer:
     def pause(self, timeout: float = 30) -> None:
         """SIGSTOP, as a frozen or cut-off pod stalls the store: it keeps its data and answers nothing.
 
-        Returns once every thread of the store has stopped. kill() returns before that: Linux hands
-        SIGSTOP to one thread, and the others stop only once that thread has run (the group stop of
-        kernel/signal.c), so on a busy machine the store's server thread answered calls made after
-        kill() returned (measured: a compare_set answered in 0.000 s, the flaky heartbeat test)."""
+        Returns once every thread of the store has stopped. os.kill() returns before that: Linux
+        hands SIGSTOP to one thread, and the others stop only once that thread has run (the group
+        stop of kernel/signal.c), so on a busy machine the store's server thread answered calls made
+        after os.kill() returned (measured: a compare_set answered in 0.000 s, the flaky heartbeat
+        test). If the wait fails, the store is continued, so that the tests after it find it serving."""
+        if self.process.poll() is not None:  # reaped: its PID may be another process's now
+            raise RuntimeError(f"the store exited with {self.process.returncode} before it could be stopped")
         os.kill(self.process.pid, signal.SIGSTOP)  # by PID: exactly this process
-        deadline = time.monotonic() + timeout
-        while not all(state == "T" for state in thread_states(self.process.pid)):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the store's threads did not all stop within {timeout} s")
-            time.sleep(0.01)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                states = thread_states(self.process.pid)
+                if not states or any(state in "ZX" for state in states):
+                    raise RuntimeError(f"the store exited while it was being stopped (its threads: {states})")
+                if all(state in "Tt" for state in states):  # t: stopped under a tracer (strace, gdb)
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the store's threads did not all stop within {timeout} s: {states}")
+                time.sleep(0.01)
+        except BaseException:
+            self.resume()
+            raise
 
     def resume(self) -> None:
         """SIGCONT: the stalled store answers again, with the data it had."""
@@ -250,12 +262,12 @@ class StoreServer:
 
 def thread_states(pid: int) -> list[str]:
     """The state letter of each thread of a process (proc(5): the third field of /proc/PID/task/TID/stat;
-    "T" is stopped by a signal)."""
+    "T" is stopped by a signal, "t" stopped under a tracer, "Z" and "X" gone)."""
     states = []
     for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
         try:
             text = stat.read_text()
-        except FileNotFoundError:  # a thread that ended meanwhile
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile (ESRCH between open and read)
             continue
         states.append(text.rsplit(")", 1)[1].split()[0])  # the name in parentheses may hold spaces
     return states
