@@ -230,8 +230,9 @@ def test_the_per_index_delay_doubles_with_ignored_failures_and_a_stalled_run_wai
         )
         delays.append(round(_seconds(replacement["metadata"]["creationTimestamp"]) - _seconds(ended)))
     record_property("replacement_delays_seconds", delays)
-    # creationTimestamp and finishedAt have whole seconds; the Job controller syncs on events and requeues
-    assert 9 <= delays[0] <= 14 and 19 <= delays[1] <= 25 and 39 <= delays[2] <= 46, delays
+    # creationTimestamp and finishedAt have whole seconds; the Job controller syncs on events and requeues.
+    # The upper bounds leave a loaded control plane room and still do not overlap: each delay doubled.
+    assert 9 <= delays[0] <= 18 and 19 <= delays[1] <= 32 and 39 <= delays[2] <= 55, delays
     assert delays[3] <= 20, delays  # not the Job controller's 80 s
     job = h.job(plane, NS, name)
     assert job["metadata"]["uid"] != uid
