@@ -130,12 +130,15 @@ def rendezvous_join_until_participant(handler):
 def test_a_stalled_store_keeps_its_data_and_every_heartbeat_is_renewed(store, run_id, handlers):
     """SIGSTOP: the store keeps its data but answers nothing for longer than a node may stay silent
     (keep_alive_interval x keep_alive_max_attempt). torch's sanitizer would then drop every node;
-    the first call after the stall renews the heartbeats instead."""
-    handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=2)
+    the first call after the stall renews the heartbeats instead.
+
+    4 s alive, not 2: the node's last heartbeat must count as alive at the store's last answer before
+    the stall, and a loaded machine can hold the keep-alive thread between the two for over a second."""
+    handler = ours(store, run_id, handlers, keep_alive_interval=1, keep_alive_max_attempt=4)
     handler.next_rendezvous()
     store.pause()
     try:
-        time.sleep(3)
+        time.sleep(6)
     finally:
         store.resume()
     time.sleep(1.1)
