@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any, Callable
 
 from controller import reconcile, render
@@ -23,19 +22,25 @@ WATCH_READ_SECONDS = WATCH_SECONDS + 30
 
 
 def watch_objects(
-    list_call: Callable[..., Any], key: Callable[[Any], str | None], queue: WorkQueue, **selector: Any
+    list_call: Callable[..., Any],
+    key: Callable[[Any], str | None],
+    queue: WorkQueue,
+    *,
+    stop: threading.Event | None = None,
+    **selector: Any,
 ) -> None:
-    """List, queue every object's ElasticJob, then follow the watch; start over when it ends or breaks."""
+    """List, queue every object's ElasticJob, then follow the watch; start over when it ends or breaks,
+    until `stop` is set (the controller never sets it; a test ends the watches it started with it)."""
     from kubernetes import watch
 
+    stop = stop or threading.Event()
     backoff = 1.0
-    while True:
+    while not stop.is_set():
         try:
             listed = list_call(**selector, _request_timeout=reconcile.REQUEST_SECONDS)
             items = listed["items"] if isinstance(listed, dict) else listed.items
-            for (
-                item
-            ) in items:  # a relist (every WATCH_SECONDS) must not cut a backoff or a TTL short (review ctrl-1 item 13)
+            # A relist (every WATCH_SECONDS) must not cut a backoff or a TTL short (review ctrl-1 item 13).
+            for item in items:
                 if (name := key(item)) is not None:
                     queue.add_unless_waiting(name)
             version = (
@@ -52,8 +57,10 @@ def watch_objects(
                     queue.add(name)
             backoff = 1.0
         except Exception as error:  # noqa: BLE001 - a watch must outlive any API error; the next list catches up
+            if stop.is_set():
+                return
             log.warning("watch %s: %s; listing again in %.0f s", getattr(list_call, "__name__", "?"), error, backoff)
-            time.sleep(backoff)
+            stop.wait(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 
@@ -91,14 +98,18 @@ class PodCache:
             ]
 
 
-def watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> None:
-    """The pod informer: list into the cache, then apply the watch's events; start over when it ends."""
+def watch_pods(
+    api: Api, namespace: str, cache: PodCache, queue: WorkQueue, stop: threading.Event | None = None
+) -> None:
+    """The pod informer: list into the cache, then apply the watch's events; start over when it ends,
+    until `stop` is set (as in watch_objects)."""
     from kubernetes import watch
     from controller.reconcile import _raw
 
+    stop = stop or threading.Event()
     selector = render.ELASTICJOB_LABEL
     backoff = 1.0
-    while True:
+    while not stop.is_set():
         try:
             listed = _raw(api.core.list_namespaced_pod, namespace, label_selector=selector)
             cache.replace(listed["items"])
@@ -120,8 +131,10 @@ def watch_pods(api: Api, namespace: str, cache: PodCache, queue: WorkQueue) -> N
                 queue.add((pod["metadata"].get("labels") or {})[render.ELASTICJOB_LABEL])
             backoff = 1.0
         except Exception as error:  # noqa: BLE001 - a watch must outlive any API error; the next list catches up
+            if stop.is_set():
+                return
             log.warning("watch pods: %s; listing again in %.0f s", error, backoff)
-            time.sleep(backoff)
+            stop.wait(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 

@@ -25,6 +25,15 @@ def server():
     made.close()
 
 
+@pytest.fixture
+def stop_watches(server):
+    """Set at the test's end, before its API server closes: the watches it started end instead of
+    listing a closed port for the rest of the session."""
+    stop = threading.Event()
+    yield stop
+    stop.set()
+
+
 def test_a_pass_on_a_frozen_connection_ends_within_its_bound(server, monkeypatch):
     monkeypatch.setattr(reconcile, "REQUEST_SECONDS", 0.5)
     server.frozen = True
@@ -45,7 +54,7 @@ def test_a_pass_on_a_frozen_connection_ends_within_its_bound(server, monkeypatch
     assert "error" in result and result["seconds"] < 1.5, result  # one bounded try, not urllib3's four
 
 
-def test_a_silent_watch_is_given_up_and_listed_again(server, monkeypatch):
+def test_a_silent_watch_is_given_up_and_listed_again(server, stop_watches, monkeypatch):
     """An idle half-open watch never returned: the queue heard nothing more of that kind."""
     monkeypatch.setattr(reconcile, "REQUEST_SECONDS", 1.0)
     monkeypatch.setattr(watches, "WATCH_READ_SECONDS", 1.0)
@@ -56,7 +65,8 @@ def test_a_silent_watch_is_given_up_and_listed_again(server, monkeypatch):
         return api.batch.list_namespaced_job(NS, **kwargs)
 
     queue = WorkQueue()
-    threading.Thread(target=watches.watch_objects, args=(list_jobs, watches.labelled_name, queue), daemon=True).start()
+    watch = (list_jobs, watches.labelled_name, queue)
+    threading.Thread(target=watches.watch_objects, args=watch, kwargs={"stop": stop_watches}, daemon=True).start()
     time.sleep(3.5)  # the watch given up after 1 s, listed again after the 1 s backoff
     lists = [c for c in server.calls if c[1].endswith("/jobs")]
     assert len(lists) >= 2, server.calls
@@ -80,7 +90,7 @@ def test_a_stuck_pass_is_seen_by_the_main_thread():
     assert clock.stuck_for(0.2) is None
 
 
-def test_a_relist_keeps_a_waiting_names_backoff(server, monkeypatch):
+def test_a_relist_keeps_a_waiting_names_backoff(server, stop_watches, monkeypatch):
     """Review ctrl-1 item 13: each watch's relist (every WATCH_SECONDS) queued every Job's and pod's
     ElasticJob at once, cutting short the backoff of a blocked one and the wait of a pending TTL."""
     from api_server import JOBS, PODS
@@ -96,8 +106,10 @@ def test_a_relist_keeps_a_waiting_names_backoff(server, monkeypatch):
     def list_jobs(**kwargs):
         return api.batch.list_namespaced_job(NS, **kwargs)
 
-    threading.Thread(target=watches.watch_objects, args=(list_jobs, watches.labelled_name, queue), daemon=True).start()
-    threading.Thread(target=watches.watch_pods, args=(api, NS, watches.PodCache(), queue), daemon=True).start()
+    watch = (list_jobs, watches.labelled_name, queue)
+    threading.Thread(target=watches.watch_objects, args=watch, kwargs={"stop": stop_watches}, daemon=True).start()
+    pod_watch = (api, NS, watches.PodCache(), queue, stop_watches)
+    threading.Thread(target=watches.watch_pods, args=pod_watch, daemon=True).start()
     time.sleep(1.5)
     assert {c[1] for c in server.calls} >= {JOBS, PODS}, server.calls  # both listed
     assert "blocked" in queue.waiting() and queue._ready == []
