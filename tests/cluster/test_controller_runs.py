@@ -260,7 +260,7 @@ def test_run_policy_clean_pods_then_delete_the_finished_elasticjob(running_contr
     # completionTime; 4 s was once all the margin), so the Job is seen still there before it.
     apply(plane, [h.elasticjob("policy", NS, run_for="2s", cleanPodPolicy="All", ttlSecondsAfterFinished=20)])
     h.condition(plane, NS, "policy", "Succeeded")
-    wait_until("the finished run's pods deleted", lambda: not h.pods(plane, NS, "policy"), timeout=30)
+    wait_until("the finished run's pods deleted", lambda: not h.pods(plane, NS, "policy"), timeout=15)
     assert h.job(plane, NS, "policy") is not None  # the Job stays until the TTL
     wait_until(
         "the ElasticJob deleted after its TTL",

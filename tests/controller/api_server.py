@@ -134,3 +134,4 @@ class ApiServer:
     def close(self) -> None:
         self.release.set()
         self.http.shutdown()
+        self.http.server_close()  # a late connection is refused, not left unanswered in the backlog

@@ -26,9 +26,9 @@ def server():
 
 
 @pytest.fixture
-def stop_watches(server):
-    """Set at the test's end, before its API server closes: the watches it started end instead of
-    listing a closed port for the rest of the session."""
+def stop_watches(server, monkeypatch):
+    """Set at the test's end, before its API server closes and before the test's short timeouts are
+    undone: the watches it started end instead of listing a closed port for the rest of the session."""
     stop = threading.Event()
     yield stop
     stop.set()
