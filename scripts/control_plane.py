@@ -544,7 +544,11 @@ class ControlPlane:
             raise ControlPlaneError(f"no node {node!r}")
         path = self.dir / LOST_NODES
         lost = set(json.loads(path.read_text())) if path.exists() else set()
-        path.write_text(json.dumps(sorted(lost | {node})))
+        # Whole or not at all (a new file moved over the old): the pod runner reads it every pass, and an
+        # empty file read between write_text's truncation and its write once ended the runner.
+        writing = self.dir / f"{LOST_NODES}.writing"
+        writing.write_text(json.dumps(sorted(lost | {node})))
+        os.replace(writing, path)
         done = self.dir / f"{LOST_NODES}.done"
         self._wait(
             f"the pod runner to stop node {node}",

@@ -190,7 +190,10 @@ class PodRunner:
                 self.kill(pod)
                 del self.pods[pod.uid]
         self.lost = lost
-        (self.dir / f"{LOST_NODES}.done").write_text(json.dumps(sorted(lost)))
+        # Whole or not at all, as control_plane.py writes the list: it reads this answer while we write it.
+        writing = self.dir / f"{LOST_NODES}.done.writing"
+        writing.write_text(json.dumps(sorted(lost)))
+        os.replace(writing, self.dir / f"{LOST_NODES}.done")
 
     def sync(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
