@@ -190,10 +190,7 @@ class PodRunner:
                 self.kill(pod)
                 del self.pods[pod.uid]
         self.lost = lost
-        # Whole or not at all, as control_plane.py writes the list: it reads this answer while we write it.
-        writing = self.dir / f"{LOST_NODES}.done.writing"
-        writing.write_text(json.dumps(sorted(lost)))
-        os.replace(writing, self.dir / f"{LOST_NODES}.done")
+        write_whole(self.dir / f"{LOST_NODES}.done", json.dumps(sorted(lost)))  # control_plane.py waits on it
 
     def sync(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
@@ -319,7 +316,7 @@ class PodRunner:
                 start_new_session=True,
             )
         # The main process's id, for tests that crash a container from outside (as an OOM kill would).
-        (running.directory / f"{spec['name']}.pid").write_text(str(container.process.pid))
+        write_whole(running.directory / f"{spec['name']}.pid", str(container.process.pid))  # the tests read it
         container.started_at, container.terminated = now(), None
         container.started_probe = "startupProbe" not in spec
         container.ready = "readinessProbe" not in spec and container.started_probe
@@ -563,6 +560,15 @@ def _probe(spec: dict[str, Any], ip: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return False
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Whole or not at all (a new file moved over the old), as control_plane.py writes the lost-nodes
+    list: another process polls these files, and a read between write_text's truncation and its write
+    finds an empty file (the lost-nodes list read so once ended this runner)."""
+    writing = path.with_name(path.name + ".writing")
+    writing.write_text(text)
+    os.replace(writing, path)
 
 
 def main(argv: list[str] | None = None) -> int:
